@@ -1,0 +1,173 @@
+"""The backend seam: typed generation requests, the ``Backend`` interface and the backend registry."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ModelSpecError, UnsupportedRequestError
+
+# Message content items follow lmms-eval's doc_to_messages protocol:
+# {"type": "text", "text": str} | {"type": "image", "url": PIL.Image}
+Message = dict[str, Any]
+
+_GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Decoding settings of one request; every key a task may set is named here or rejected."""
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    num_beams: int = 1
+    until: tuple[str, ...] = ()
+
+    @property
+    def do_sample(self) -> bool:
+        return self.temperature > 0
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict[str, Any], where: str = "generation_kwargs") -> GenerationParams:
+        """Build from a task's ``generation_kwargs``; unknown keys fail loudly instead of being ignored."""
+        kw = dict(kwargs)
+        do_sample = kw.pop("do_sample", None)
+        until = kw.pop("until", ())
+        if isinstance(until, str):
+            until = (until,)
+        unknown = sorted(set(kw) - set(_GREEDY_DEFAULTS))
+        if unknown:
+            raise UnsupportedRequestError(
+                f"{where}: unsupported generation setting(s) {', '.join(unknown)} "
+                f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})"
+            )
+        values = {k: kw.get(k, v) for k, v in _GREEDY_DEFAULTS.items()}
+        temperature = float(values["temperature"] or 0.0)
+        if do_sample is False:
+            temperature = 0.0
+        elif do_sample is True and temperature == 0.0:
+            raise UnsupportedRequestError(f"{where}: do_sample is true but temperature is 0; set a temperature")
+        params = cls(
+            max_new_tokens=int(values["max_new_tokens"]),
+            temperature=temperature,
+            top_p=float(values["top_p"] if values["top_p"] is not None else 1.0),
+            top_k=None if values["top_k"] is None else int(values["top_k"]),
+            num_beams=int(values["num_beams"] or 1),
+            until=tuple(str(u) for u in until),
+        )
+        if params.max_new_tokens < 1 or not 0 < params.top_p <= 1 or params.num_beams < 1:
+            raise UnsupportedRequestError(f"{where}: out-of-range generation settings {kwargs}")
+        if params.num_beams > 1 and params.do_sample:
+            raise UnsupportedRequestError(f"{where}: beam search with sampling is not supported")
+        return params
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
+            "top_k": self.top_k, "num_beams": self.num_beams, "until": list(self.until),
+            "do_sample": self.do_sample,
+        }
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt to answer ``n`` times; ``key`` is its content hash and ``seed`` makes sampling repeatable."""
+
+    key: str
+    messages: list[Message] = field(compare=False)
+    params: GenerationParams
+    n: int = 1
+    seed: int = 0
+
+
+def truncate_at_stop(text: str, until: tuple[str, ...]) -> str:
+    """Cut a completion at the first occurrence of any stop string (lmms-eval's ``until``)."""
+    cut = len(text)
+    for stop in until:
+        if stop:
+            pos = text.find(stop)
+            if pos != -1:
+                cut = min(cut, pos)
+    return text[:cut]
+
+
+class Backend(ABC):
+    """A model that answers generation requests. Subclasses register under a spec prefix."""
+
+    #: lmms-eval model name used to pick ``lmms_eval_specific_kwargs`` blocks (e.g. ``qwen2_vl``).
+    model_family: str | None = None
+    #: True for offline smoke-test models whose outputs carry no meaning.
+    is_smoke_model: bool = False
+
+    @property
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """Identifies the weights and settings that determine outputs; keys the response store."""
+
+    @abstractmethod
+    def info(self) -> dict[str, Any]:
+        """Provenance for results.json: model id, revision, dtype, device and the like."""
+
+    @abstractmethod
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        """Answer a batch: for each request ``n`` completions, or the exception that prevented them."""
+
+    def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+        """Group requests into calls of ``generate``; by default fixed-size chunks in order."""
+        return [requests[i : i + batch_size] for i in range(0, len(requests), batch_size)]
+
+    def supports(self, output_type: str) -> bool:
+        return output_type == "generate_until"
+
+
+BackendFactory = Callable[[str, dict[str, str]], Backend]
+_REGISTRY: dict[str, str | BackendFactory] = {
+    "hf": "harness.models.hf:HFBackend.from_spec",
+    "tiny": "harness.models.hf:HFBackend.from_tiny_spec",
+}
+
+
+def register_backend(prefix: str, factory: str | BackendFactory) -> None:
+    """Register a backend factory (or a lazy ``module:attr`` path) under a spec prefix."""
+    _REGISTRY[prefix] = factory
+
+
+def available_backends() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def parse_model_args(text: str | None) -> dict[str, str]:
+    """``k=v,k2=v2`` into a dict; a malformed pair fails with one line."""
+    out: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ModelSpecError(f"--model-args: expected key=value, got {part!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backend:
+    """Instantiate the backend for ``BACKEND:NAME``."""
+    prefix, sep, name = spec.partition(":")
+    if not sep or not name:
+        raise ModelSpecError(
+            f"model spec {spec!r} must look like BACKEND:NAME (backends: {', '.join(available_backends())})"
+        )
+    factory = _REGISTRY.get(prefix)
+    if factory is None:
+        raise ModelSpecError(f"unknown backend {prefix!r} in {spec!r}; available: {', '.join(available_backends())}")
+    if isinstance(factory, str):
+        module_name, _, attr = factory.partition(":")
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        factory = obj
+    return factory(name, dict(model_args or {}))  # type: ignore[operator]

@@ -1,0 +1,260 @@
+"""The ``hf:`` backend: any transformers image-text-to-text model (or text-only causal LM).
+
+The loaded ``model`` and ``processor`` are public attributes and :meth:`HFBackend.prepare_inputs`
+turns chat messages into model inputs, so white-box code (gradients, attention read-outs, hooks,
+teacher-forced scoring) can reuse exactly the preprocessing that generation uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ModelSpecError, UnsupportedRequestError
+from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+
+log = logging.getLogger(__name__)
+
+# transformers model_type -> lmms-eval model name (for lmms_eval_specific_kwargs blocks).
+LMMS_FAMILY = {
+    "qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "llava": "llava_hf",
+    "llava_next": "llava_hf", "llava_onevision": "llava_onevision", "gemma3": "gemma3",
+    "idefics3": "idefics3", "smolvlm": "smolvlm", "idefics2": "idefics2",
+}
+_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code"}
+_DTYPES = {"float32", "float16", "bfloat16"}
+_FULL_HASH_LIMIT = 256 * 1024 * 1024
+
+
+def _auto_device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _auto_dtype(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda"):
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if device == "mps":
+        return "float16"
+    return "float32"
+
+
+def folder_fingerprint(path: Path) -> str:
+    """Content hash of a model folder (file names, sizes, and bytes when the folder is small)."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    total = sum(p.stat().st_size for p in files)
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(path)}:{p.stat().st_size}\n".encode())
+        if total <= _FULL_HASH_LIMIT or p.suffix in {".json", ".jinja", ".txt"}:
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class HFBackend(Backend):
+    """Transformers generation with chat templates, left-padded batches and native n-sampling."""
+
+    def __init__(self, name: str, model_args: dict[str, str], smoke: bool = False) -> None:
+        unknown = sorted(set(model_args) - _MODEL_ARGS)
+        if unknown:
+            raise ModelSpecError(f"--model-args: unknown key(s) {', '.join(unknown)} for hf (known: "
+                                 f"{', '.join(sorted(_MODEL_ARGS))})")
+        self.name = name
+        self.is_smoke_model = smoke
+        self.device = model_args.get("device", "auto")
+        self.device = _auto_device() if self.device == "auto" else self.device
+        dtype = model_args.get("dtype", "auto")
+        dtype = _auto_dtype(self.device) if dtype == "auto" else dtype
+        if dtype not in _DTYPES:
+            raise ModelSpecError(f"--model-args dtype={dtype!r}: choose auto, {', '.join(sorted(_DTYPES))}")
+        self.dtype = dtype
+        self.revision = model_args.get("revision")
+        self.attn_implementation = model_args.get("attn_implementation")
+        trust = model_args.get("trust_remote_code", "false").lower() in {"1", "true", "yes"}
+        self._load(trust)
+
+    @classmethod
+    def from_spec(cls, name: str, model_args: dict[str, str]) -> HFBackend:
+        return cls(name, model_args)
+
+    @classmethod
+    def from_tiny_spec(cls, arch: str, model_args: dict[str, str]) -> HFBackend:
+        from harness.models.tiny import tiny_model_path
+
+        return cls(str(tiny_model_path(arch)), model_args, smoke=True)
+
+    def _load(self, trust_remote_code: bool) -> None:
+        import torch
+        from transformers import (
+            AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer,
+        )
+        from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+        common: dict[str, Any] = {"revision": self.revision, "trust_remote_code": trust_remote_code}
+        try:
+            config = AutoConfig.from_pretrained(self.name, **common)
+        except (OSError, ValueError) as exc:
+            local = Path(self.name).exists()
+            hint = "" if local else " (offline? download it first or pass a local folder)"
+            raise ModelSpecError(f"cannot load model {self.name!r}: {str(exc).splitlines()[0]}{hint}") from None
+        self.model_type = config.model_type
+        self.is_multimodal = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+        self.model_family = LMMS_FAMILY.get(config.model_type, config.model_type)
+        load_kwargs: dict[str, Any] = {**common, "dtype": getattr(torch, self.dtype)}
+        if self.attn_implementation:
+            load_kwargs["attn_implementation"] = self.attn_implementation
+        try:
+            if self.is_multimodal:
+                self.processor = AutoProcessor.from_pretrained(self.name, **common)
+                self.tokenizer = self.processor.tokenizer
+                self.model = AutoModelForImageTextToText.from_pretrained(self.name, **load_kwargs)
+            else:
+                self.processor = self.tokenizer = AutoTokenizer.from_pretrained(self.name, **common)
+                self.model = AutoModelForCausalLM.from_pretrained(self.name, **load_kwargs)
+        except (OSError, ValueError) as exc:
+            raise ModelSpecError(f"cannot load model {self.name!r}: {str(exc).splitlines()[0]}") from None
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model.to(self.device).eval()
+        self.commit = getattr(config, "_commit_hash", None)
+        local = Path(self.name)
+        self._fingerprint = hashlib.sha256(json.dumps({
+            "model": folder_fingerprint(local) if local.is_dir() else f"{self.name}@{self.commit or self.revision}",
+            "dtype": self.dtype, "attn": self.attn_implementation,
+        }, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "backend": "tiny" if self.is_smoke_model else "hf", "model": self.name,
+            "model_type": self.model_type, "revision": self.revision, "commit": self.commit,
+            "fingerprint": self.fingerprint, "dtype": self.dtype, "device": self.device,
+            "attn_implementation": self.attn_implementation or getattr(
+                self.model.config, "_attn_implementation", None),
+            "smoke_test_model": self.is_smoke_model,
+        }
+
+    # -- preprocessing -------------------------------------------------------------------------
+    def _render(self, messages: list[Message]) -> tuple[str, list[Any]]:
+        """Chat-template text plus the images in the order their placeholders appear."""
+        images: list[Any] = []
+        chat = []
+        for message in messages:
+            content = message["content"]
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            items = []
+            for item in content:
+                if item.get("type") == "image":
+                    image = item.get("url", item.get("image"))
+                    if not self.is_multimodal:
+                        raise UnsupportedRequestError(f"{self.name} is a text-only model; it cannot take images")
+                    images.append(image.convert("RGB"))
+                    items.append({"type": "image"})
+                elif item.get("type") == "text":
+                    items.append({"type": "text", "text": item["text"]})
+                else:
+                    raise UnsupportedRequestError(f"message content type {item.get('type')!r} is not supported")
+            if not self.is_multimodal:
+                chat.append({"role": message["role"], "content": "".join(i["text"] for i in items)})
+            else:
+                chat.append({"role": message["role"], "content": items})
+        text = self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        return text, images
+
+    def prepare_inputs(self, batch: list[list[Message]]) -> Any:
+        """Model inputs (a BatchFeature on the model's device) for a batch of conversations."""
+        rendered = [self._render(m) for m in batch]
+        texts = [t for t, _ in rendered]
+        if not self.is_multimodal:
+            enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        else:
+            images = [imgs for _, imgs in rendered]
+            kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+            if any(images):
+                if not all(images):
+                    raise UnsupportedRequestError("a batch mixes prompts with and without images")
+                kwargs["images"] = images
+            enc = self.processor(**kwargs)
+        return enc.to(self.model.device)
+
+    # -- generation ----------------------------------------------------------------------------
+    def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+        """Greedy requests batch by identical settings; sampled requests run one prompt per call
+        (all n samples natively in that call) so a request's seed alone fixes its samples."""
+        batches: list[list[GenerationRequest]] = []
+        open_batches: dict[Any, list[GenerationRequest]] = {}
+        for req in requests:
+            if req.params.do_sample:
+                batches.append([req])
+                continue
+            key = (req.params, bool(_has_image(req.messages)))
+            group = open_batches.setdefault(key, [])
+            group.append(req)
+            if len(group) >= batch_size:
+                batches.append(open_batches.pop(key))
+        batches.extend(open_batches.values())
+        return batches
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        try:
+            return list(self._generate_batch(requests))
+        except Exception as exc:  # isolate the failing request instead of failing the batch
+            if len(requests) == 1:
+                log.debug("generation failed", exc_info=True)
+                return [exc]
+            out: list[list[str] | Exception] = []
+            for req in requests:
+                out.extend(self.generate([req]))
+            return out
+
+    def _generate_batch(self, requests: list[GenerationRequest]) -> list[list[str]]:
+        import torch
+
+        params = requests[0].params
+        n = requests[0].n
+        assert all(r.params == params and r.n == n for r in requests) or not params.do_sample
+        inputs = self.prepare_inputs([r.messages for r in requests])
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens, "num_beams": params.num_beams,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if params.do_sample:
+            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p,
+                          num_return_sequences=n)
+            if params.top_k is not None:
+                kwargs["top_k"] = params.top_k
+            torch.manual_seed(requests[0].seed)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if params.until:
+            kwargs.update(stop_strings=list(params.until), tokenizer=self.tokenizer)
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, **kwargs)
+        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        texts = [truncate_at_stop(t, params.until) for t in texts]
+        if params.do_sample:
+            return [texts]
+        # Greedy decoding is deterministic: one completion stands for all n samples.
+        return [[t] * r.n for t, r in zip(texts, requests, strict=True)]
+
+
+def _has_image(messages: list[Message]) -> bool:
+    return any(
+        isinstance(m["content"], list) and any(i.get("type") == "image" for i in m["content"]) for m in messages
+    )

@@ -1,0 +1,266 @@
+"""Offline smoke models: tiny random-weight models of real VLM architectures (``tiny:<arch>``).
+
+Each recipe builds a real config, a real processor and a byte-level BPE tokenizer trained locally,
+saves them to a cache folder once, and from then on the ``hf`` backend loads that folder exactly as it
+loads a user's model. Outputs are meaningless by design: these models exist to exercise code paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ModelSpecError
+
+RECIPE_VERSION = "1"
+_CORPUS_WORDS = (
+    "the a an is are was of to in on and or what which who where when how why this that these those "
+    "red green blue yellow black white color shape circle square triangle star image picture photo "
+    "describe answer question yes no one two three four five left right top bottom large small "
+    "person people man woman child car house tree dog cat sky water text word sentence positive "
+    "negative happy sad good bad figurative literal idiom meaning please reply with only"
+).split()
+
+QWEN_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+LLAVA_TEMPLATE = (
+    "{% for message in messages %}{% if message['role'] != 'system' %}{{ message['role'].upper() + ': ' }}"
+    "{% endif %}{% if message['content'] is string %}{{ message['content'] + ' ' }}{% else %}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}{{ '<image>\n' }}"
+    "{% endfor %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
+    "{{ content['text'] + ' ' }}{% endfor %}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "<start_of_turn>{{ role }}\n{% if message['content'] is string %}{{ message['content'] | trim }}"
+    "{% else %}{% for item in message['content'] %}{% if item['type'] == 'image' %}<start_of_image>"
+    "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+IDEFICS3_TEMPLATE = (
+    "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}"
+    "{% if message['content'] is string %}: {{ message['content'] }}{% else %}"
+    "{% if message['content'][0]['type'] == 'image' %}{{ ':' }}{% else %}{{ ': ' }}{% endif %}"
+    "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{ line['text'] }}"
+    "{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}{% endif %}"
+    "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+)
+
+
+def _tokenizer(specials: list[str], template: str, **special_kwargs: Any) -> Any:
+    """Train a byte-level BPE on a small fixed corpus and wrap it with the architecture's tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = [" ".join(_CORPUS_WORDS[i:] + _CORPUS_WORDS[:i]) for i in range(len(_CORPUS_WORDS))]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus * 4, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, chat_template=template, padding_side="left", **special_kwargs
+    )
+
+
+def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "vocab_size": vocab_size, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096, **extra,
+    }
+
+
+def _build_qwen2_vl(out: Path) -> None:
+    from transformers import (
+        Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor,
+    )
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]
+    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
+    pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16}
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels),
+        video_processor=Qwen2VLVideoProcessor(**pixels),
+        tokenizer=tok, chat_template=QWEN_TEMPLATE,
+    )
+    config = Qwen2VLConfig(
+        text_config=_text_config(
+            len(tok), rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
+        ),
+        vision_config={"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2,
+                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_chans": 3},
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+    )
+    _save(Qwen2VLForConditionalGeneration(config), processor, out)
+
+
+def _build_llava(out: Path) -> None:
+    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
+    tok = _tokenizer(specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                     unk_token="<unk>")
+    image_size, patch = 28, 14
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": image_size},
+                                           crop_size={"height": image_size, "width": image_size}),
+        tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default",
+        num_additional_image_tokens=1, chat_template=LLAVA_TEMPLATE,
+    )
+    config = LlavaConfig(
+        vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                       "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
+                       "patch_size": patch, "projection_dim": 32},
+        text_config={"model_type": "llama", **_text_config(len(tok)),
+                     "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id,
+                     "bos_token_id": tok.bos_token_id},
+        image_token_id=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
+        vision_feature_select_strategy="default", pad_token_id=tok.pad_token_id,
+    )
+    _save(LlavaForConditionalGeneration(config), processor, out)
+
+
+def _build_gemma3(out: Path) -> None:
+    import torch
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
+
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
+                "<end_of_image>", "<image_soft_token>"]
+    tok = _tokenizer(
+        specials, GEMMA_TEMPLATE, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
+        extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                              "image_token": "<image_soft_token>"},
+    )
+    image_size, patch, mm_tokens = 28, 14, 4
+    processor = Gemma3Processor(
+        image_processor=Gemma3ImageProcessor(size={"height": image_size, "width": image_size}),
+        tokenizer=tok, chat_template=GEMMA_TEMPLATE, image_seq_length=mm_tokens,
+    )
+    end_of_turn = tok.convert_tokens_to_ids("<end_of_turn>")
+    config = Gemma3Config(
+        text_config={**_text_config(len(tok)), "head_dim": 16, "sliding_window": 64,
+                     "pad_token_id": tok.pad_token_id, "eos_token_id": [tok.eos_token_id, end_of_turn],
+                     "bos_token_id": tok.bos_token_id},
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
+        mm_tokens_per_image=mm_tokens,
+        boi_token_index=tok.convert_tokens_to_ids("<start_of_image>"),
+        eoi_token_index=tok.convert_tokens_to_ids("<end_of_image>"),
+        image_token_index=tok.convert_tokens_to_ids("<image_soft_token>"),
+        eos_token_id=[tok.eos_token_id, end_of_turn], pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+    )
+    model = Gemma3ForConditionalGeneration(config)
+    # A freshly initialised Gemma3 projector is all zeros, so the image would have no effect at all.
+    with torch.no_grad():
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(0.0, 0.02)
+    model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]
+    _save(model, processor, out)
+
+
+def _build_idefics3(out: Path) -> None:
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor
+    from transformers import Idefics3Processor
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
+                "<image>", "<global-img>", "<pad>"]
+    tok = _tokenizer(
+        specials, IDEFICS3_TEMPLATE, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
+        pad_token="<pad>",
+        extra_special_tokens={"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
+                              "end_of_utterance_token": "<end_of_utterance>", "global_image_token": "<global-img>"},
+    )
+    image_size, patch, scale = 28, 14, 2
+    processor = Idefics3Processor(
+        image_processor=Idefics3ImageProcessor(
+            size={"longest_edge": image_size * 2}, max_image_size={"longest_edge": image_size}, do_image_splitting=True,
+        ),
+        tokenizer=tok, image_seq_len=(image_size // patch) ** 2 // scale**2, chat_template=IDEFICS3_TEMPLATE,
+    )
+    config = Idefics3Config(
+        text_config={"model_type": "llama", **_text_config(len(tok)), "pad_token_id": tok.pad_token_id,
+                     "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id},
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
+        scale_factor=scale, image_token_id=tok.convert_tokens_to_ids("<image>"), pad_token_id=tok.pad_token_id,
+    )
+    _save(Idefics3ForConditionalGeneration(config), processor, out)
+
+
+def _build_qwen3(out: Path) -> None:
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    config = Qwen3Config(**_text_config(len(tok)), head_dim=16, eos_token_id=tok.eos_token_id,
+                         pad_token_id=tok.pad_token_id)
+    _save(Qwen3ForCausalLM(config), tok, out)
+
+
+def _save(model: Any, processor: Any, out: Path) -> None:
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    (out / "SMOKE_TEST_MODEL.txt").write_text(
+        "Tiny random-weight model built by the harness for offline tests; its outputs are meaningless.\n"
+    )
+
+
+RECIPES: dict[str, Callable[[Path], None]] = {
+    "qwen2_vl": _build_qwen2_vl,
+    "llava": _build_llava,
+    "gemma3": _build_gemma3,
+    "idefics3": _build_idefics3,
+    "qwen3": _build_qwen3,
+}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness"))
+
+
+def tiny_model_path(arch: str) -> Path:
+    """Build (once, under a lock) and return the folder of the tiny ``arch`` model."""
+    if arch not in RECIPES:
+        raise ModelSpecError(f"unknown tiny architecture {arch!r}; choose from {', '.join(sorted(RECIPES))}")
+    import torch
+    from filelock import FileLock
+
+    root = cache_root() / "tiny"
+    root.mkdir(parents=True, exist_ok=True)
+    out = root / f"{arch}-v{RECIPE_VERSION}"
+    with FileLock(str(out) + ".lock"):
+        if (out / "SMOKE_TEST_MODEL.txt").is_file():
+            return out
+        tmp = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=root))
+        try:
+            with torch.random.fork_rng():
+                torch.manual_seed(int(hashlib.sha256(arch.encode()).hexdigest()[:8], 16))
+                RECIPES[arch](tmp)
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out

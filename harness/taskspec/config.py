@@ -1,0 +1,200 @@
+"""The typed task specification: lmms-eval's ``TaskConfig`` keys, validated once."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import TaskConfigError
+from harness.taskspec.yaml_loader import FunctionRef
+
+log = logging.getLogger(__name__)
+
+# lmms-eval keys this harness reads but treats as documentation only.
+_PASSIVE_KEYS = {
+    "task_alias", "group_alias", "training_split", "validation_split", "fewshot_split",
+    "description", "target_delimiter", "fewshot_delimiter", "should_decontaminate",
+    "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
+    "model_specific_prompt_kwargs", "model_specific_target_kwargs", "doc_to_choice",
+}
+_OUTPUT_TYPES = {"generate_until"}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One ``metric_list`` entry: which per-sample key, how to aggregate it, which direction is better."""
+
+    metric: str
+    aggregation: str | FunctionRef = "mean"
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class FilterStep:
+    """One step of a ``filter_list`` pipeline (lm-eval's filter names)."""
+
+    function: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FilterPipeline:
+    """A named filter pipeline; metric keys in results are ``"metric,<name>"``."""
+
+    name: str
+    steps: tuple[FilterStep, ...]
+
+
+DEFAULT_FILTERS = (FilterPipeline("none", (FilterStep("take_first"),)),)
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """A task as written in YAML (after ``include`` resolution), in lmms-eval's schema."""
+
+    task: str
+    source: Path
+    dataset_path: str | None = None
+    dataset_name: str | None = None
+    dataset_kwargs: dict[str, Any] = field(default_factory=dict)
+    test_split: str | None = None
+    output_type: str = "generate_until"
+    process_docs: FunctionRef | None = None
+    doc_to_visual: FunctionRef | str | None = None
+    doc_to_text: FunctionRef | str | None = None
+    doc_to_messages: FunctionRef | None = None
+    doc_to_target: FunctionRef | str | int | None = None
+    process_results: FunctionRef | None = None
+    process_results_use_image: bool = False
+    metric_list: tuple[MetricSpec, ...] = ()
+    filters: tuple[FilterPipeline, ...] = DEFAULT_FILTERS
+    generation_kwargs: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 1
+    tags: tuple[str, ...] = ()
+    lmms_eval_specific_kwargs: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def version(self) -> Any:
+        return self.metadata.get("version", 0)
+
+    def specific_kwargs(self, model_family: str | None) -> dict[str, Any] | None:
+        """The ``lmms_eval_specific_kwargs`` for a model: its own block over the ``default`` block."""
+        blocks = self.lmms_eval_specific_kwargs
+        if not blocks:
+            return None
+        merged = dict(blocks.get("default", {}))
+        if model_family and model_family in blocks:
+            merged.update(blocks[model_family])
+        return merged
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], source: Path) -> TaskConfig:
+        """Validate a resolved YAML mapping; unknown keys warn, unsupported settings fail clearly."""
+        where = f"{source}"
+        name = raw.get("task")
+        if not isinstance(name, str):
+            raise TaskConfigError(f"{where}: 'task' must be a task name string")
+        known = {f.name for f in dataclasses.fields(cls)} | _PASSIVE_KEYS | {
+            "tag", "group", "metadata", "filter_list", "num_fewshot", "fewshot_config",
+        }
+        for key in raw:
+            if key not in known:
+                log.warning("%s: unknown task key %r ignored", where, key)
+        output_type = raw.get("output_type", "generate_until")
+        if output_type not in _OUTPUT_TYPES:
+            raise TaskConfigError(
+                f"{where}: output_type {output_type!r} is not supported yet (supported: generate_until)"
+            )
+        if raw.get("num_fewshot"):
+            raise TaskConfigError(f"{where}: num_fewshot > 0 is not supported; put shots in doc_to_messages")
+        repeats = raw.get("repeats", 1)
+        if not isinstance(repeats, int) or repeats < 1:
+            raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
+        gen = raw.get("generation_kwargs") or {}
+        if not isinstance(gen, dict):
+            raise TaskConfigError(f"{where}: generation_kwargs must be a mapping")
+        return cls(
+            task=name,
+            source=source,
+            dataset_path=raw.get("dataset_path"),
+            dataset_name=raw.get("dataset_name"),
+            dataset_kwargs=dict(raw.get("dataset_kwargs") or {}),
+            test_split=raw.get("test_split"),
+            output_type=output_type,
+            process_docs=raw.get("process_docs"),
+            doc_to_visual=raw.get("doc_to_visual"),
+            doc_to_text=raw.get("doc_to_text"),
+            doc_to_messages=raw.get("doc_to_messages"),
+            doc_to_target=raw.get("doc_to_target"),
+            process_results=raw.get("process_results"),
+            process_results_use_image=bool(raw.get("process_results_use_image", False)),
+            metric_list=_parse_metrics(raw.get("metric_list"), where),
+            filters=_parse_filters(raw.get("filter_list"), where),
+            generation_kwargs=dict(gen),
+            repeats=repeats,
+            tags=_as_tuple(raw.get("tag")),
+            lmms_eval_specific_kwargs=dict(raw.get("lmms_eval_specific_kwargs") or {}),
+            metadata=parse_metadata(raw.get("metadata"), where),
+            raw=raw,
+        )
+
+
+def _as_tuple(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def parse_metadata(value: Any, where: str) -> dict[str, Any]:
+    """``metadata`` comes as a dict or, in older lmms-eval tasks, as a list of one-key dicts."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        merged: dict[str, Any] = {}
+        for item in value:
+            merged.update(item)
+        return merged
+    raise TaskConfigError(f"{where}: metadata must be a mapping or a list of mappings")
+
+
+def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise TaskConfigError(f"{where}: metric_list must be a list")
+    specs = []
+    for entry in value:
+        if not isinstance(entry, dict) or "metric" not in entry:
+            raise TaskConfigError(f"{where}: each metric_list entry needs a 'metric' key, got {entry!r}")
+        specs.append(
+            MetricSpec(
+                metric=str(entry["metric"]),
+                aggregation=entry.get("aggregation", "mean"),
+                higher_is_better=bool(entry.get("higher_is_better", True)),
+            )
+        )
+    return tuple(specs)
+
+
+def _parse_filters(value: Any, where: str) -> tuple[FilterPipeline, ...]:
+    if value is None:
+        return DEFAULT_FILTERS
+    pipelines = []
+    for entry in value:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise TaskConfigError(f"{where}: each filter_list entry needs a 'name'")
+        steps = []
+        for step in entry.get("filter") or []:
+            kwargs = {k: v for k, v in step.items() if k != "function"}
+            steps.append(FilterStep(str(step.get("function")), kwargs))
+        pipelines.append(FilterPipeline(str(entry["name"]), tuple(steps)))
+    return tuple(pipelines)

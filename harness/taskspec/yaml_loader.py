@@ -1,0 +1,124 @@
+"""Read lmms-eval task YAML: ``!function`` tags and ``include`` chains.
+
+``!function utils.fn`` becomes a :class:`FunctionRef` that is resolved lazily, so listing tasks
+never imports task code, and a missing function is reported when the task is actually used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from harness.errors import TaskConfigError
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A ``!function module.attr`` reference, relative to the YAML file that wrote it."""
+
+    name: str
+    yaml_dir: Path
+
+    def resolve(self) -> Callable[..., Any]:
+        """Find ``module.py`` beside the YAML first, then fall back to a dotted import."""
+        module_name, _, attr = self.name.rpartition(".")
+        if not module_name or not attr:
+            raise TaskConfigError(f"!function {self.name!r} in {self.yaml_dir}: expected 'module.function'")
+        local = self.yaml_dir / (module_name.replace(".", "/") + ".py")
+        if local.is_file():
+            module = _import_file(local)
+        else:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as exc:
+                raise TaskConfigError(
+                    f"!function {self.name}: no {local} and cannot import {module_name!r} ({exc})"
+                ) from None
+        fn = getattr(module, attr, None)
+        if fn is None:
+            raise TaskConfigError(f"!function {self.name}: {module.__file__} has no {attr!r}")
+        return fn
+
+
+def _import_file(path: Path) -> Any:
+    """Import a task's ``utils.py`` under a unique module name so two tasks' utils never clash."""
+    key = f"harness_task_utils_{abs(hash(str(path.resolve())))}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    sys.path.insert(0, str(path.parent))  # lmms-eval task utils import siblings this way
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[key]
+        raise TaskConfigError(f"{path}: importing task code failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+def _make_loader(yaml_dir: Path) -> type[yaml.SafeLoader]:
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    def _function(loader: yaml.SafeLoader, node: yaml.Node) -> FunctionRef:
+        return FunctionRef(str(loader.construct_scalar(node)), yaml_dir)  # type: ignore[arg-type]
+
+    _Loader.add_constructor("!function", _function)
+    return _Loader
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse one YAML file (no include handling); errors name the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TaskConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = yaml.load(text, Loader=_make_loader(path.parent))  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise TaskConfigError(f"{where}: malformed YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise TaskConfigError(f"{path}: malformed YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TaskConfigError(f"{path}: a task YAML must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def load_yaml_config(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Load a task YAML with its ``include`` chain resolved as lmms-eval does it.
+
+    Included files are relative to the including YAML, applied in reverse list order (so the first
+    listed include wins over later ones) and the including file wins over all of them.
+    """
+    path = path.resolve()
+    if path in _seen:
+        raise TaskConfigError(f"{path}: include cycle through {' -> '.join(p.name for p in _seen)}")
+    config = read_yaml(path)
+    includes = config.pop("include", None)
+    if includes is None:
+        return config
+    if isinstance(includes, str):
+        includes = [includes]
+    merged: dict[str, Any] = {}
+    for name in reversed(list(includes)):
+        inc = Path(name)
+        inc = inc if inc.is_absolute() else path.parent / inc
+        if not inc.is_file():
+            raise TaskConfigError(f"{path}: include {name!r} not found (looked at {inc})")
+        merged.update(load_yaml_config(inc, (*_seen, path)))
+    merged.update(config)
+    return merged
