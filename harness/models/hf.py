@@ -141,7 +141,7 @@ class HFBackend(Backend):
     def info(self) -> dict[str, Any]:
         return {
             "backend": "tiny" if self.is_smoke_model else "hf", "model": self.name,
-            "model_type": self.model_type, "revision": self.revision, "commit": self.commit,
+            "model_type": self.model_type, "model_family": self.model_family, "revision": self.revision, "commit": self.commit,
             "fingerprint": self.fingerprint, "dtype": self.dtype, "device": self.device,
             "attn_implementation": self.attn_implementation or getattr(
                 self.model.config, "_attn_implementation", None),

@@ -1,0 +1,51 @@
+"""Write a dataset in the Hub's folder layout (parquet shards + README card) and push it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def bundled_cards_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "cards", here.parent / "harness" / "_bundled" / "cards"):
+        if candidate.is_dir():
+            return candidate
+    raise HarnessError("the bundled cards/ folder is missing from this installation")
+
+
+def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[str, Any]) -> Path:
+    """Save each split as ``data/<split>-00000-of-00001.parquet`` and the card as README.md.
+
+    That layout is what ``load_dataset(out)`` and the Hub both read, so the local folder and the
+    published repo load identically. The card's metadata is validated before anything is written.
+    """
+    from huggingface_hub import DatasetCard
+
+    template = (bundled_cards_dir() / f"{card_name}.md").read_text(encoding="utf-8")
+    card = DatasetCard(template.format(**card_vars))
+    card.validate = None  # type: ignore[method-assign]  # offline: schema checks below instead
+    if not card.data.to_dict().get("configs"):
+        raise HarnessError(f"card {card_name}: metadata has no configs entry")
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "data").mkdir(parents=True)
+    for split, ds in dataset.items():
+        ds.to_parquet(str(tmp / "data" / f"{split}-00000-of-00001.parquet"))
+    card.save(str(tmp / "README.md"))
+    shutil.rmtree(out, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(out)
+    return out
+
+
+def push_folder(folder: Path, repo_id: str) -> None:
+    """Upload a built folder to a Hub dataset repo (needs network and a token)."""
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset")

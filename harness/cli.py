@@ -1,0 +1,190 @@
+"""The ``harness`` command line: eval, score, tasks, build."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import HarnessError
+
+log = logging.getLogger("harness")
+
+
+def _parse_gen_kwargs(text: str | None) -> dict[str, Any]:
+    """``--gen-kwargs temperature=0.7,max_new_tokens=64`` with JSON-ish values."""
+    from harness.models.base import parse_model_args
+
+    out: dict[str, Any] = {}
+    for key, value in parse_model_args(text).items():
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _default_store() -> Path:
+    from harness.models.tiny import cache_root
+
+    return cache_root() / "responses.sqlite"
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from harness.data import default_data_dir
+    from harness.engine.report import summary_table
+    from harness.engine.runner import EvalOptions, evaluate, require_tasks
+    from harness.models.base import create_backend, parse_model_args
+
+    tasks = require_tasks([t for t in (args.tasks or "").split(",") if t.strip()])
+    model_args = parse_model_args(args.model_args)
+    opts = EvalOptions(
+        tasks=tasks, include_paths=args.include_path or [],
+        data_dir=Path(args.data_dir) if args.data_dir else default_data_dir(),
+        limit=args.limit, seed=args.seed, batch_size=args.batch_size,
+        output=Path(args.output) if args.output else None,
+        store_path=Path(args.cache) if args.cache else _default_store(),
+        use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=_parse_gen_kwargs(args.gen_kwargs),
+        show_progress=args.verbosity != "quiet",
+    )
+    # Validate tasks before loading a (possibly large) model.
+    from harness.taskspec.registry import TaskRegistry
+
+    registry = TaskRegistry.discover(opts.include_paths)
+    for name in registry.expand(tasks):
+        registry.get(name)
+    for spec in args.model:
+        backend = create_backend(spec, model_args)
+        run, _, run_dir = evaluate(backend, spec, opts, model_args)
+        print(f"\n{spec}")
+        print(summary_table(run))
+        stats = run.provenance["requests"]
+        print(f"\n{stats['generated']} request(s) generated, {stats['cached']} from the response store; "
+              f"wall time {run.provenance['wall_time_s']:.1f}s")
+        if run_dir is not None:
+            print(f"results: {run_dir / 'results.json'}")
+        if all(c.scored == 0 for c in run.counts.values()) and any(c.samples for c in run.counts.values()):
+            print("error: every sample failed; see the samples files for the per-sample errors", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from harness.engine.report import summary_table
+    from harness.engine.runner import score_run
+
+    run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None)
+    print(summary_table(run))
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from harness.taskspec.registry import TaskRegistry
+
+    registry = TaskRegistry.discover(args.include_path or [])
+    print("Tasks:")
+    for name in registry.tasks:
+        print(f"  {name}")
+    if registry.groups:
+        print("Groups:")
+        for name, spec in sorted(registry.groups.items()):
+            print(f"  {name}: {', '.join(spec.tasks)}")
+    if registry.tags:
+        print("Tags:")
+        for name, members in sorted(registry.tags.items()):
+            print(f"  {name}: {', '.join(members)}")
+    for problem in registry.broken:
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from builders import build_dataset
+
+    out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
+                        push_to_hub=args.push_to_hub)
+    print(f"built {args.name}: {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
+                        help="debug shows tracebacks; quiet hides progress bars")
+    parser = argparse.ArgumentParser(prog="harness", parents=[common],
+                                     description="Audit vision-language models with published protocols.")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("eval", parents=[common], help="run tasks on one or more models")
+    ev.add_argument("--model", action="append", required=True,
+                    help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)")
+    ev.add_argument("--model-args", help="k=v,... passed to the backend (dtype, device, attn_implementation, ...)")
+    ev.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    ev.add_argument("--output", help="folder for results (one sub-folder per model and run)")
+    ev.add_argument("--limit", type=int, help="evaluate only the first N docs of each task")
+    ev.add_argument("--seed", type=int, default=0, help="base seed; each request derives its own seed from it")
+    ev.add_argument("--batch-size", type=int, default=1)
+    ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
+    ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    ev.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name (env HARNESS_DATA_DIR)")
+    ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
+    ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
+    ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
+    ev.set_defaults(func=cmd_eval)
+
+    sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
+    sc.add_argument("run_dir")
+    sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
+    sc.set_defaults(func=cmd_score)
+
+    ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
+    ts.add_argument("--include-path", action="append")
+    ts.set_defaults(func=cmd_tasks)
+
+    bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)")
+    bd.add_argument("name")
+    bd.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
+    bd.add_argument("--seed", type=int, default=0)
+    bd.add_argument("--push-to-hub", metavar="ORG/NAME")
+    bd.set_defaults(func=cmd_build)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.verbosity = getattr(args, "verbosity", "info")
+    level = {"quiet": logging.ERROR, "info": logging.WARNING, "debug": logging.DEBUG}[args.verbosity]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if args.verbosity != "debug":
+        _quiet_libraries()
+    try:
+        return args.func(args)
+    except HarnessError as exc:
+        if args.verbosity == "debug":
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished requests are in the response store; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+def _quiet_libraries() -> None:
+    import os
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also silences transformers' loading bars
+    for name in ("transformers", "datasets", "huggingface_hub", "filelock"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

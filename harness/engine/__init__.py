@@ -1,0 +1,1 @@
+"""The evaluation engine: requests from tasks, a persistent response store, scoring and outputs."""

@@ -1,0 +1,298 @@
+"""``harness eval`` and ``harness score``: tasks x model -> requests -> store -> samples -> results."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from harness.data import load_task_dataset
+from harness.engine.store import ResponseStore
+from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
+from harness.errors import HarnessError, UnsupportedRequestError
+from harness.hashing import derive_seed, stable_hash, to_jsonable
+from harness.metrics.aggregation import pooled_stderr, weighted_mean
+from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.provenance import environment
+from harness.results.schema import RunResults, SampleRecord, TaskCounts, read_run, read_samples, write_run
+from harness.taskspec.config import TaskConfig
+from harness.taskspec.registry import TaskRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything ``harness eval`` takes besides the model."""
+
+    tasks: list[str]
+    include_paths: list[str] = field(default_factory=list)
+    data_dir: Path | None = None
+    limit: int | None = None
+    seed: int = 0
+    batch_size: int = 1
+    output: Path | None = None
+    store_path: Path | None = None
+    use_cache: bool = True
+    refresh: bool = False
+    gen_overrides: dict[str, Any] = field(default_factory=dict)
+    show_progress: bool = True
+
+
+@dataclass
+class _PreparedTask:
+    config: TaskConfig
+    runtime: TaskRuntime
+    params: GenerationParams
+    fingerprint: dict[str, Any]
+    records: list[SampleRecord]
+    docs: list[dict[str, Any]]
+
+
+def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
+    """Rows of a dataset; a row that fails to decode (a corrupt image) is yielded as its exception."""
+    total = len(docs) if limit is None else min(limit, len(docs))
+    for i in range(total):
+        try:
+            yield i, docs[i]
+        except Exception as exc:  # datasets decodes images on access
+            yield i, exc
+
+
+def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions) -> tuple[_PreparedTask, list[GenerationRequest]]:
+    if not backend.supports(config.output_type):
+        raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
+    runtime = TaskRuntime(config, backend.model_family)
+    params = GenerationParams.from_kwargs(
+        {**config.generation_kwargs, **opts.gen_overrides}, where=f"task {config.task} generation_kwargs"
+    )
+    loaded = load_task_dataset(config, opts.data_dir)
+    docs = runtime.process_docs(loaded.docs)
+    records: list[SampleRecord] = []
+    kept_docs: list[dict[str, Any]] = []
+    requests: list[GenerationRequest] = []
+    for doc_id, doc in _doc_rows(docs, opts.limit):
+        if isinstance(doc, Exception):
+            records.append(SampleRecord(task=config.task, doc_id=doc_id, doc_hash="", doc={},
+                                        error=f"bad input: cannot decode row: {type(doc).__name__}: {doc}"))
+            kept_docs.append({})
+            continue
+        doc_hash = stable_hash(doc)
+        base = {"task": config.task, "doc_id": doc_id, "doc_hash": doc_hash, "doc": to_jsonable(strip_images(doc))}
+        kept_docs.append(doc)
+        try:
+            target = runtime.target(doc)
+            messages = runtime.build_messages(doc)
+        except BadInputError as exc:
+            records.append(SampleRecord(**base, error=f"bad input: {exc}"))
+            continue
+        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": config.repeats})
+        seed = derive_seed(opts.seed, key)
+        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=config.repeats, seed=seed))
+        records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
+                                    request_key=key, seed=seed))
+    prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs)
+    return prepared, requests
+
+
+def _generate(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
+              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], dict[str, int]]:
+    """Answer every request from the store or the backend; returns responses, errors and counts."""
+    unique: dict[str, GenerationRequest] = {}
+    for req in requests:
+        unique.setdefault(req.key, req)
+    responses: dict[str, list[str]] = {}
+    missing = []
+    for req in unique.values():
+        cached = store.get(backend.fingerprint, req.key, req.seed, req.n)
+        if cached is None:
+            missing.append(req)
+        else:
+            responses[req.key] = cached
+    errors: dict[str, str] = {}
+    stats = {"requests": len(requests), "unique_requests": len(unique), "cached": len(responses),
+             "generated": 0, "generated_samples": 0}
+    bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc="generate", disable=not opts.show_progress)
+    try:
+        for batch in backend.preferred_batch(missing, opts.batch_size):
+            for req, out in zip(batch, backend.generate(batch), strict=True):
+                if isinstance(out, Exception):
+                    errors[req.key] = f"generation failed: {type(out).__name__}: {out}"
+                    log.debug("request %s failed", req.key, exc_info=out)
+                else:
+                    store.put(backend.fingerprint, req.key, req.seed, out)
+                    responses[req.key] = out
+                    stats["generated"] += 1
+                    stats["generated_samples"] += len(out)
+                bar.update(req.n)
+    finally:
+        bar.close()
+    return responses, errors, stats
+
+
+def _group_results(registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]],
+                   counts: dict[str, TaskCounts]) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """Aggregate groups named on the command line by their ``aggregate_metric_list``."""
+    groups: dict[str, dict[str, Any]] = {}
+    subtasks: dict[str, list[str]] = {}
+    for name in names:
+        spec = registry.groups.get(name)
+        if spec is None:
+            continue
+        members = registry.expand([name])
+        subtasks[name] = members
+        out: dict[str, Any] = {"alias": name}
+        for agg in spec.aggregate_metric_list:
+            metric = agg["metric"]
+            filters = agg.get("filter_list", "none")
+            for filt in [filters] if isinstance(filters, str) else filters:
+                key = f"{metric},{filt}"
+                have = [t for t in members if results[t].get(key) is not None]
+                if not have:
+                    continue
+                sizes = [counts[t].scored for t in have]
+                weights = sizes if agg.get("weight_by_size", True) else [1] * len(have)
+                out[key] = weighted_mean([results[t][key] for t in have], weights)
+                stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
+                ok = all(isinstance(s, float) for s in stderrs) and sum(sizes) > len(sizes)
+                out[f"{metric}_stderr,{filt}"] = pooled_stderr(stderrs, sizes) if ok else "N/A"
+        groups[name] = out
+    return groups, subtasks
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120]
+
+
+def evaluate(backend: Backend, model_spec: str, opts: EvalOptions,
+             model_args: dict[str, str] | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]], Path | None]:
+    """Run tasks on a backend; write the run folder when ``opts.output`` is set."""
+    started = time.time()
+    registry = TaskRegistry.discover(opts.include_paths)
+    names = registry.expand(opts.tasks)
+    prepared: list[_PreparedTask] = []
+    all_requests: list[GenerationRequest] = []
+    for name in names:
+        task, requests = _prepare(registry.get(name), backend, opts)
+        prepared.append(task)
+        all_requests.extend(requests)
+    store = ResponseStore(opts.store_path if opts.use_cache else None, read=not opts.refresh)
+    try:
+        gen_started = time.time()
+        responses, errors, stats = _generate(backend, all_requests, store, opts)
+        gen_seconds = time.time() - gen_started
+    finally:
+        store.close()
+    results: dict[str, dict[str, Any]] = {}
+    counts: dict[str, TaskCounts] = {}
+    samples: dict[str, list[SampleRecord]] = {}
+    for task in prepared:
+        final = []
+        for record, doc in zip(task.records, task.docs, strict=True):
+            if record.error is None and record.request_key is not None:
+                if record.request_key in errors:
+                    record = record.model_copy(update={"error": errors[record.request_key]})
+                else:
+                    record = record.model_copy(update={"responses": responses[record.request_key]})
+                    record = task.runtime.score(record, doc)
+            final.append(record)
+        samples[task.config.task] = final
+        results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
+    groups, group_subtasks = _group_results(registry, opts.tasks, results, counts)
+    wall = time.time() - started
+    run = RunResults(
+        results=results, groups=groups, group_subtasks=group_subtasks,
+        configs={t.config.task: _config_snapshot(t.config) for t in prepared},
+        versions={t.config.task: t.config.version for t in prepared},
+        **{"n-samples": {t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
+                         for t in prepared}},
+        higher_is_better={t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list}
+                          for t in prepared},
+        counts=counts,
+        config={"model": model_spec, "model_args": model_args or {}, "batch_size": opts.batch_size,
+                "limit": opts.limit, "seed": opts.seed, "tasks": opts.tasks,
+                "include_paths": [str(Path(p).resolve()) for p in opts.include_paths],
+                "gen_overrides": opts.gen_overrides, "use_cache": opts.use_cache, "refresh": opts.refresh},
+        provenance={
+            **environment(), "model": backend.info(),
+            "datasets": {t.config.task: t.fingerprint for t in prepared},
+            "generation": {t.config.task: {**t.params.as_dict(), "n": t.config.repeats} for t in prepared},
+            "seeds": {"base_seed": opts.seed, "per_request": "sha256(base_seed:request_key)[:8]"},
+            "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+            "wall_time_s": round(wall, 3), "generation_time_s": round(gen_seconds, 3),
+            "throughput_samples_per_s": round(stats["generated_samples"] / gen_seconds, 3) if gen_seconds else None,
+            "requests": stats,
+        },
+    )
+    run_dir = None
+    if opts.output is not None:
+        stamp = datetime.fromtimestamp(started, timezone.utc).strftime("%Y%m%d-%H%M%S")
+        run_dir = opts.output / _slug(model_spec) / stamp
+        suffix = 1
+        while run_dir.exists():
+            suffix += 1
+            run_dir = opts.output / _slug(model_spec) / f"{stamp}-{suffix}"
+        write_run(run_dir, run, samples)
+    return run, samples, run_dir
+
+
+def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
+    """The resolved YAML of a task, with ``!function`` references written as ``!function name``."""
+    def plain(value: Any) -> Any:
+        if hasattr(value, "yaml_dir") and hasattr(value, "name"):
+            return f"!function {value.name}"
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return {**plain(config.raw), "source": str(config.source)}
+
+
+def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
+    """Recompute every per-sample metric and aggregate from saved samples; no model is loaded."""
+    run = read_run(run_dir)
+    registry = TaskRegistry.discover(run.config.get("include_paths", []))
+    family = run.provenance.get("model", {}).get("model_family") or _family_of(run)
+    results: dict[str, dict[str, Any]] = {}
+    counts: dict[str, TaskCounts] = {}
+    samples: dict[str, list[SampleRecord]] = {}
+    for task in run.configs:
+        config = registry.get(task)
+        runtime = TaskRuntime(config, family)
+        records = read_samples(run_dir, task)
+        docs: list[dict[str, Any]] = [r.doc for r in records]
+        if config.process_results_use_image:
+            loaded = runtime.process_docs(load_task_dataset(config, data_dir).docs)
+            docs = [loaded[r.doc_id] for r in records]
+        rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
+        samples[task] = rescored
+        results[task], counts[task] = runtime.aggregate(rescored)
+    groups, group_subtasks = _group_results(registry, run.config.get("tasks", []), results, counts)
+    updated = run.model_copy(update={
+        "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
+        "provenance": {**run.provenance, "rescored": environment()},
+    })
+    write_run(Path(run_dir), updated, samples)
+    return updated, samples
+
+
+def _family_of(run: RunResults) -> str | None:
+    from harness.models.hf import LMMS_FAMILY
+
+    model_type = run.provenance.get("model", {}).get("model_type")
+    return LMMS_FAMILY.get(model_type, model_type) if model_type else None
+
+
+def require_tasks(names: list[str]) -> list[str]:
+    if not names:
+        raise HarnessError("--tasks is required (comma-separated task, group or tag names)")
+    return names

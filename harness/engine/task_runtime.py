@@ -1,0 +1,194 @@
+"""A task made executable: prompts from docs, and per-sample scores from responses.
+
+The same :class:`TaskRuntime` serves ``harness eval`` and ``harness score``, so re-scoring saved
+samples runs exactly the code that scored them the first time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from harness.engine.filters import apply_pipeline, check_filters
+from harness.errors import TaskConfigError
+from harness.hashing import to_jsonable
+from harness.metrics.aggregation import AGGREGATIONS, STDERRS
+from harness.models.base import Message
+from harness.results.schema import SampleRecord, TaskCounts
+from harness.taskspec.config import TaskConfig
+from harness.taskspec.yaml_loader import FunctionRef
+
+
+class BadInputError(Exception):
+    """A doc could not be turned into a prompt (an undecodable image, a missing field)."""
+
+
+def _is_image(value: Any) -> bool:
+    return hasattr(value, "tobytes") and hasattr(value, "mode") and hasattr(value, "size")
+
+
+def strip_images(doc: dict[str, Any]) -> dict[str, Any]:
+    """The doc as ``process_results`` sees it: image columns removed, as lmms-eval does."""
+    out = {}
+    for key, value in doc.items():
+        if _is_image(value) or (isinstance(value, list) and value and all(_is_image(v) for v in value)):
+            continue
+        if isinstance(value, dict) and ("bytes" in value and "path" in value or "image_sha256" in value):
+            continue
+        out[key] = value
+    return out
+
+
+def _call_with_kwargs(fn: Callable[..., Any], doc: Any, kwargs: dict[str, Any] | None) -> Any:
+    """Call ``fn(doc, lmms_eval_specific_kwargs)`` when it takes a second argument, as lmms-eval does."""
+    try:
+        n_params = len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        n_params = 2
+    return fn(doc, kwargs) if n_params >= 2 else fn(doc)
+
+
+class TaskRuntime:
+    """Resolved functions and settings of one task for one model family."""
+
+    def __init__(self, config: TaskConfig, model_family: str | None) -> None:
+        self.config = config
+        self.specific_kwargs = config.specific_kwargs(model_family)
+        check_filters(config.filters, str(config.source))
+        self._doc_to_visual = self._fn(config.doc_to_visual, "doc_to_visual")
+        self._doc_to_messages = self._fn(config.doc_to_messages, "doc_to_messages")
+        self._process_results = self._fn(config.process_results, "process_results")
+        self._process_docs = self._fn(config.process_docs, "process_docs")
+        self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
+        for spec in config.metric_list:
+            agg = spec.aggregation
+            if isinstance(agg, FunctionRef):
+                self._aggregations[spec.metric] = agg.resolve()
+            elif agg in AGGREGATIONS:
+                self._aggregations[spec.metric] = AGGREGATIONS[agg]
+            else:
+                raise TaskConfigError(
+                    f"{config.source}: aggregation {agg!r} of {spec.metric!r} is unknown "
+                    f"(named: {', '.join(AGGREGATIONS)}, or !function)"
+                )
+        if not config.metric_list:
+            raise TaskConfigError(f"{config.source}: task {config.task} has no metric_list")
+        if self._doc_to_messages is None and config.doc_to_text is None:
+            raise TaskConfigError(f"{config.source}: task {config.task} needs doc_to_text or doc_to_messages")
+
+    @staticmethod
+    def _fn(value: Any, key: str) -> Callable[..., Any] | None:
+        if value is None:
+            return None
+        if isinstance(value, FunctionRef):
+            return value.resolve()
+        raise TaskConfigError(f"{key} must be a !function reference, got {value!r}")
+
+    def process_docs(self, docs: Any) -> Any:
+        return self._process_docs(docs) if self._process_docs else docs
+
+    # -- prompts -------------------------------------------------------------------------------
+    def _text(self, doc: dict[str, Any]) -> str:
+        spec = self.config.doc_to_text
+        if isinstance(spec, FunctionRef):
+            return str(_call_with_kwargs(spec.resolve(), doc, self.specific_kwargs))
+        return _render_field(spec, doc)
+
+    def build_messages(self, doc: dict[str, Any]) -> list[Message]:
+        """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
+        try:
+            if self._doc_to_messages is not None:
+                messages = _call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs)
+            else:
+                visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
+                content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
+                content.append({"type": "text", "text": self._text(doc)})
+                messages = [{"role": "user", "content": content}]
+            for message in messages:
+                for item in message["content"] if isinstance(message["content"], list) else []:
+                    if item.get("type") == "image":
+                        image = item.get("url", item.get("image"))
+                        if not _is_image(image):
+                            raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
+                        image.load()  # force decoding now so a corrupt file is this doc's error
+        except BadInputError:
+            raise
+        except TaskConfigError:
+            raise
+        except Exception as exc:
+            raise BadInputError(f"{type(exc).__name__}: {exc}") from exc
+        return messages
+
+    def target(self, doc: dict[str, Any]) -> Any:
+        spec = self.config.doc_to_target
+        if spec is None:
+            return None
+        if isinstance(spec, FunctionRef):
+            return _call_with_kwargs(spec.resolve(), doc, self.specific_kwargs)
+        if isinstance(spec, int):
+            return spec
+        return _render_field(spec, doc)
+
+    # -- scoring -------------------------------------------------------------------------------
+    def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
+        """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses."""
+        if record.error is not None or not record.responses:
+            return record.model_copy(update={"filtered": {}, "metrics": {}, "unparsed": []})
+        filtered: dict[str, Any] = {}
+        metrics: dict[str, Any] = {}
+        unparsed: list[str] = []
+        scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
+        for pipe in self.config.filters:
+            answers = apply_pipeline(pipe.steps, record.responses)
+            filtered[pipe.name] = answers[0] if len(answers) == 1 else answers
+            if self._process_results is not None:
+                values = self._process_results(scoring_doc, answers)
+            else:
+                values = {"exact_match": float(str(answers[0]).strip() == str(record.target).strip())}
+            if not isinstance(values, dict):
+                raise TaskConfigError(f"{self.config.source}: process_results must return a dict")
+            for spec in self.config.metric_list:
+                key = f"{spec.metric},{pipe.name}"
+                if spec.metric not in values:
+                    raise TaskConfigError(
+                        f"{self.config.source}: process_results returned no {spec.metric!r} "
+                        f"(got {', '.join(values)})"
+                    )
+                value = to_jsonable(values[spec.metric])
+                metrics[key] = value
+                if value is None:
+                    unparsed.append(key)
+        return record.model_copy(update={"filtered": filtered, "metrics": metrics, "unparsed": unparsed})
+
+    def aggregate(self, records: list[SampleRecord]) -> tuple[dict[str, Any], TaskCounts]:
+        """Task-level values: each metric's aggregation (errors and unparsed samples excluded)."""
+        scored = [r for r in records if r.error is None]
+        results: dict[str, Any] = {"alias": self.config.task}
+        unparsed: dict[str, int] = {}
+        for pipe in self.config.filters:
+            for spec in self.config.metric_list:
+                key = f"{spec.metric},{pipe.name}"
+                values = [r.metrics.get(key) for r in scored]
+                unparsed[key] = sum(v is None for v in values)
+                present = [v for v in values if v is not None]
+                results[key] = to_jsonable(self._aggregations[spec.metric](present)) if present else None
+                stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
+                results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
+        counts = TaskCounts(
+            samples=len(records), scored=len(scored), errors=len(records) - len(scored),
+            unparsed={k: v for k, v in unparsed.items() if v},
+        )
+        return results, counts
+
+
+def _render_field(spec: Any, doc: dict[str, Any]) -> str:
+    """A doc_to_text/doc_to_target string: a column name, or a Jinja2 template over the doc."""
+    if isinstance(spec, str) and spec in doc:
+        return str(doc[spec])
+    import jinja2
+
+    try:
+        return jinja2.Template(str(spec), undefined=jinja2.StrictUndefined).render(**doc)
+    except jinja2.TemplateError as exc:
+        raise BadInputError(f"template {spec!r}: {exc}") from exc

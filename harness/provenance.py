@@ -1,0 +1,48 @@
+"""Where a result came from: harness version and git revision, package versions, host."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import harness
+
+_PACKAGES = ("torch", "torchvision", "transformers", "datasets", "tokenizers", "accelerate", "pillow", "lmms-eval")
+
+
+def git_revision() -> str | None:
+    """The commit of the harness source tree, with ``-dirty`` when it has local changes."""
+    root = Path(harness.__file__).resolve().parent.parent
+    try:
+        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness", "tasks"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return rev + ("-dirty" if dirty else "")
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "harness_version": harness.__version__,
+        "git_revision": git_revision(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "command": sys.argv,
+    }

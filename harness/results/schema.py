@@ -1,0 +1,95 @@
+"""The public contract between the engine, ``harness score``, the audits and the leaderboard.
+
+``results.json`` keeps lmms-eval's keys (``results`` with ``"metric,filter"`` values and
+``"metric_stderr,filter"``, ``configs``, ``versions``, ``n-samples``, ``config``) and adds
+``provenance`` and per-task ``counts``. Each line of ``samples_<task>.jsonl`` is a :class:`SampleRecord`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class SampleRecord(BaseModel):
+    """One doc of one task: its prompt, all n responses, filtered answers and per-sample metrics."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    doc_id: int
+    doc_hash: str
+    doc: dict[str, Any] = Field(description="The doc with images replaced by their sha256")
+    target: Any = None
+    prompt: list[dict[str, Any]] = Field(default_factory=list, description="Chat messages, images by sha256")
+    request_key: str | None = None
+    seed: int | None = None
+    responses: list[str] = Field(default_factory=list, description="All n responses, in sample order")
+    filtered: dict[str, Any] = Field(default_factory=dict, description="Filter pipeline name -> its output")
+    metrics: dict[str, Any] = Field(default_factory=dict, description='"metric,filter" -> per-sample value')
+    unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
+    error: str | None = Field(default=None, description="Why this sample has no responses or no metrics")
+
+
+class TaskCounts(BaseModel):
+    samples: int
+    scored: int
+    errors: int
+    unparsed: dict[str, int] = Field(default_factory=dict)
+
+
+class RunResults(BaseModel):
+    """Everything a run reports; keys with dashes keep lmms-eval's spelling."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    schema_version: int = SCHEMA_VERSION
+    results: dict[str, dict[str, Any]]
+    groups: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    group_subtasks: dict[str, list[str]] = Field(default_factory=dict)
+    configs: dict[str, dict[str, Any]]
+    versions: dict[str, Any]
+    n_samples: dict[str, dict[str, int]] = Field(alias="n-samples")
+    higher_is_better: dict[str, dict[str, bool]] = Field(default_factory=dict)
+    counts: dict[str, TaskCounts]
+    config: dict[str, Any]
+    provenance: dict[str, Any]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_run(run_dir: Path, results: RunResults, samples: dict[str, list[SampleRecord]]) -> None:
+    """Write ``samples_<task>.jsonl`` files, then ``results.json`` (each replaced atomically)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for task, records in samples.items():
+        lines = "".join(r.model_dump_json() + "\n" for r in records)
+        _atomic_write(run_dir / f"samples_{task}.jsonl", lines)
+    _atomic_write(run_dir / "results.json", results.to_json() + "\n")
+
+
+def read_run(run_dir: Path) -> RunResults:
+    path = Path(run_dir) / "results.json"
+    if not path.is_file():
+        from harness.errors import HarnessError
+
+        raise HarnessError(f"{run_dir}: no results.json (is this a run folder?)")
+    return RunResults.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
+    path = Path(run_dir) / f"samples_{task}.jsonl"
+    with path.open(encoding="utf-8") as fh:
+        return [SampleRecord.model_validate_json(line) for line in fh if line.strip()]
