@@ -37,7 +37,7 @@ def _default_store() -> Path:
 def cmd_eval(args: argparse.Namespace) -> int:
     from harness.data import default_data_dir
     from harness.engine.report import summary_table
-    from harness.engine.runner import EvalOptions, evaluate, require_tasks
+    from harness.engine.runner import EvalOptions, evaluate, require_tasks, validate_tasks
     from harness.models.base import create_backend, parse_model_args
 
     tasks = require_tasks([t for t in (args.tasks or "").split(",") if t.strip()])
@@ -51,15 +51,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=_parse_gen_kwargs(args.gen_kwargs),
         show_progress=args.verbosity != "quiet",
     )
-    # Validate tasks before loading a (possibly large) model.
-    from harness.taskspec.registry import TaskRegistry
-
-    registry = TaskRegistry.discover(opts.include_paths)
-    for name in registry.expand(tasks):
-        registry.get(name)
+    datasets = validate_tasks(opts)
     for spec in args.model:
         backend = create_backend(spec, model_args)
-        run, _, run_dir = evaluate(backend, spec, opts, model_args)
+        run, _, run_dir = evaluate(backend, spec, opts, model_args, datasets)
         print(f"\n{spec}")
         print(summary_table(run))
         stats = run.provenance["requests"]

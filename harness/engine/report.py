@@ -27,7 +27,8 @@ def summary_table(run: RunResults) -> str:
             n = counts.scored if counts else "-"
             errors = counts.errors if counts else "-"
             unparsed = counts.unparsed.get(key, 0) if counts else "-"
-            lines.append(f"| {task} | {metric} | {filt} | {_fmt(value)} | {_fmt(stderr)} | {n} | {errors} | {unparsed} |")
+            cells = [task, metric, filt, _fmt(value), _fmt(stderr), n, errors, unparsed]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     model = run.provenance.get("model", {})
     if model.get("smoke_test_model"):
         lines.append("\nNote: this is a smoke-test model with random weights; its outputs and scores are meaningless.")

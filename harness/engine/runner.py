@@ -7,13 +7,13 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.data import load_task_dataset
+from harness.data import LoadedDataset, load_task_dataset
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
 from harness.errors import HarnessError, UnsupportedRequestError
@@ -66,14 +66,15 @@ def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any
             yield i, exc
 
 
-def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions) -> tuple[_PreparedTask, list[GenerationRequest]]:
+def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
+             loaded: LoadedDataset | None) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
     runtime = TaskRuntime(config, backend.model_family)
     params = GenerationParams.from_kwargs(
         {**config.generation_kwargs, **opts.gen_overrides}, where=f"task {config.task} generation_kwargs"
     )
-    loaded = load_task_dataset(config, opts.data_dir)
+    loaded = loaded or load_task_dataset(config, opts.data_dir)
     docs = runtime.process_docs(loaded.docs)
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
@@ -171,16 +172,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120]
 
 
-def evaluate(backend: Backend, model_spec: str, opts: EvalOptions,
-             model_args: dict[str, str] | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]], Path | None]:
-    """Run tasks on a backend; write the run folder when ``opts.output`` is set."""
+def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: dict[str, str] | None = None,
+             datasets: dict[str, LoadedDataset] | None = None,
+             ) -> tuple[RunResults, dict[str, list[SampleRecord]], Path | None]:
+    """Run tasks on a backend; write the run folder when ``opts.output`` is set.
+
+    ``datasets`` may carry datasets already loaded by :func:`validate_tasks`."""
     started = time.time()
     registry = TaskRegistry.discover(opts.include_paths)
     names = registry.expand(opts.tasks)
     prepared: list[_PreparedTask] = []
     all_requests: list[GenerationRequest] = []
     for name in names:
-        task, requests = _prepare(registry.get(name), backend, opts)
+        task, requests = _prepare(registry.get(name), backend, opts, (datasets or {}).get(name))
         prepared.append(task)
         all_requests.extend(requests)
     store = ResponseStore(opts.store_path if opts.use_cache else None, read=not opts.refresh)
@@ -225,7 +229,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions,
             "datasets": {t.config.task: t.fingerprint for t in prepared},
             "generation": {t.config.task: {**t.params.as_dict(), "n": t.config.repeats} for t in prepared},
             "seeds": {"base_seed": opts.seed, "per_request": "sha256(base_seed:request_key)[:8]"},
-            "started_at": datetime.fromtimestamp(started, timezone.utc).isoformat(),
+            "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
             "wall_time_s": round(wall, 3), "generation_time_s": round(gen_seconds, 3),
             "throughput_samples_per_s": round(stats["generated_samples"] / gen_seconds, 3) if gen_seconds else None,
             "requests": stats,
@@ -233,7 +237,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions,
     )
     run_dir = None
     if opts.output is not None:
-        stamp = datetime.fromtimestamp(started, timezone.utc).strftime("%Y%m%d-%H%M%S")
+        stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%d-%H%M%S")
         run_dir = opts.output / _slug(model_spec) / stamp
         suffix = 1
         while run_dir.exists():
@@ -290,6 +294,20 @@ def _family_of(run: RunResults) -> str | None:
 
     model_type = run.provenance.get("model", {}).get("model_type")
     return LMMS_FAMILY.get(model_type, model_type) if model_type else None
+
+
+def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
+    """Check every requested task (config, functions, generation settings) and load its dataset,
+    so a task's mistake or a missing dataset fails before a (possibly large) model is loaded."""
+    registry = TaskRegistry.discover(opts.include_paths)
+    loaded = {}
+    for name in registry.expand(opts.tasks):
+        config = registry.get(name)
+        TaskRuntime(config, None)
+        GenerationParams.from_kwargs({**config.generation_kwargs, **opts.gen_overrides},
+                                     where=f"task {name} generation_kwargs")
+        loaded[name] = load_task_dataset(config, opts.data_dir)
+    return loaded
 
 
 def require_tasks(names: list[str]) -> list[str]:

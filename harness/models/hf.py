@@ -96,7 +96,11 @@ class HFBackend(Backend):
     def _load(self, trust_remote_code: bool) -> None:
         import torch
         from transformers import (
-            AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer,
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
         )
         from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
@@ -141,7 +145,8 @@ class HFBackend(Backend):
     def info(self) -> dict[str, Any]:
         return {
             "backend": "tiny" if self.is_smoke_model else "hf", "model": self.name,
-            "model_type": self.model_type, "model_family": self.model_family, "revision": self.revision, "commit": self.commit,
+            "model_type": self.model_type, "model_family": self.model_family,
+            "revision": self.revision, "commit": self.commit,
             "fingerprint": self.fingerprint, "dtype": self.dtype, "device": self.device,
             "attn_implementation": self.attn_implementation or getattr(
                 self.model.config, "_attn_implementation", None),

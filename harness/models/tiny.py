@@ -89,7 +89,10 @@ def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
 
 def _build_qwen2_vl(out: Path) -> None:
     from transformers import (
-        Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
     )
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
@@ -182,8 +185,7 @@ def _build_gemma3(out: Path) -> None:
 
 
 def _build_idefics3(out: Path) -> None:
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor
-    from transformers import Idefics3Processor
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
 
     specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
                 "<image>", "<global-img>", "<pad>"]
@@ -254,7 +256,10 @@ def tiny_model_path(arch: str) -> Path:
     with FileLock(str(out) + ".lock"):
         if (out / "SMOKE_TEST_MODEL.txt").is_file():
             return out
+        from transformers.utils import logging as hf_logging
+
         tmp = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=root))
+        hf_logging.disable_progress_bar()
         try:
             with torch.random.fork_rng():
                 torch.manual_seed(int(hashlib.sha256(arch.encode()).hexdigest()[:8], 16))
@@ -262,5 +267,6 @@ def tiny_model_path(arch: str) -> Path:
             shutil.rmtree(out, ignore_errors=True)
             tmp.rename(out)
         finally:
+            hf_logging.enable_progress_bar()
             shutil.rmtree(tmp, ignore_errors=True)
     return out

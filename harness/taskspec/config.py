@@ -83,14 +83,14 @@ class TaskConfig:
         return self.metadata.get("version", 0)
 
     def specific_kwargs(self, model_family: str | None) -> dict[str, Any] | None:
-        """The ``lmms_eval_specific_kwargs`` for a model: its own block over the ``default`` block."""
+        """The ``lmms_eval_specific_kwargs`` for a model, with lmms-eval's semantics: a block named
+        for the model replaces the ``default`` block whole (the two are not merged)."""
         blocks = self.lmms_eval_specific_kwargs
         if not blocks:
             return None
-        merged = dict(blocks.get("default", {}))
         if model_family and model_family in blocks:
-            merged.update(blocks[model_family])
-        return merged
+            return dict(blocks[model_family])
+        return dict(blocks.get("default", {}))
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], source: Path) -> TaskConfig:

@@ -1,0 +1,37 @@
+"""Shared fixtures: one harness cache per test session (tiny models and datasets built once)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def harness_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Point the harness cache (tiny models, data dir, response store) at a session folder."""
+    cache = Path(os.environ.get("HARNESS_TEST_CACHE") or tmp_path_factory.mktemp("harness-cache"))
+    os.environ["HARNESS_CACHE"] = str(cache)
+    os.environ.pop("HARNESS_DATA_DIR", None)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    return cache
+
+
+@pytest.fixture(scope="session")
+def data_dir(harness_cache: Path) -> Path:
+    """The default data dir with the shapes dataset built into it."""
+    from builders import build_dataset
+    from harness.data import default_data_dir
+
+    build_dataset("shapes", None, seed=0)
+    return default_data_dir()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

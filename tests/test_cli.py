@@ -1,0 +1,111 @@
+"""The command line as a user meets it: one-line errors, exit codes, and resume after kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import ROOT, write
+
+
+def harness(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+def one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]  # in-process, library progress bars may precede it
+    assert last.startswith("error: ")
+    return last
+
+
+def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: Path) -> None:
+    assert "must look like BACKEND:NAME" in one_line_error(capsys, ["eval", "--model", "qwen", "--tasks", "shapes"])
+    assert "did you mean shapes_color" in one_line_error(
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_colr"])
+    write(tmp_path / "bad" / "bad.yaml", "task: bad_yaml\nmetric_list: [\n")
+    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "bad_yaml",
+                                  "--include-path", str(tmp_path / "bad")])
+    assert "bad.yaml:3: malformed YAML" in err
+    write(tmp_path / "nofn" / "t.yaml", "task: nofn\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
+          "process_results: !function utils.missing\nmetric_list:\n  - metric: exact_match\n")
+    write(tmp_path / "nofn" / "utils.py", "x = 1\n")
+    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "nofn",
+                                  "--include-path", str(tmp_path / "nofn")])
+    assert "!function utils.missing" in err and "has no 'missing'" in err
+    write(tmp_path / "nodata" / "t.yaml", "task: nodata\ndataset_path: someorg/not-here\ndoc_to_text: q\n"
+          "metric_list:\n  - metric: exact_match\n")
+    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "nodata", "--data-dir",
+                                  str(tmp_path / "d"), "--include-path", str(tmp_path / "nodata")])
+    assert "'someorg/not-here' is not available" in err and "--data-dir" in err
+    write(tmp_path / "badgen" / "t.yaml", "task: badgen\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
+          "metric_list:\n  - metric: exact_match\ngeneration_kwargs:\n  image_aspect_ratio: pad\n")
+    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "badgen",
+                                  "--include-path", str(tmp_path / "badgen")])
+    assert "unsupported generation setting(s) image_aspect_ratio" in err
+    assert "no results.json" in one_line_error(capsys, ["score", str(tmp_path)])
+
+
+def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture) -> None:
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "shapes_color" in out and "shapes: shapes_color, shapes_kind" in out and "shapes_demo:" in out
+
+
+def test_run_that_fails_entirely_exits_non_zero(tmp_path: Path, data_dir: Path) -> None:
+    done = harness("eval", "--model", "tiny:qwen3", "--tasks", "shapes_color", "--limit", "2", "--no-cache",
+                   "--verbosity", "quiet")
+    assert done.returncode == 1 and "every sample failed" in done.stderr
+
+
+def _rows(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=1) as conn:
+            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _responses(out: Path) -> dict[int, list[str]]:
+    (samples,) = out.rglob("samples_shapes_color.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    return {r["doc_id"]: r["responses"] for r in records}
+
+
+def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path, data_dir: Path) -> None:
+    args = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "48",
+            "--gen-kwargs", "temperature=0.8,max_new_tokens=24"]
+    store = tmp_path / "store.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args, "--cache", str(store), "--output",
+                             str(tmp_path / "a")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while _rows(store) < 10 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = _rows(store)
+    assert 10 <= saved < 48, "the run should have been killed halfway"
+    assert not (tmp_path / "a").exists() or not list((tmp_path / "a").rglob("results.json"))
+
+    resumed = harness(*args, "--cache", str(store), "--output", str(tmp_path / "a"), "--verbosity", "quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{48 - saved} request(s) generated, {saved} from the response store" in resumed.stdout
+    fresh = harness(*args, "--no-cache", "--output", str(tmp_path / "b"), "--verbosity", "quiet")
+    assert fresh.returncode == 0, fresh.stderr
+    resumed_samples, fresh_samples = _responses(tmp_path / "a"), _responses(tmp_path / "b")
+    assert sorted(resumed_samples) == list(range(48))
+    assert resumed_samples == fresh_samples
+    assert _rows(store) == 48

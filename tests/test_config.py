@@ -1,0 +1,49 @@
+import logging
+from pathlib import Path
+
+import pytest
+
+from harness.errors import TaskConfigError
+from harness.taskspec.config import TaskConfig
+
+BASE = {"task": "t", "doc_to_text": "q", "metric_list": [{"metric": "exact_match"}]}
+
+
+def test_unknown_keys_warn_and_do_not_crash(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        cfg = TaskConfig.from_dict({**BASE, "frobnicate": 1}, Path("t.yaml"))
+    assert cfg.task == "t"
+    assert "unknown task key 'frobnicate'" in caplog.text
+
+
+def test_metadata_dict_and_list_forms() -> None:
+    assert TaskConfig.from_dict({**BASE, "metadata": {"version": 2}}, Path("x")).version == 2
+    listed = TaskConfig.from_dict({**BASE, "metadata": [{"version": 3}, {"note": "n"}]}, Path("x"))
+    assert listed.metadata == {"version": 3, "note": "n"}
+    with pytest.raises(TaskConfigError, match="metadata must be"):
+        TaskConfig.from_dict({**BASE, "metadata": "v1"}, Path("x"))
+
+
+def test_specific_kwargs_model_block_replaces_default_block() -> None:
+    cfg = TaskConfig.from_dict(
+        {**BASE, "lmms_eval_specific_kwargs": {"default": {"pre": "a", "post": "b"}, "qwen2_vl": {"post": "q"}}},
+        Path("x"),
+    )
+    assert cfg.specific_kwargs("qwen2_vl") == {"post": "q"}
+    assert cfg.specific_kwargs("llava_hf") == {"pre": "a", "post": "b"}
+    assert TaskConfig.from_dict(BASE, Path("x")).specific_kwargs("qwen2_vl") is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"output_type": "loglikelihood"}, "output_type 'loglikelihood' is not supported"),
+        ({"repeats": 0}, "repeats must be a positive integer"),
+        ({"num_fewshot": 2}, "num_fewshot"),
+        ({"metric_list": [{"aggregation": "mean"}]}, "needs a 'metric' key"),
+        ({"task": ["a", "b"]}, "'task' must be a task name"),
+    ],
+)
+def test_invalid_settings_fail_with_one_line(extra: dict, message: str) -> None:
+    with pytest.raises(TaskConfigError, match=message):
+        TaskConfig.from_dict({**BASE, **extra}, Path("x"))

@@ -1,0 +1,96 @@
+"""The hf backend on tiny random-weight models of real architectures (built offline, loaded by path)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from PIL import Image
+
+from harness.errors import ModelSpecError
+from harness.models import GenerationParams, GenerationRequest, create_backend
+from harness.models.hf import HFBackend
+
+VLM_ARCHES = ["qwen2_vl", "llava", "gemma3", "idefics3"]
+
+
+@cache
+def backend(arch: str) -> HFBackend:
+    return create_backend(f"tiny:{arch}", {"dtype": "float32"})  # type: ignore[return-value]
+
+
+def ask(text: str, image: Image.Image | None) -> list[dict]:
+    content = ([{"type": "image", "url": image}] if image is not None else []) + [{"type": "text", "text": text}]
+    return [{"role": "user", "content": content}]
+
+
+RED = Image.new("RGB", (56, 56), (230, 20, 20))
+NOISE = Image.effect_noise((70, 42), 90).convert("RGB")
+
+
+@pytest.mark.parametrize("arch", VLM_ARCHES)
+def test_batched_greedy_equals_one_by_one_and_images_matter(arch: str) -> None:
+    b = backend(arch)
+    assert b.is_multimodal and b.is_smoke_model and b.device == "cpu"
+    greedy = GenerationParams(max_new_tokens=6)
+    reqs = [GenerationRequest("a", ask("what color is this", RED), greedy),
+            GenerationRequest("b", ask("describe the picture", NOISE), greedy, n=2)]
+    batched = b.generate(reqs)
+    single = [b.generate([r])[0] for r in reqs]
+    assert batched == single
+    assert len(batched[1]) == 2 and batched[1][0] == batched[1][1]  # greedy: all n identical
+    import torch
+
+    with torch.no_grad():
+        logits = [b.model(**b.prepare_inputs([ask("what", img)])).logits[0, -1] for img in (RED, NOISE)]
+    assert not torch.allclose(logits[0], logits[1])
+
+
+@pytest.mark.parametrize("arch", ["qwen2_vl", "gemma3"])
+def test_native_n_sampling_is_reproducible_per_seed(arch: str) -> None:
+    b = backend(arch)
+    params = GenerationParams(max_new_tokens=8, temperature=1.0)
+    req = GenerationRequest("s", ask("what is it", RED), params, n=4, seed=7)
+    first = b.generate([req])[0]
+    assert isinstance(first, list) and len(first) == 4
+    assert len(set(first)) > 1  # four distinct draws in one call
+    assert b.generate([req])[0] == first
+    other = b.generate([GenerationRequest("s", ask("what is it", RED), params, n=4, seed=8)])[0]
+    assert other != first
+
+
+def test_text_only_model_answers_text_and_refuses_images() -> None:
+    b = backend("qwen3")
+    assert not b.is_multimodal
+    out = b.generate([GenerationRequest("t", ask("say yes", None), GenerationParams(max_new_tokens=5))])[0]
+    assert isinstance(out, list) and isinstance(out[0], str)
+    err = b.generate([GenerationRequest("i", ask("what", RED), GenerationParams(max_new_tokens=5))])[0]
+    assert isinstance(err, Exception) and "text-only model" in str(err)
+
+
+def test_stop_strings_cut_the_completion() -> None:
+    b = backend("llava")
+    free = b.generate([GenerationRequest("f", ask("hi", RED), GenerationParams(max_new_tokens=12))])[0][0]
+    stop = free[3:5]
+    assert stop.strip(), "the tiny model's output should have characters to stop at"
+    cut = b.generate([GenerationRequest("c", ask("hi", RED), GenerationParams(max_new_tokens=12, until=(stop,)))])
+    assert cut[0][0] == free[: free.find(stop)]
+
+
+def test_info_and_fingerprint_identify_the_model() -> None:
+    b = backend("qwen2_vl")
+    info = b.info()
+    assert info["smoke_test_model"] is True and info["model_type"] == "qwen2_vl"
+    assert info["model_family"] == "qwen2_vl" and len(b.fingerprint) == 16
+    assert backend("llava").fingerprint != b.fingerprint
+
+
+def test_bad_model_args_and_missing_model_fail_in_one_line(tmp_path) -> None:
+    with pytest.raises(ModelSpecError, match="unknown key\\(s\\) colour"):
+        create_backend("tiny:llava", {"colour": "red"})
+    with pytest.raises(ModelSpecError, match="dtype='float8'"):
+        create_backend("tiny:llava", {"dtype": "float8"})
+    with pytest.raises(ModelSpecError, match="cannot load model .*offline"):
+        create_backend("hf:no-such-org/no-such-model-xyz")
+    with pytest.raises(ModelSpecError, match="cannot load model"):
+        create_backend(f"hf:{tmp_path}")
