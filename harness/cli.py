@@ -42,6 +42,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     tasks = require_tasks([t for t in (args.tasks or "").split(",") if t.strip()])
     model_args = parse_model_args(args.model_args)
+    for flag, value in (("--repeats", args.repeats), ("--batch-size", args.batch_size), ("--limit", args.limit)):
+        if value is not None and value < 1:
+            raise HarnessError(f"{flag} must be at least 1, got {value}")
     opts = EvalOptions(
         tasks=tasks, include_paths=args.include_path or [],
         data_dir=Path(args.data_dir) if args.data_dir else default_data_dir(),
@@ -49,6 +52,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         output=Path(args.output) if args.output else None,
         store_path=Path(args.cache) if args.cache else _default_store(),
         use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=_parse_gen_kwargs(args.gen_kwargs),
+        repeats=args.repeats,
         show_progress=args.verbosity != "quiet",
     )
     datasets = validate_tasks(opts)
@@ -125,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0, help="base seed; each request derives its own seed from it")
     ev.add_argument("--batch-size", type=int, default=1)
     ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
+    ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
     ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
     ev.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name (env HARNESS_DATA_DIR)")
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")

@@ -56,6 +56,8 @@ def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: P
                                   "--include-path", str(tmp_path / "badgen")])
     assert "unsupported generation setting(s) image_aspect_ratio" in err
     assert "no results.json" in one_line_error(capsys, ["score", str(tmp_path)])
+    assert "--repeats must be at least 1" in one_line_error(
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"])
 
 
 def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture) -> None:

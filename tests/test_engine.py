@@ -117,6 +117,13 @@ def test_native_n_samples_are_cached_seeded_and_deduplicated(
     assert [r.responses for r in reseeded["shapes_sampled"]] != first
 
 
+def test_repeats_override_gives_n_responses_per_doc(tmp_path: Path, data_dir: Path) -> None:
+    run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2,
+                                                               repeats=3))
+    assert all(len(r.responses) == 3 and len(set(r.responses)) == 1 for r in samples["shapes_color"])  # greedy
+    assert run.provenance["generation"]["shapes_color"]["n"] == 3
+
+
 def test_refresh_regenerates_and_no_cache_leaves_store_untouched(tmp_path: Path, data_dir: Path) -> None:
     o = opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2)
     evaluate(qwen(), "tiny:qwen2_vl", EvalOptions(**{**o.__dict__, "use_cache": False}))

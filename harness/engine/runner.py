@@ -43,6 +43,7 @@ class EvalOptions:
     use_cache: bool = True
     refresh: bool = False
     gen_overrides: dict[str, Any] = field(default_factory=dict)
+    repeats: int | None = None
     show_progress: bool = True
 
 
@@ -76,6 +77,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     )
     loaded = loaded or load_task_dataset(config, opts.data_dir)
     docs = runtime.process_docs(loaded.docs)
+    n = opts.repeats or config.repeats
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
@@ -94,9 +96,9 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
-        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": config.repeats})
+        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
         seed = derive_seed(opts.seed, key)
-        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=config.repeats, seed=seed))
+        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=n, seed=seed))
         records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
                                     request_key=key, seed=seed))
     prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs)
@@ -223,11 +225,13 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         config={"model": model_spec, "model_args": model_args or {}, "batch_size": opts.batch_size,
                 "limit": opts.limit, "seed": opts.seed, "tasks": opts.tasks,
                 "include_paths": [str(Path(p).resolve()) for p in opts.include_paths],
-                "gen_overrides": opts.gen_overrides, "use_cache": opts.use_cache, "refresh": opts.refresh},
+                "gen_overrides": opts.gen_overrides, "repeats": opts.repeats, "use_cache": opts.use_cache,
+                "refresh": opts.refresh},
         provenance={
             **environment(), "model": backend.info(),
             "datasets": {t.config.task: t.fingerprint for t in prepared},
-            "generation": {t.config.task: {**t.params.as_dict(), "n": t.config.repeats} for t in prepared},
+            "generation": {t.config.task: {**t.params.as_dict(), "n": opts.repeats or t.config.repeats}
+                           for t in prepared},
             "seeds": {"base_seed": opts.seed, "per_request": "sha256(base_seed:request_key)[:8]"},
             "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
             "wall_time_s": round(wall, 3), "generation_time_s": round(gen_seconds, 3),

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.errors import ModelSpecError
 
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 _CORPUS_WORDS = (
     "the a an is are was of to in on and or what which who where when how why this that these those "
     "red green blue yellow black white color shape circle square triangle star image picture photo "
@@ -87,13 +87,10 @@ def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _build_qwen2_vl(out: Path) -> None:
-    from transformers import (
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
-    )
+def _build_qwen_vl(out: Path, generation: str) -> None:
+    """Qwen2-VL and Qwen2.5-VL share tokens, processor and text model; their vision towers differ."""
+    import transformers
+    from transformers import Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
@@ -101,49 +98,67 @@ def _build_qwen2_vl(out: Path) -> None:
     tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
     pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16}
-    processor = Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**pixels),
-        video_processor=Qwen2VLVideoProcessor(**pixels),
+    vision: dict[str, Any] = {"depth": 2, "num_heads": 4, "patch_size": 14, "spatial_merge_size": 2,
+                              "temporal_patch_size": 2}
+    if generation == "qwen2_vl":
+        names = ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration", "Qwen2VLProcessor")
+        vision.update(embed_dim=32, hidden_size=64, mlp_ratio=2, in_chans=3)
+    else:
+        names = ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLProcessor")
+        vision.update(hidden_size=32, intermediate_size=64, out_hidden_size=64, window_size=56,
+                      fullatt_block_indexes=[1])
+    config_cls, model_cls, processor_cls = (getattr(transformers, n) for n in names)
+    processor = processor_cls(
+        image_processor=Qwen2VLImageProcessor(**pixels), video_processor=Qwen2VLVideoProcessor(**pixels),
         tokenizer=tok, chat_template=QWEN_TEMPLATE,
     )
-    config = Qwen2VLConfig(
+    config = config_cls(
         text_config=_text_config(
             len(tok), rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
             eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
         ),
-        vision_config={"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 4, "mlp_ratio": 2,
-                       "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2, "in_chans": 3},
+        vision_config=vision,
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
     )
-    _save(Qwen2VLForConditionalGeneration(config), processor, out)
+    _save(model_cls(config), processor, out)
 
 
-def _build_llava(out: Path) -> None:
-    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+def _build_llava(out: Path, next_gen: bool = False) -> None:
+    """LLaVA-1.5 (CLIP + Llama), or LLaVA-NeXT with its any-resolution grid when ``next_gen``."""
+    import transformers
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
     tok = _tokenizer(specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
                      unk_token="<unk>")
     image_size, patch = 28, 14
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": image_size},
-                                           crop_size={"height": image_size, "width": image_size}),
-        tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=LLAVA_TEMPLATE,
+    sizes = {"size": {"shortest_edge": image_size}, "crop_size": {"height": image_size, "width": image_size}}
+    extra: dict[str, Any] = {}
+    if next_gen:
+        grid = [[28, 28], [28, 56], [56, 28], [56, 56]]
+        image_processor = transformers.LlavaNextImageProcessor(**sizes, image_grid_pinpoints=grid)
+        processor_cls, config_cls, model_cls = (transformers.LlavaNextProcessor, transformers.LlavaNextConfig,
+                                                transformers.LlavaNextForConditionalGeneration)
+        extra["image_grid_pinpoints"] = grid
+    else:
+        image_processor = transformers.CLIPImageProcessor(**sizes)
+        processor_cls, config_cls, model_cls = (transformers.LlavaProcessor, transformers.LlavaConfig,
+                                                transformers.LlavaForConditionalGeneration)
+    processor = processor_cls(
+        image_processor=image_processor, tokenizer=tok, patch_size=patch,
+        vision_feature_select_strategy="default", num_additional_image_tokens=1, chat_template=LLAVA_TEMPLATE,
     )
-    config = LlavaConfig(
+    config = config_cls(
         vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
                        "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
                        "patch_size": patch, "projection_dim": 32},
         text_config={"model_type": "llama", **_text_config(len(tok)),
                      "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id,
                      "bos_token_id": tok.bos_token_id},
-        image_token_id=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
-        vision_feature_select_strategy="default", pad_token_id=tok.pad_token_id,
+        image_token_index=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
+        vision_feature_select_strategy="default", **extra,
     )
-    _save(LlavaForConditionalGeneration(config), processor, out)
+    _save(model_cls(config), processor, out)
 
 
 def _build_gemma3(out: Path) -> None:
@@ -231,8 +246,10 @@ def _save(model: Any, processor: Any, out: Path) -> None:
 
 
 RECIPES: dict[str, Callable[[Path], None]] = {
-    "qwen2_vl": _build_qwen2_vl,
+    "qwen2_vl": lambda out: _build_qwen_vl(out, "qwen2_vl"),
+    "qwen2_5_vl": lambda out: _build_qwen_vl(out, "qwen2_5_vl"),
     "llava": _build_llava,
+    "llava_next": lambda out: _build_llava(out, next_gen=True),
     "gemma3": _build_gemma3,
     "idefics3": _build_idefics3,
     "qwen3": _build_qwen3,
