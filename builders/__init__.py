@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError
 
-BUILDERS = {"shapes": "builders.shapes"}
+BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth"}
 
 
-def build_dataset(name: str, out: Path | None, seed: int = 0, push_to_hub: str | None = None) -> Path:
-    """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks)."""
+def build_dataset(name: str, out: Path | None, seed: int = 0, push_to_hub: str | None = None,
+                  **options: Any) -> Path:
+    """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks);
+    ``options`` are builder-specific (``font``, ``squad``, ``subsets``, ``workers`` for stealth)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
     module = importlib.import_module(BUILDERS[name])
@@ -19,7 +23,11 @@ def build_dataset(name: str, out: Path | None, seed: int = 0, push_to_hub: str |
         from harness.data import default_data_dir
 
         out = default_data_dir() / module.REPO_ID
-    folder = module.build(out, seed=seed)
+    accepted = set(inspect.signature(module.build).parameters)
+    extra = sorted(set(options) - accepted)
+    if extra:
+        raise HarnessError(f"option(s) {', '.join('--' + e for e in extra)} do not apply to the {name} builder")
+    folder = module.build(out, seed=seed, **options)
     if push_to_hub:
         from builders.publish import push_folder
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import string
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ def bundled_cards_dir() -> Path:
     raise HarnessError("the bundled cards/ folder is missing from this installation")
 
 
-def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[str, Any]) -> Path:
-    """Save each split as ``data/<split>-00000-of-00001.parquet`` and the card as README.md.
+def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[str, Any],
+                     extra_files: dict[str, bytes] | None = None) -> Path:
+    """Save each split as ``data/<split>-00000-of-00001.parquet``, the card as README.md, and any
+    extra files (a preview image) beside them.
 
     That layout is what ``load_dataset(out)`` and the Hub both read, so the local folder and the
     published repo load identically. The card's metadata is validated before anything is written.
@@ -26,8 +29,7 @@ def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[st
     from huggingface_hub import DatasetCard
 
     template = (bundled_cards_dir() / f"{card_name}.md").read_text(encoding="utf-8")
-    card = DatasetCard(template.format(**card_vars))
-    card.validate = None  # type: ignore[method-assign]  # offline: schema checks below instead
+    card = DatasetCard(string.Template(template).substitute(card_vars))
     if not card.data.to_dict().get("configs"):
         raise HarnessError(f"card {card_name}: metadata has no configs entry")
     tmp = out.with_name(out.name + ".partial")
@@ -36,6 +38,8 @@ def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[st
     for split, ds in dataset.items():
         ds.to_parquet(str(tmp / "data" / f"{split}-00000-of-00001.parquet"))
     card.save(str(tmp / "README.md"))
+    for name, blob in (extra_files or {}).items():
+        (tmp / name).write_bytes(blob)
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out)

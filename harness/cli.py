@@ -104,8 +104,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     from builders import build_dataset
 
+    options = {"font": args.font, "squad": args.squad, "workers": args.workers,
+               "subsets": tuple(args.subsets.split(",")) if args.subsets else None}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
-                        push_to_hub=args.push_to_hub)
+                        push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
     return 0
 
@@ -151,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
     bd.add_argument("--seed", type=int, default=0)
     bd.add_argument("--push-to-hub", metavar="ORG/NAME")
+    bd.add_argument("--font", help="font file to render with (default: found in installed packages)")
+    bd.add_argument("--squad", help="SQuAD source for stealth's vqa subset: Hub id, folder or file")
+    bd.add_argument("--subsets", help="comma-separated subsets to build (stealth: short,long,vqa,ocr)")
+    bd.add_argument("--workers", type=int, help="rendering processes (default: all cores)")
     bd.set_defaults(func=cmd_build)
     return parser
 

@@ -212,6 +212,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
     groups, group_subtasks = _group_results(registry, opts.tasks, results, counts)
+    run_dir = _new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
+    reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
     wall = time.time() - started
     run = RunResults(
         results=results, groups=groups, group_subtasks=group_subtasks,
@@ -222,6 +224,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         higher_is_better={t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list}
                           for t in prepared},
         counts=counts,
+        reports=reports,
         config={"model": model_spec, "model_args": model_args or {}, "batch_size": opts.batch_size,
                 "limit": opts.limit, "seed": opts.seed, "tasks": opts.tasks,
                 "include_paths": [str(Path(p).resolve()) for p in opts.include_paths],
@@ -239,16 +242,31 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
             "requests": stats,
         },
     )
-    run_dir = None
-    if opts.output is not None:
-        stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%d-%H%M%S")
-        run_dir = opts.output / _slug(model_spec) / stamp
-        suffix = 1
-        while run_dir.exists():
-            suffix += 1
-            run_dir = opts.output / _slug(model_spec) / f"{stamp}-{suffix}"
+    if run_dir is not None:
         write_run(run_dir, run, samples)
     return run, samples, run_dir
+
+
+def _new_run_dir(output: Path, model_spec: str, started: float) -> Path:
+    """``output/<model>/<UTC timestamp>``, suffixed when two runs start in the same second."""
+    stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%d-%H%M%S")
+    run_dir = output / _slug(model_spec) / stamp
+    suffix = 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = output / _slug(model_spec) / f"{stamp}-{suffix}"
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
+             run_dir: Path | None) -> dict[str, dict[str, Any]]:
+    out = {}
+    for task, runtime in runtimes.items():
+        report = runtime.report(samples[task], run_dir)
+        if report is not None:
+            out[task] = report
+    return out
 
 
 def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
@@ -273,9 +291,10 @@ def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, 
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
+    runtimes: dict[str, TaskRuntime] = {}
     for task in run.configs:
         config = registry.get(task)
-        runtime = TaskRuntime(config, family)
+        runtime = runtimes[task] = TaskRuntime(config, family)
         records = read_samples(run_dir, task)
         docs: list[dict[str, Any]] = [r.doc for r in records]
         if config.process_results_use_image:
@@ -287,6 +306,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, 
     groups, group_subtasks = _group_results(registry, run.config.get("tasks", []), results, counts)
     updated = run.model_copy(update={
         "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
+        "reports": _reports(runtimes, samples, Path(run_dir)),
         "provenance": {**run.provenance, "rescored": environment()},
     })
     write_run(Path(run_dir), updated, samples)

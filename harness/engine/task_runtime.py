@@ -7,7 +7,9 @@ samples runs exactly the code that scored them the first time.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from harness.engine.filters import apply_pipeline, check_filters
@@ -18,6 +20,8 @@ from harness.models.base import Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef
+
+log = logging.getLogger(__name__)
 
 
 class BadInputError(Exception):
@@ -151,10 +155,7 @@ class TaskRuntime:
             for spec in self.config.metric_list:
                 key = f"{spec.metric},{pipe.name}"
                 if spec.metric not in values:
-                    raise TaskConfigError(
-                        f"{self.config.source}: process_results returned no {spec.metric!r} "
-                        f"(got {', '.join(values)})"
-                    )
+                    continue  # not applicable to this doc (as in lmms-eval); never counted
                 value = to_jsonable(values[spec.metric])
                 metrics[key] = value
                 if value is None:
@@ -169,7 +170,9 @@ class TaskRuntime:
         for pipe in self.config.filters:
             for spec in self.config.metric_list:
                 key = f"{spec.metric},{pipe.name}"
-                values = [r.metrics.get(key) for r in scored]
+                values = [r.metrics[key] for r in scored if key in r.metrics]
+                if scored and not values:
+                    log.warning("%s: no sample has a value for %s; check process_results", self.config.task, key)
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
                 results[key] = to_jsonable(self._aggregations[spec.metric](present)) if present else None
@@ -180,6 +183,19 @@ class TaskRuntime:
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
+
+    def report(self, records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any] | None:
+        """The task's extra report (tables, confidence intervals, plots written to ``out_dir``).
+
+        A task names it with ``metadata: {harness_report: module.function}`` (relative to the task
+        YAML's folder, like ``!function``); lmms-eval ignores the key. Called as
+        ``function(records, out_dir)``; returns a JSON-able dict stored under ``reports`` in results.json.
+        """
+        name = self.config.metadata.get("harness_report")
+        if not name:
+            return None
+        fn = FunctionRef(str(name), self.config.source.parent).resolve()
+        return to_jsonable(fn(records, out_dir))
 
 
 def _render_field(spec: Any, doc: dict[str, Any]) -> str:

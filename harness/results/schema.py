@@ -58,6 +58,7 @@ class RunResults(BaseModel):
     n_samples: dict[str, dict[str, int]] = Field(alias="n-samples")
     higher_is_better: dict[str, dict[str, bool]] = Field(default_factory=dict)
     counts: dict[str, TaskCounts]
+    reports: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-task extra reports")
     config: dict[str, Any]
     provenance: dict[str, Any]
 
