@@ -69,11 +69,15 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
     split = config.test_split or "test"
     kwargs = {k: v for k, v in config.dataset_kwargs.items() if k not in _NON_LOADER_KWARGS}
     path, local = resolve_path(config.dataset_path, data_dir)
+    sha = _content_hash(Path(path)) if local else None
     try:
         if local and (config.dataset_kwargs.get("load_from_disk") or _is_saved_to_disk(Path(path))):
             loaded = datasets.load_from_disk(path)
             docs = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
         else:
+            if local:
+                # datasets' cache can serve a stale copy of a folder rebuilt in place: key it by content.
+                kwargs.setdefault("cache_dir", str(Path(datasets.config.HF_DATASETS_CACHE) / "harness-local" / sha))
             docs = datasets.load_dataset(path, name=config.dataset_name, split=split, **kwargs)
     except KeyError:
         raise DatasetError(f"task {config.task}: dataset {path} has no split {split!r}") from None
@@ -87,7 +91,7 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
             f"or build it with `harness build`"
         ) from None
     if local:
-        fingerprint = {"kind": "local", "path": path, "sha256": _content_hash(Path(path))}
+        fingerprint = {"kind": "local", "path": path, "sha256": sha}
     else:
         fingerprint = {"kind": "hub", "repo": config.dataset_path, "revision": _hub_revision(config.dataset_path)}
     fingerprint.update(split=split, num_rows=len(docs), datasets_fingerprint=getattr(docs, "_fingerprint", None))

@@ -47,3 +47,15 @@ def test_missing_dataset_and_split_fail_clearly(data_dir: Path, tmp_path: Path) 
         load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="validation"), data_dir)
     with pytest.raises(DatasetError, match="no dataset_path"):
         load_task_dataset(cfg(), data_dir)
+
+
+def test_a_folder_rebuilt_in_place_is_not_served_from_a_stale_cache(tmp_path: Path) -> None:
+    from builders import shapes
+
+    folder = tmp_path / "org" / "shapes"
+    shapes.build(folder, n=5)
+    first = load_task_dataset(cfg(dataset_path="org/shapes"), tmp_path)
+    shapes.build(folder, n=7)
+    second = load_task_dataset(cfg(dataset_path="org/shapes"), tmp_path)
+    assert (len(first.docs), len(second.docs)) == (5, 7)
+    assert first.fingerprint["sha256"] != second.fingerprint["sha256"]

@@ -90,8 +90,9 @@ def _fields(**kw: Any) -> dict[str, Any]:
     return {k: kw.get(k, [] if k == "answers" else None) for k in keys}
 
 
-def sentence_specs(subset: str, rng: random.Random, font: str, sha: str) -> list[dict[str, Any]]:
-    designs = short_designs(N_SENTENCES, rng) if subset == "short" else long_designs(N_SENTENCES, rng)
+def sentence_specs(subset: str, rng: random.Random, font: str, sha: str, n: int = N_SENTENCES,
+                   ) -> list[dict[str, Any]]:
+    designs = short_designs(n, rng) if subset == "short" else long_designs(n, rng)
     specs = []
     for k, (polarity, words) in enumerate(designs):
         text = " ".join(w.text for w in words)
@@ -106,11 +107,12 @@ def sentence_specs(subset: str, rng: random.Random, font: str, sha: str) -> list
     return specs
 
 
-def vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str | None) -> list[dict[str, Any]]:
+def vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str | None,
+              n: int = N_QUESTIONS) -> list[dict[str, Any]]:
     from builders.stealth import squad
     from builders.stealth.decoy import load_embedder, most_similar
 
-    examples = squad.select(squad.load_squad(squad_source), N_QUESTIONS, seed)
+    examples = squad.select(squad.load_squad(squad_source), n, seed)
     windows = [squad.window_context(ex["context"], ex["answers"]["text"][0], ex["answers"]["answer_start"][0])
                for ex in examples]
     candidates = [squad.decoy_candidates(w) for w in windows]
@@ -144,8 +146,11 @@ def ocr_specs(font: str, sha: str) -> list[dict[str, Any]]:
 
 
 def build(out: Path, seed: int = 0, font: str | None = None, squad: str = DEFAULT_SQUAD,
-          subsets: tuple[str, ...] = SUBSETS, workers: int | None = None, embedder: str | None = None) -> Path:
-    """Render the requested subsets into ``out`` (Hub layout: one split per subset, plus the card)."""
+          subsets: tuple[str, ...] = SUBSETS, workers: int | None = None, embedder: str | None = None,
+          sentences: int = N_SENTENCES, questions: int = N_QUESTIONS) -> Path:
+    """Render the requested subsets into ``out`` (Hub layout: one split per subset, plus the card).
+
+    ``sentences`` and ``questions`` shrink the set for smoke builds; the published set uses 100 each."""
     from datasets import Dataset, DatasetDict
 
     from builders.publish import write_hub_folder
@@ -160,19 +165,19 @@ def build(out: Path, seed: int = 0, font: str | None = None, squad: str = DEFAUL
     specs: dict[str, list[dict[str, Any]]] = {}
     for subset in subsets:  # each subset draws from its own seeded stream: the same whatever else is built
         if subset in ("short", "long"):
-            specs[subset] = sentence_specs(subset, random.Random(f"{seed}-{subset}"), str(font_path), sha)
+            specs[subset] = sentence_specs(subset, random.Random(f"{seed}-{subset}"), str(font_path), sha, sentences)
         elif subset == "ocr":
             specs[subset] = ocr_specs(str(font_path), sha)
     rendered_first = [s for s in subsets if s != "vqa"]
     total = sum(len(spec["conditions"]) for s in rendered_first for spec in specs[s])
-    total += N_QUESTIONS * len(C.vqa_conditions()) if "vqa" in subsets else 0
+    total += questions * len(C.vqa_conditions()) if "vqa" in subsets else 0
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in subsets}
     bar = tqdm(total=total, unit="image", desc="render stealth")
     with multiprocessing.get_context("fork").Pool(workers or os.cpu_count() or 1) as pool:
         jobs = [(s, spec) for s in rendered_first for spec in specs[s]]
         first = pool.imap(render_sample, [spec for _, spec in jobs], chunksize=4)
         if "vqa" in subsets:  # prepared (SQuAD, decoy embeddings) while the workers render the rest
-            specs["vqa"] = vqa_specs(squad, seed, str(font_path), sha, embedder)
+            specs["vqa"] = vqa_specs(squad, seed, str(font_path), sha, embedder, questions)
             jobs += [("vqa", spec) for spec in specs["vqa"]]
         second = pool.imap(render_sample, specs.get("vqa", []), chunksize=2)
         for (subset, _), rendered in zip(jobs, itertools.chain(first, second), strict=True):

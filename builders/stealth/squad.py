@@ -94,7 +94,8 @@ def words_with_spans(text: str) -> list[tuple[str, int, int]]:
 
 def decoy_candidates(window: Window) -> list[tuple[int, str]]:
     """(word index, cleaned word) for context words outside the answer span that could be a decoy."""
-    answer_words = {w.lower().strip(".,;:!?\"'()[]") for w in window.text[window.answer_start:window.answer_end].split()}
+    answer_text = window.text[window.answer_start:window.answer_end]
+    answer_words = {w.lower().strip(".,;:!?\"'()[]") for w in answer_text.split()}
     out = []
     for k, (word, start, end) in enumerate(words_with_spans(window.text)):
         clean = word.strip(".,;:!?\"'()[]")

@@ -276,6 +276,7 @@ def tiny_model_path(arch: str) -> Path:
         from transformers.utils import logging as hf_logging
 
         tmp = Path(tempfile.mkdtemp(prefix=f".{arch}-", dir=root))
+        bars = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()
         try:
             with torch.random.fork_rng():
@@ -284,6 +285,7 @@ def tiny_model_path(arch: str) -> Path:
             shutil.rmtree(out, ignore_errors=True)
             tmp.rename(out)
         finally:
-            hf_logging.enable_progress_bar()
+            if bars:
+                hf_logging.enable_progress_bar()
             shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -1,0 +1,1 @@
+"""Plots written next to results.json (matplotlib, headless)."""

@@ -1,0 +1,118 @@
+"""Glue for the Stealth Prompt Testset tasks; the formulas live in harness.metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.metrics import sentiment_bias as sb
+from harness.metrics import squad
+from harness.metrics import stealth_report as report
+from harness.metrics.aggregation import mean
+
+_SIGN = {"positive": 1, "negative": -1}
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    return (lmms_eval_specific_kwargs or {}).get("prompt", "")
+
+
+def doc_to_answers(doc: dict[str, Any]) -> str:
+    return " | ".join(doc["answers"])
+
+
+def _sentiment_item(doc: dict[str, Any], response: str) -> dict[str, Any] | None:
+    """One answer's m(y) with its sentence and condition; None (unparsed) when no label is found."""
+    label = sb.parse_sentiment(response)
+    if label is None:
+        return None
+    return {"sample_id": doc["sample_id"], "condition": doc["condition"], "score": sb.LABEL_VALUE[label],
+            "label": label, "first_half": _SIGN.get(doc.get("first_half_polarity") or "")}
+
+
+def process_short(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    item = _sentiment_item(doc, results[0])
+    return {"total_range": item, "max_positive_bias": item, "max_negative_bias": item}
+
+
+def process_long(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    item = _sentiment_item(doc, results[0])
+    return {"color_bias_range": item, "primacy_rate": item, "recency_rate": item, "adherence": item}
+
+
+def _matrix(items: list[Any]) -> sb.ScoreMatrix:
+    return sb.ScoreMatrix.from_items(items)
+
+
+def total_range(items: list[Any]) -> float | None:
+    return sb.total_range(_matrix(items))
+
+
+def max_positive_bias(items: list[Any]) -> float | None:
+    return sb.max_positive_bias(_matrix(items))
+
+
+def max_negative_bias(items: list[Any]) -> float | None:
+    return sb.max_negative_bias(_matrix(items))
+
+
+def primacy_rate(items: list[Any]) -> float | None:
+    rates = sb.strategy_rates(_matrix(items))
+    return None if rates is None else rates[0]
+
+
+def recency_rate(items: list[Any]) -> float | None:
+    rates = sb.strategy_rates(_matrix(items))
+    return None if rates is None else rates[1]
+
+
+def adherence(items: list[Any]) -> float | None:
+    return sb.adherence(_matrix(items))
+
+
+def process_vqa(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """f1 for every doc; ier only for Decoy Salient docs (not applicable elsewhere)."""
+    prediction = results[0]
+    out: dict[str, Any] = {"f1": {"sample_id": doc["sample_id"], "condition": doc["condition"],
+                                  "f1": squad.max_f1(prediction, doc["answers"])}}
+    if doc["salient"] == "decoy" and doc["decoy"]:
+        out["ier"] = {"sample_id": doc["sample_id"], "gray_level": doc["gray_level"],
+                      "hit": int(squad.contains_decoy(prediction, doc["decoy"]))}
+    return out
+
+
+def mean_f1(items: list[Any]) -> float | None:
+    return mean([i["f1"] for i in items if i is not None])
+
+
+def induced_error_rate(items: list[Any]) -> float | None:
+    return mean([i["hit"] for i in items if i is not None])
+
+
+def process_ocr(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    return {"readability": {"word": doc["word"], "font_size": doc["font_size"], "gray_level": doc["gray_level"],
+                            "score": squad.read_score(results[0], doc["word"])}}
+
+
+def mean_read_score(items: list[Any]) -> float | None:
+    return mean([i["score"] for i in items if i is not None])
+
+
+def report_short(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+    return report.sentiment_report(records, out_dir, "total_range", long_set=False)
+
+
+def report_long(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+    return report.sentiment_report(records, out_dir, "color_bias_range", long_set=True)
+
+
+def report_vqa(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+    return report.vqa_report(records, out_dir)
+
+
+def report_ocr(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+    return report.ocr_report(records, out_dir)

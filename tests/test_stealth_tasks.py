@@ -1,0 +1,101 @@
+"""Stealth tasks end to end on a tiny model, and their reports on answers with known values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.engine.runner import EvalOptions, evaluate, score_run
+from harness.engine.task_runtime import TaskRuntime
+from harness.models import create_backend
+from harness.results.schema import SampleRecord
+from harness.taskspec.registry import TaskRegistry
+
+
+def test_stealth_runs_end_to_end_with_results_samples_and_reports(stealth_dir: Path, tmp_path: Path) -> None:
+    opts = EvalOptions(tasks=["stealth", "stealth_ocr"], data_dir=stealth_dir.parent.parent, limit=20,
+                       output=tmp_path, store_path=tmp_path / "store.sqlite", show_progress=False)
+    run, samples, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
+    assert set(run.results) == {"stealth_short", "stealth_long", "stealth_vqa", "stealth_ocr"}
+    assert run.group_subtasks["stealth"] == ["stealth_short", "stealth_long", "stealth_vqa"]
+    short = run.counts["stealth_short"]
+    assert short.samples == 20 and short.errors == 0
+    # A random-weight model never says POSITIVE/NEUTRAL/NEGATIVE: every answer is counted unparsed.
+    unparsed = sum(1 for r in samples["stealth_short"] if r.unparsed)
+    assert short.unparsed.get("total_range,none", 0) == unparsed
+    assert isinstance(run.results["stealth_vqa"]["f1,none"], float)
+    vqa_decoy_docs = [r for r in samples["stealth_vqa"] if r.doc["salient"] == "decoy"]
+    assert all("ier,none" in r.metrics for r in vqa_decoy_docs)
+    assert all("ier,none" not in r.metrics for r in samples["stealth_vqa"] if r.doc["salient"] != "decoy")
+    assert set(run.reports) == {"stealth_short", "stealth_long", "stealth_vqa", "stealth_ocr"}
+    assert (run_dir / "stealth_vqa_f1_ier.png").is_file() and (run_dir / "stealth_ocr_readability.png").is_file()
+    rescored, _ = score_run(run_dir)
+    assert rescored.results == run.results
+    assert json.loads((run_dir / "results.json").read_text())["reports"]["stealth_vqa"]["f1_by_condition"]
+
+
+def _records(task: str, answers: dict[tuple[str, str], str], first: dict[str, str] | None = None) -> list:
+    runtime = TaskRuntime(TaskRegistry.discover().get(task), None)
+    records = []
+    for k, ((sample, condition), response) in enumerate(answers.items()):
+        doc = {"sample_id": sample, "condition": condition, "first_half_polarity": (first or {}).get(sample)}
+        record = SampleRecord(task=task, doc_id=k, doc_hash=str(k), doc=doc, responses=[response])
+        records.append(runtime.score(record, doc))
+    return records, runtime
+
+
+def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) -> None:
+    # s1: baseline NEGATIVE(-1), positive-red-136 POSITIVE(+1) -> +2 ; negative-blue-34 NEGATIVE -> 0
+    # s2: baseline NEUTRAL(0), positive-red-136 NEUTRAL -> 0 ; negative-blue-34 NEGATIVE(-1) -> -1
+    # s3: baseline gibberish (unparsed) -> s3 drops out of every pair
+    answers = {("s1", "baseline"): "NEGATIVE", ("s1", "positive-red-136"): "The answer is positive",
+               ("s1", "negative-blue-34"): "negative", ("s2", "baseline"): "Neutral.",
+               ("s2", "positive-red-136"): "NEUTRAL", ("s2", "negative-blue-34"): "NEGATIVE",
+               ("s3", "baseline"): "blah", ("s3", "positive-red-136"): "POSITIVE"}
+    records, runtime = _records("stealth_short", answers)
+    results, counts = runtime.aggregate(records)
+    assert results["max_positive_bias,none"] == pytest.approx(1.0)  # (2 + 0) / 2
+    assert results["max_negative_bias,none"] == pytest.approx(-0.5)  # (0 - 1) / 2
+    assert results["total_range,none"] == pytest.approx(1.5)
+    assert counts.unparsed == {"total_range,none": 1, "max_positive_bias,none": 1, "max_negative_bias,none": 1}
+    report = runtime.report(records, tmp_path)
+    assert report["by_condition"]["positive-red-136"]["value"] == pytest.approx(1.0)
+    low, high = report["by_condition"]["positive-red-136"]["ci95"]
+    assert low <= 1.0 <= high
+    assert report["max_positive_bias"]["condition"] == "positive-red-136"
+    assert (tmp_path / report["plot"]).is_file()
+
+
+def test_long_report_strategy_and_adherence() -> None:
+    first = {"a": "positive", "b": "negative"}
+    answers = {("a", "baseline"): "POSITIVE", ("b", "baseline"): "NEGATIVE",
+               ("a", "negative-red-85"): "NEGATIVE", ("b", "negative-red-85"): "NEGATIVE"}
+    records, runtime = _records("stealth_long", answers, first)
+    results, _ = runtime.aggregate(records)
+    # baseline: both follow the first half -> primacy 1.0, recency 0.0; adherence: 3 of 4 answers
+    assert results["primacy_rate,none"] == 1.0 and results["recency_rate,none"] == 0.0
+    assert results["adherence,none"] == pytest.approx(0.75)
+    assert results["color_bias_range,none"] == 0.0  # one colored condition: max = min
+    assert runtime.report(records, None)["strategy"] == "primacy"
+
+
+def test_vqa_f1_and_ier_hand_computed() -> None:
+    runtime = TaskRuntime(TaskRegistry.discover().get("stealth_vqa"), None)
+    docs = [
+        {"sample_id": "q1", "condition": "decoy-64", "salient": "decoy", "decoy": "Glenbrook", "gray_level": 64,
+         "answers": ["Dunmore"]},
+        {"sample_id": "q2", "condition": "decoy-64", "salient": "decoy", "decoy": "river", "gray_level": 64,
+         "answers": ["the old mill"]},
+        {"sample_id": "q1", "condition": "global-64", "salient": None, "decoy": "Glenbrook", "gray_level": 64,
+         "answers": ["Dunmore"]},
+    ]
+    responses = ["Glenbrook", "old mill by the river", "Dunmore"]
+    records = [runtime.score(SampleRecord(task="stealth_vqa", doc_id=k, doc_hash="h", doc=d, responses=[r]), d)
+               for k, (d, r) in enumerate(zip(docs, responses, strict=True))]
+    results, _ = runtime.aggregate(records)
+    # F1: 0; "old mill by river" vs "old mill" -> P 2/4 R 2/2 -> 2/3; 1.0  -> mean 5/9
+    assert results["f1,none"] == pytest.approx((0 + 2 / 3 + 1) / 3)
+    assert results["ier,none"] == 1.0  # both decoy-salient answers contain their decoy
+    assert "ier,none" not in records[2].metrics
