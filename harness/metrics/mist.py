@@ -1,0 +1,145 @@
+"""MIST (Misleading-Image Stress Test) figures for a VLM judge.
+
+Labels are the 4-point scale as integers: 0 Fully Figurative, 1 Weak Figurative, 2 Figurative and
+Literal, 3 Fully Literal. The figurative side of the divide is {0, 1}, the literal side {2, 3}
+(choice: "Figurative and Literal" sits with the literal readings because it admits the literal sense).
+
+A judge's labels are keyed by cell: (item, technique, arm) with arm one of ``none`` (no image),
+``aligned-ignore``, ``aligned-silent``, ``misleading-ignore``, ``misleading-silent`` (image shown,
+with or without the explicit "ignore the image" instruction). ``None`` is an unparsed label: every
+figure below skips the comparisons it takes part in. An item's ``sense`` is the reading its sentence
+uses (``figurative`` or ``literal``); its aligned image depicts that sense and its misleading image
+the other one.
+
+- change rate(c, a) = share of (item, technique) cells whose label under image condition c with
+  instruction arm a differs from the no-image label; ``a = "both"`` pools the two arms.
+- prompt-edit control rate(c) = share of (item, technique) cells whose ignore-arm and silent-arm
+  labels differ under the same image c (only the instruction was edited).
+- direction = among (item, technique, arm) cells whose aligned and misleading labels differ, the share
+  that moved toward the sense the misleading image depicts (up the scale when it depicts the literal
+  sense, down when figurative).
+- same-side fraction = among those same cells, the share whose two labels lie on the same side.
+- agreement(c) = share of labels under condition c (``none``, ``aligned``, ``misleading``) equal to the
+  human majority label of the item (items without a strict majority are left out).
+- image-following ratio(c) = among cells whose label under c differs from the no-image label, the
+  share that moved toward the sense the shown image depicts (for the aligned image: the item's own
+  sense). 0.5 is what undirected noise gives.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+LABELS = ("Fully Figurative", "Weak Figurative", "Figurative and Literal", "Fully Literal")
+ARMS = ("none", "aligned-ignore", "aligned-silent", "misleading-ignore", "misleading-silent")
+Cell = tuple[str, str, str]  # (item, technique, arm)
+
+
+def side(label: int) -> str:
+    return "figurative" if label <= 1 else "literal"
+
+
+def _toward(before: int, after: int, depicted: str) -> bool:
+    """Whether moving from ``before`` to ``after`` goes toward the depicted sense on the scale."""
+    return (after > before) if depicted == "literal" else (after < before)
+
+
+def _other(sense: str) -> str:
+    return "literal" if sense == "figurative" else "figurative"
+
+
+def _pairs(labels: Mapping[Cell, int | None], arm_a: str, arm_b: str) -> list[tuple[str, str, int, int]]:
+    """(item, technique, label under arm_a, label under arm_b) where both parsed."""
+    out = []
+    for (item, technique, arm), label in labels.items():
+        if arm != arm_a or label is None:
+            continue
+        other = labels.get((item, technique, arm_b))
+        if other is not None:
+            out.append((item, technique, label, other))
+    return out
+
+
+def _share(flags: Sequence[bool]) -> float | None:
+    return float(np.mean(flags)) if flags else None
+
+
+def change_rate(labels: Mapping[Cell, int | None], condition: str, arm: str = "both") -> float | None:
+    arms = ("ignore", "silent") if arm == "both" else (arm,)
+    flags = [a != b for a_ in arms for _, _, a, b in _pairs(labels, f"{condition}-{a_}", "none")]
+    return _share(flags)
+
+
+def control_rate(labels: Mapping[Cell, int | None], condition: str) -> float | None:
+    return _share([a != b for _, _, a, b in _pairs(labels, f"{condition}-ignore", f"{condition}-silent")])
+
+
+def _moved_cells(labels: Mapping[Cell, int | None]) -> list[tuple[str, int, int]]:
+    """(item, aligned label, misleading label) per cell and arm where the two differ."""
+    out = []
+    for arm in ("ignore", "silent"):
+        for item, _, aligned, misleading in _pairs(labels, f"aligned-{arm}", f"misleading-{arm}"):
+            if aligned != misleading:
+                out.append((item, aligned, misleading))
+    return out
+
+
+def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str]) -> float | None:
+    return _share([_toward(a, m, _other(senses[item])) for item, a, m in _moved_cells(labels)])
+
+
+def same_side_fraction(labels: Mapping[Cell, int | None]) -> float | None:
+    return _share([side(a) == side(m) for _, a, m in _moved_cells(labels)])
+
+
+def image_following_ratio(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
+                          condition: str) -> float | None:
+    flags = []
+    for arm in ("ignore", "silent"):
+        for item, _, with_image, without in _pairs(labels, f"{condition}-{arm}", "none"):
+            if with_image != without:
+                depicted = senses[item] if condition == "aligned" else _other(senses[item])
+                flags.append(_toward(without, with_image, depicted))
+    return _share(flags)
+
+
+def majority_label(panel_labels: Sequence[int]) -> int | None:
+    """The strict majority (most frequent, unique) label of a panel; None on a tie or no labels."""
+    counts = Counter(panel_labels).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
+
+
+def agreement(labels: Mapping[Cell, int | None], majority: Mapping[str, int | None], condition: str) -> float | None:
+    """Exact match with the human majority under ``none``, ``aligned`` or ``misleading`` (both arms)."""
+    arms = ("none",) if condition == "none" else (f"{condition}-ignore", f"{condition}-silent")
+    flags = [label == majority[item] for (item, _, arm), label in labels.items()
+             if arm in arms and label is not None and majority.get(item) is not None]
+    return _share(flags)
+
+
+def panel_agreement(panel: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Fleiss' kappa (statsmodels; items every annotator labelled) and Krippendorff's ordinal alpha
+    (``krippendorff``; missing labels allowed) of one human panel: annotator -> {item -> label}."""
+    import krippendorff
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    annotators = sorted(panel)
+    items = sorted({i for labels in panel.values() for i in labels})
+    matrix = np.array([[panel[a].get(i, np.nan) for i in items] for a in annotators], dtype=float)
+    complete = ~np.isnan(matrix).any(axis=0)
+    kappa = None
+    if complete.sum() >= 2 and len(annotators) >= 2:
+        table, _ = aggregate_raters(matrix[:, complete].T.astype(int), n_cat=len(LABELS))
+        kappa = float(fleiss_kappa(table, method="fleiss"))
+    alpha = None
+    if len(annotators) >= 2 and np.unique(matrix[~np.isnan(matrix)]).size >= 2:
+        alpha = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal",
+                                         value_domain=list(range(len(LABELS)))))
+    return {"fleiss_kappa": kappa, "krippendorff_alpha": alpha, "annotators": len(annotators),
+            "items": len(items), "items_complete": int(complete.sum())}
