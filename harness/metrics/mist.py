@@ -28,6 +28,7 @@ the other one.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +36,21 @@ from typing import Any
 import numpy as np
 
 LABELS = ("Fully Figurative", "Weak Figurative", "Figurative and Literal", "Fully Literal")
+ABBREVIATIONS = ("FF", "WF", "FAL", "FL")  # as the judge prompt introduces them; "F&L" is read as FAL
+_LABEL_RE = re.compile(
+    r"\b(fully\s+figurative|weak(?:ly)?\s+figurative|figurative\s+and\s+literal|fully\s+literal)\b"
+    r"|(?<![\w&])(FF|WF|FAL|F&L|FL)(?![\w&])",
+    re.IGNORECASE,
+)
+_NAME_INDEX = {"fully figurative": 0, "weak figurative": 1, "weakly figurative": 1, "figurative and literal": 2,
+               "fully literal": 3, "ff": 0, "wf": 1, "fal": 2, "f&l": 2, "fl": 3}
+
+
+def parse_label(response: str) -> int | None:
+    """The judge's final label (the last label named, so reasoning before the answer is skipped):
+    a full name or an abbreviation; None when there is none (counted as unparsed, never guessed)."""
+    found = [" ".join(m.group(0).lower().split()) for m in _LABEL_RE.finditer(response or "")]
+    return _NAME_INDEX[found[-1]] if found else None
 ARMS = ("none", "aligned-ignore", "aligned-silent", "misleading-ignore", "misleading-silent")
 Cell = tuple[str, str, str]  # (item, technique, arm)
 

@@ -50,3 +50,12 @@ def test_panel_agreement_fleiss_hand_computed_and_alpha() -> None:
     perfect = mist.panel_agreement({"A": {"i1": 0, "i2": 3, "i3": 1}, "B": {"i1": 0, "i2": 3}})
     assert perfect["krippendorff_alpha"] == pytest.approx(1.0)  # missing labels are allowed
     assert mist.side(1) == "figurative" and mist.side(2) == "literal"
+
+
+def test_label_parsing_takes_the_final_answer_and_never_guesses() -> None:
+    assert mist.parse_label("Fully Literal") == 3
+    assert mist.parse_label("The idiom could be fully figurative, but the image... Final answer: WF") == 1
+    assert mist.parse_label("Answer: figurative  and literal.") == 2
+    assert mist.parse_label("F&L") == 2 and mist.parse_label("(FF)") == 0 and mist.parse_label("fl") == 3
+    assert mist.parse_label("It is literal") is None  # no scale label: unparsed
+    assert mist.parse_label("FFT or WFX") is None and mist.parse_label("") is None
