@@ -9,13 +9,14 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth"}
+BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist"}
 
 
-def build_dataset(name: str, out: Path | None, seed: int = 0, push_to_hub: str | None = None,
+def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
                   **options: Any) -> Path:
     """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks);
-    ``options`` are builder-specific (``font``, ``squad``, ``subsets``, ``workers`` for stealth)."""
+    ``options`` are builder-specific (stealth: ``font``, ``squad``, ``subsets``, ``workers``; mist:
+    ``admire``, ``images``, ``humans``, ``n``)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
     module = importlib.import_module(BUILDERS[name])
@@ -27,7 +28,9 @@ def build_dataset(name: str, out: Path | None, seed: int = 0, push_to_hub: str |
     extra = sorted(set(options) - accepted)
     if extra:
         raise HarnessError(f"option(s) {', '.join('--' + e for e in extra)} do not apply to the {name} builder")
-    folder = module.build(out, seed=seed, **options)
+    if seed is not None:
+        options["seed"] = seed  # else the builder's own default (mist: the paper's 123)
+    folder = module.build(out, **options)
     if push_to_hub:
         from builders.publish import push_folder
 

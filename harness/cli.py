@@ -105,7 +105,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from builders import build_dataset
 
     options = {"font": args.font, "squad": args.squad, "workers": args.workers,
-               "subsets": tuple(args.subsets.split(",")) if args.subsets else None}
+               "subsets": tuple(args.subsets.split(",")) if args.subsets else None,
+               "admire": tuple(args.admire) if args.admire else None, "images": args.images,
+               "humans": args.humans, "n": args.n}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
@@ -151,12 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)")
     bd.add_argument("name")
     bd.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
-    bd.add_argument("--seed", type=int, default=0)
+    bd.add_argument("--seed", type=int, help="selection / rendering seed (default: the builder's own)")
     bd.add_argument("--push-to-hub", metavar="ORG/NAME")
     bd.add_argument("--font", help="font file to render with (default: found in installed packages)")
     bd.add_argument("--squad", help="SQuAD source for stealth's vqa subset: Hub id, folder or file")
     bd.add_argument("--subsets", help="comma-separated subsets to build (stealth: short,long,vqa,ocr)")
     bd.add_argument("--workers", type=int, help="rendering processes (default: all cores)")
+    bd.add_argument("--admire", action="append", help="mist: AdMIRe-format rows (TSV/CSV or folder; repeatable)")
+    bd.add_argument("--images", help="mist: folder with the AdMIRe image files")
+    bd.add_argument("--humans", help="mist: human annotations (JSON list or CSV)")
+    bd.add_argument("--n", type=int, help="mist: number of items to sample (default 200)")
     bd.set_defaults(func=cmd_build)
     return parser
 

@@ -45,3 +45,13 @@ def stealth_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
     squad = write_squad(tmp_path_factory.mktemp("squad") / "squad.json", n=12)
     return build_dataset("stealth", None, seed=0, squad=str(squad), sentences=3, questions=2, workers=2)
+
+
+@pytest.fixture(scope="session")
+def mist_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MIST set built from the AdMIRe-format fixture where eval finds it (six eligible compounds)."""
+    from builders import build_dataset
+    from tests.mist_fixtures import write_admire
+
+    tsv, images, humans = write_admire(tmp_path_factory.mktemp("admire"))
+    return build_dataset("mist", None, admire=(str(tsv),), images=str(images), humans=str(humans), n=200)

@@ -189,13 +189,14 @@ class TaskRuntime:
 
         A task names it with ``metadata: {harness_report: module.function}`` (relative to the task
         YAML's folder, like ``!function``); lmms-eval ignores the key. Called as
-        ``function(records, out_dir)``; returns a JSON-able dict stored under ``reports`` in results.json.
+        ``function(records, out_dir, metadata)``; returns a JSON-able dict stored under ``reports`` in
+        results.json.
         """
         name = self.config.metadata.get("harness_report")
         if not name:
             return None
         fn = FunctionRef(str(name), self.config.source.parent).resolve()
-        return to_jsonable(fn(records, out_dir))
+        return to_jsonable(fn(records, out_dir, self.config.metadata))
 
 
 def _render_field(spec: Any, doc: dict[str, Any]) -> str:

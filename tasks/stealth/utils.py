@@ -102,17 +102,17 @@ def mean_read_score(items: list[Any]) -> float | None:
     return mean([i["score"] for i in items if i is not None])
 
 
-def report_short(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+def report_short(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     return report.sentiment_report(records, out_dir, "total_range", long_set=False)
 
 
-def report_long(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+def report_long(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     return report.sentiment_report(records, out_dir, "color_bias_range", long_set=True)
 
 
-def report_vqa(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+def report_vqa(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     return report.vqa_report(records, out_dir)
 
 
-def report_ocr(records: list[Any], out_dir: Path | None) -> dict[str, Any]:
+def report_ocr(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     return report.ocr_report(records, out_dir)

@@ -1,0 +1,105 @@
+"""MIST: builder selection and panels, the 20-arm task end to end, and its report on known answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.task_runtime import TaskRuntime
+from harness.errors import HarnessError
+from harness.models import create_backend
+from harness.results.schema import SampleRecord
+from harness.taskspec.registry import TaskRegistry
+
+
+@pytest.fixture(scope="module")
+def mist_set(mist_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    from datasets import load_dataset
+
+    return load_dataset(str(mist_dir), split="test", cache_dir=str(tmp_path_factory.mktemp("hf")))
+
+
+def test_selection_rule_images_and_panels(mist_set) -> None:
+    compounds = [r["compound"] for r in mist_set]
+    assert len(compounds) == 6 and "red tape" not in compounds and "white elephant" not in compounds
+    assert [r["sense"] for r in mist_set] == ["figurative"] * 3 + ["literal"] * 3
+    for row in mist_set:
+        assert row["aligned_image"].size == (96, 64) and row["misleading_image"].size == (96, 64)
+        own_is_literal = row["sense"] == "literal"
+        # literal placeholders are drawn on a blue-ish background: the aligned image matches the sense
+        assert (row["aligned_image"].getpixel((1, 1)) == (200, 230, 255)) == own_is_literal
+        assert (row["misleading_image"].getpixel((1, 1)) == (200, 230, 255)) != own_is_literal
+        panels = {(h["panel"], h["condition"]) for h in row["human_labels"]}
+        assert panels == {("blind", "none"), ("informed", "aligned")} and len(row["human_labels"]) == 6
+        assert row["human_majority"] in (0, 3)
+
+
+def test_same_seed_same_items_and_clear_errors(tmp_path: Path) -> None:
+    from builders import build_dataset
+    from builders.mist import select_items
+    from tests.mist_fixtures import write_admire
+
+    tsv, images, humans = write_admire(tmp_path / "src")
+    import csv
+
+    rows = list(csv.DictReader(tsv.open(), delimiter="\t"))
+    assert select_items(rows, images, 4, 123) == select_items(rows, images, 4, 123)
+    assert select_items(rows, images, 4, 123) != select_items(rows, images, 4, 7)
+    with pytest.raises(HarnessError, match="needs --admire"):
+        build_dataset("mist", tmp_path / "o", admire=(str(tsv),), images=str(images))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"annotator": "a", "panel": "blind", "condition": "none", "compound": "night owl",
+                                "label": "very idiomatic"}]))
+    with pytest.raises(HarnessError, match="row 1: human label 'very idiomatic' is not on the scale"):
+        build_dataset("mist", tmp_path / "o", admire=(str(tsv),), images=str(images), humans=str(bad))
+    with pytest.raises(HarnessError, match="no compound has both"):
+        build_dataset("mist", tmp_path / "o", admire=(str(tsv),), images=str(tmp_path), humans=str(humans))
+
+
+def test_mist_runs_end_to_end_and_writes_every_figure(mist_dir: Path, tmp_path: Path) -> None:
+    opts = EvalOptions(tasks=["mist"], data_dir=mist_dir.parent.parent, limit=10, output=tmp_path,
+                       store_path=tmp_path / "s.sqlite", show_progress=False, gen_overrides={"max_new_tokens": 8})
+    run, samples, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
+    records = samples["mist"]
+    assert [(r.doc["technique"], r.doc["arm"]) for r in records[:5]] == [
+        ("zero_shot", arm) for arm in ("none", "aligned-ignore", "aligned-silent", "misleading-ignore",
+                                       "misleading-silent")]
+    assert records[0].prompt[0]["content"][0]["type"] == "text"  # no image in the no-image arm
+    assert records[1].prompt[0]["content"][0]["type"] == "image"
+    assert "ignore the image" in records[1].prompt[0]["content"][1]["text"]
+    assert "ignore" not in records[2].prompt[0]["content"][1]["text"].lower()
+    assert "Examples:" in records[5].prompt[0]["content"][-1]["text"]  # few-shot
+    for key in ("change_rate_aligned", "change_rate_misleading", "control_rate_aligned", "direction",
+                "same_side_fraction", "image_following_misleading", "agreement_none", "agreement_misleading"):
+        assert f"{key},none" in run.results["mist"]
+    counts = run.counts["mist"]
+    assert counts.samples == 10 and counts.unparsed["direction,none"] == sum(1 for r in records if r.unparsed)
+    report = run.reports["mist"]
+    assert set(report["human_agreement"]) == {"blind", "informed"} and "figures" in report
+    assert json.loads((run_dir / "results.json").read_text())["reports"]["mist"]["alt_test"] is not None
+
+
+def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
+    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    answers = {"none": "Fully Figurative", "aligned-ignore": "FF", "aligned-silent": "Weak Figurative",
+               "misleading-ignore": "Answer: Fully Literal", "misleading-silent": "no idea"}
+    humans = [{"annotator": f"b{k}", "panel": "blind", "condition": "none", "label": 0} for k in range(3)]
+    records = []
+    for k, (arm, text) in enumerate(answers.items()):
+        doc = {"item_id": "m0", "technique": "zero_shot", "arm": arm, "sense": "figurative", "human_majority": 0,
+               "human_labels": humans}
+        records.append(runtime.score(SampleRecord(task="mist", doc_id=k, doc_hash="h", doc=doc, responses=[text]),
+                                     doc))
+    results, counts = runtime.aggregate(records)
+    assert results["change_rate_aligned,none"] == 0.5  # FF -> FF (same), FF -> WF (changed)
+    assert results["change_rate_misleading,none"] == 1.0  # FF -> FL; the silent arm is unparsed
+    assert results["direction,none"] == 1.0 and results["same_side_fraction,none"] == 0.0
+    assert results["agreement_none,none"] == 1.0 and counts.unparsed["direction,none"] == 1
+    report = runtime.report(records, tmp_path)
+    assert report["figures"]["change_rate_aligned"]["value"] == 0.5
+    assert report["human_agreement"]["blind"]["annotators"] == 3
+    assert report["alt_test"]["blind"]["zero_shot"]["skipped_annotators"] == ["b0", "b1", "b2"]  # < 30 items
+    assert (tmp_path / report["plot"]).is_file()
