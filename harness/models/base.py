@@ -129,6 +129,7 @@ BackendFactory = Callable[[str, dict[str, str]], Backend]
 _REGISTRY: dict[str, str | BackendFactory] = {
     "hf": "harness.models.hf:HFBackend.from_spec",
     "tiny": "harness.models.hf:HFBackend.from_tiny_spec",
+    "openai": "harness.models.openai_api:OpenAIBackend.from_spec",
 }
 
 
