@@ -114,6 +114,35 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from harness.audits.vista import AuditConfig, run_audit, write_audit
+    from harness.judges.entailment import make_judge
+    from harness.models.base import parse_model_args
+
+    if args.protocol != "vista":
+        raise HarnessError(f"unknown audit {args.protocol!r}; available: vista")
+    run_dirs = [Path(d) for d in args.run_dirs]
+    config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
+                         reference=args.reference)
+    judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store(),
+                       parse_model_args(args.judge_args))
+    result = run_audit(run_dirs, judge, config)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = write_audit(result, Path(args.output) if args.output else run_dirs[0].parent.parent / f"audit-vista-{stamp}",
+                      getattr(judge, "name", args.judge))
+    print("| Model | Queries | Mean S | Max S | Flags | Detection |")
+    print("|---|---|---|---|---|---|")
+    for model, row in result.per_model.items():
+        det = row["detection"]
+        print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
+              f"{row['flags']} | {'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
+    print(f"\njudge calls: {result.judge_calls} (all pairs would be {result.all_pairs_calls}); "
+          f"skipped queries: {result.skipped_queries}\naudit: {out / 'audit.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
@@ -145,6 +174,21 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("run_dir")
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.set_defaults(func=cmd_score)
+
+    au = sub.add_parser("audit", parents=[common], help="cross-model audit over saved runs (vista)")
+    au.add_argument("protocol", choices=["vista"])
+    au.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
+    au.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
+    au.add_argument("--judge", default="embedding",
+                    help="entailment judge: embedding[:threshold] (offline) or a model spec, e.g. hf:Qwen/Qwen3-4B")
+    au.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
+    au.add_argument("--alpha", type=float, default=0.5)
+    au.add_argument("--theta", type=float, default=0.6)
+    au.add_argument("--clustering", choices=["components", "strict"], default="components")
+    au.add_argument("--reference", choices=["all", "peers"], default="all")
+    au.add_argument("--cache", help="response store for judge decisions")
+    au.add_argument("--output", help="audit folder (default: beside the runs)")
+    au.set_defaults(func=cmd_audit)
 
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")

@@ -15,8 +15,12 @@ def test_lmms_style_kwargs_are_honoured() -> None:
     )
     assert p.do_sample and p.temperature == 0.7 and p.top_p == 0.9 and p.top_k == 5
     assert p.until == ("\n\n",)
-    greedy = GenerationParams.from_kwargs({"temperature": 0.7, "do_sample": False})
+    greedy = GenerationParams.from_kwargs({"temperature": 0, "do_sample": False})
     assert not greedy.do_sample
+    task = {"temperature": 0, "do_sample": False, "max_new_tokens": 8}
+    sampled = GenerationParams.from_kwargs(GenerationParams.merge(task, {"temperature": 0.7}))
+    assert sampled.do_sample and sampled.temperature == 0.7 and sampled.max_new_tokens == 8
+    assert not GenerationParams.from_kwargs(GenerationParams.merge(task, {"max_new_tokens": 4})).do_sample
 
 
 @pytest.mark.parametrize(
@@ -24,6 +28,7 @@ def test_lmms_style_kwargs_are_honoured() -> None:
     [
         ({"image_aspect_ratio": "pad"}, "unsupported generation setting.*image_aspect_ratio"),
         ({"do_sample": True, "temperature": 0}, "do_sample is true but temperature is 0"),
+        ({"do_sample": False, "temperature": 0.7}, "do_sample is false but temperature is 0.7"),
         ({"top_p": 0}, "out-of-range"),
         ({"num_beams": 2, "temperature": 0.5}, "beam search with sampling"),
     ],

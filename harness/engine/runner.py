@@ -73,7 +73,8 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
     runtime = TaskRuntime(config, backend.model_family)
     params = GenerationParams.from_kwargs(
-        {**config.generation_kwargs, **opts.gen_overrides}, where=f"task {config.task} generation_kwargs"
+        GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
+        where=f"task {config.task} generation_kwargs",
     )
     loaded = loaded or load_task_dataset(config, opts.data_dir)
     docs = runtime.process_docs(loaded.docs)
@@ -328,7 +329,7 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     for name in registry.expand(opts.tasks):
         config = registry.get(name)
         TaskRuntime(config, None)
-        GenerationParams.from_kwargs({**config.generation_kwargs, **opts.gen_overrides},
+        GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
                                      where=f"task {name} generation_kwargs")
         loaded[name] = load_task_dataset(config, opts.data_dir)
     return loaded

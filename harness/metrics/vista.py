@@ -35,7 +35,7 @@ def semantic_entropy(cluster_ids: Sequence[Hashable]) -> float:
         raise HarnessError("semantic_entropy: no responses")
     counts = np.array(list(Counter(cluster_ids).values()), dtype=float)
     p = counts / counts.sum()
-    return float(-(p * np.log(p)).sum())
+    return float(-(p * np.log(p)).sum()) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def _distributions(assignments: Mapping[Hashable, Sequence[Hashable]]) -> tuple[list[Hashable], dict, np.ndarray]:

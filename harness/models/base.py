@@ -48,9 +48,11 @@ class GenerationParams:
             )
         values = {k: kw.get(k, v) for k, v in _GREEDY_DEFAULTS.items()}
         temperature = float(values["temperature"] or 0.0)
-        if do_sample is False:
-            temperature = 0.0
-        elif do_sample is True and temperature == 0.0:
+        if do_sample is False and temperature > 0:
+            raise UnsupportedRequestError(
+                f"{where}: do_sample is false but temperature is {temperature}; set one or the other"
+            )
+        if do_sample is True and temperature == 0.0:
             raise UnsupportedRequestError(f"{where}: do_sample is true but temperature is 0; set a temperature")
         params = cls(
             max_new_tokens=int(values["max_new_tokens"]),
@@ -65,6 +67,15 @@ class GenerationParams:
         if params.num_beams > 1 and params.do_sample:
             raise UnsupportedRequestError(f"{where}: beam search with sampling is not supported")
         return params
+
+    @staticmethod
+    def merge(task_kwargs: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+        """A task's generation kwargs with command-line overrides on top. Overriding the temperature
+        also replaces the task's ``do_sample`` (``temperature=0.7`` on a greedy task means: sample)."""
+        merged = {**task_kwargs, **overrides}
+        if "temperature" in overrides and "do_sample" not in overrides:
+            merged.pop("do_sample", None)
+        return merged
 
     def as_dict(self) -> dict[str, Any]:
         return {

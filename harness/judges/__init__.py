@@ -1,0 +1,1 @@
+"""Judges used by audits: entailment deciders over pairs of responses."""
