@@ -139,3 +139,22 @@ def test_missing_font_squad_and_subset_fail_clearly(tmp_path: Path) -> None:
         build_dataset("stealth", tmp_path / "x", subsets=("medium",))
     with pytest.raises(HarnessError, match="--squad do not apply to the shapes builder"):
         build_dataset("shapes", tmp_path / "x", squad="x")
+
+
+def test_mask_compositing_equals_pil_text_drawing() -> None:
+    """The builder's fast Canvas is pixel-identical to drawing every word with PIL, per condition."""
+    import random
+
+    from builders.fonts import resolve_font
+    from builders.stealth import render
+    from builders.stealth.builder import _font, sentence_specs
+
+    font_path = str(resolve_font())
+    spec = sentence_specs("short", random.Random(1), font_path, "sha")[0]
+    font = _font(font_path, spec["font_sizes"][0])
+    placed = render.layout(spec["words"], font)
+    canvas = render.Canvas(placed, font)
+    roles = [p.role for p in placed]
+    for cond in C.sentiment_conditions()[:8] + C.vqa_conditions()[:2]:
+        colors = C.word_colors(roles, cond)
+        assert (np.asarray(canvas.draw(colors)) == np.asarray(render.draw(placed, colors, font))).all()
