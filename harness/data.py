@@ -6,6 +6,7 @@ folder exists, so the same task YAML runs from a local copy without network acce
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -51,9 +52,17 @@ def _is_saved_to_disk(path: Path) -> bool:
 
 
 def _content_hash(path: Path) -> str:
+    """sha256 of a folder's files; several tasks on one dataset (a group's splits) hash it once."""
+    files = sorted(p for p in path.rglob("*") if p.is_file() and "cache-" not in p.name)
+    return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@functools.lru_cache(maxsize=64)
+def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
+    """Keyed by (name, size, mtime) of every file, so a folder rebuilt in place is hashed anew."""
     h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and "cache-" not in p.name):
-        h.update(str(f.relative_to(path)).encode())
+    for f, _, _ in files:
+        h.update(str(f.relative_to(root)).encode())
         with f.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)

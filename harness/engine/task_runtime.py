@@ -64,6 +64,10 @@ class TaskRuntime:
         self._doc_to_messages = self._fn(config.doc_to_messages, "doc_to_messages")
         self._process_results = self._fn(config.process_results, "process_results")
         self._process_docs = self._fn(config.process_docs, "process_docs")
+        # doc_to_text / doc_to_target may be a !function or a field/template: resolve functions once.
+        self._doc_to_text = config.doc_to_text.resolve() if isinstance(config.doc_to_text, FunctionRef) else None
+        self._doc_to_target = (config.doc_to_target.resolve() if isinstance(config.doc_to_target, FunctionRef)
+                               else None)
         self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
         for spec in config.metric_list:
             agg = spec.aggregation
@@ -94,10 +98,9 @@ class TaskRuntime:
 
     # -- prompts -------------------------------------------------------------------------------
     def _text(self, doc: dict[str, Any]) -> str:
-        spec = self.config.doc_to_text
-        if isinstance(spec, FunctionRef):
-            return str(_call_with_kwargs(spec.resolve(), doc, self.specific_kwargs))
-        return _render_field(spec, doc)
+        if self._doc_to_text is not None:
+            return str(_call_with_kwargs(self._doc_to_text, doc, self.specific_kwargs))
+        return _render_field(self.config.doc_to_text, doc)
 
     def build_messages(self, doc: dict[str, Any]) -> list[Message]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
@@ -128,8 +131,8 @@ class TaskRuntime:
         spec = self.config.doc_to_target
         if spec is None:
             return None
-        if isinstance(spec, FunctionRef):
-            return _call_with_kwargs(spec.resolve(), doc, self.specific_kwargs)
+        if self._doc_to_target is not None:
+            return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
         if isinstance(spec, int):
             return spec
         return _render_field(spec, doc)
