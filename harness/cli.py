@@ -114,15 +114,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
+def cmd_audit_vista(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from harness.audits.vista import AuditConfig, run_audit, write_audit
     from harness.judges.entailment import make_judge
     from harness.models.base import parse_model_args
 
-    if args.protocol != "vista":
-        raise HarnessError(f"unknown audit {args.protocol!r}; available: vista")
     run_dirs = [Path(d) for d in args.run_dirs]
     config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
                          reference=args.reference)
@@ -175,20 +173,21 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.set_defaults(func=cmd_score)
 
-    au = sub.add_parser("audit", parents=[common], help="cross-model audit over saved runs (vista)")
-    au.add_argument("protocol", choices=["vista"])
-    au.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
-    au.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
-    au.add_argument("--judge", default="embedding",
+    au = sub.add_parser("audit", parents=[common], help="protocol audits over saved runs")
+    audits = au.add_subparsers(dest="protocol", required=True)
+    va = audits.add_parser("vista", parents=[common], help="cross-model semantic-divergence audit")
+    va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
+    va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
+    va.add_argument("--judge", default="embedding",
                     help="entailment judge: embedding[:threshold] (offline) or a model spec, e.g. hf:Qwen/Qwen3-4B")
-    au.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
-    au.add_argument("--alpha", type=float, default=0.5)
-    au.add_argument("--theta", type=float, default=0.6)
-    au.add_argument("--clustering", choices=["components", "strict"], default="components")
-    au.add_argument("--reference", choices=["all", "peers"], default="all")
-    au.add_argument("--cache", help="response store for judge decisions")
-    au.add_argument("--output", help="audit folder (default: beside the runs)")
-    au.set_defaults(func=cmd_audit)
+    va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
+    va.add_argument("--alpha", type=float, default=0.5)
+    va.add_argument("--theta", type=float, default=0.6)
+    va.add_argument("--clustering", choices=["components", "strict"], default="components")
+    va.add_argument("--reference", choices=["all", "peers"], default="all")
+    va.add_argument("--cache", help="response store for judge decisions")
+    va.add_argument("--output", help="audit folder (default: beside the runs)")
+    va.set_defaults(func=cmd_audit_vista)
 
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")
