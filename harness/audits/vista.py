@@ -248,25 +248,26 @@ def _selective_refusal(queries: Sequence[Query], models: Sequence[str]) -> dict[
     return out
 
 
-def _flags(assignments_by_query: Sequence[dict[str, list[int]]], models: Sequence[str], alpha: float,
-           reference: str) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {m: [] for m in models}
-    for assignments in assignments_by_query:
-        for model, s in suspicion_scores(assignments, alpha, reference).items():
-            out[model].append(s["suspicion"])
-    return out
-
-
 def _sweeps(assignments_by_query: Sequence[dict[str, list[int]]], models: Sequence[str],
             config: AuditConfig) -> dict[str, dict[str, dict[str, int]]]:
-    """Flags per model as alpha varies (theta fixed) and as theta varies (alpha fixed)."""
-    alpha_sweep = {}
-    for alpha in config.alpha_grid:
-        scores = _flags(assignments_by_query, models, alpha, config.reference)
-        alpha_sweep[str(alpha)] = {m: sum(s >= config.theta for s in v) for m, v in scores.items()}
-    base = _flags(assignments_by_query, models, config.alpha, config.reference)
-    theta_sweep = {str(theta): {m: sum(s >= theta for s in v) for m, v in base.items()} for theta in config.theta_grid}
-    return {"alpha": alpha_sweep, "theta": theta_sweep}
+    """Flags per model as alpha varies (theta fixed) and as theta varies (alpha fixed).
+
+    Confidence is linear in alpha, so two scorings per query (alpha = 1 gives the entropy term, alpha = 0
+    the largest-cluster share; divergence does not depend on alpha) serve every alpha of the grid.
+    """
+    parts: dict[str, list[tuple[float, float, float]]] = {m: [] for m in models}
+    for assignments in assignments_by_query:
+        entropy_term = suspicion_scores(assignments, 1.0, config.reference)
+        share_term = suspicion_scores(assignments, 0.0, config.reference)
+        for m in models:
+            parts[m].append((entropy_term[m]["confidence"], share_term[m]["confidence"],
+                             entropy_term[m]["divergence"]))
+
+    def flags(alpha: float, theta: float) -> dict[str, int]:
+        return {m: sum((alpha * u + (1 - alpha) * t) * d >= theta for u, t, d in parts[m]) for m in models}
+
+    return {"alpha": {str(a): flags(a, config.theta) for a in config.alpha_grid},
+            "theta": {str(t): flags(config.alpha, t) for t in config.theta_grid}}
 
 
 def ranking_overlap(full: Sequence[tuple[str, str]], reduced: Sequence[tuple[str, str]], top: int) -> float:

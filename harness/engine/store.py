@@ -63,6 +63,17 @@ class ResponseStore:
                 [(model, request, seed, i, t, now) for i, t in enumerate(texts)],
             )
 
+    def put_many(self, model: str, rows: list[tuple[str, int, list[str]]]) -> None:
+        """Many (request, seed, texts) in one transaction (bulk imports of judge decisions)."""
+        if not self.write or self._db is None:
+            return
+        now = time.time()
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+                                 [(model, request, seed, i, t, now) for request, seed, texts in rows
+                                  for i, t in enumerate(texts)])
+
     def first_samples(self, model: str) -> dict[tuple[str, int], str]:
         """Every cached request's first sample for ``model``, by (request, seed): one query, so a caller
         that asks many small questions (an entailment judge) can answer them from memory."""

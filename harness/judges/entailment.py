@@ -8,6 +8,7 @@ so a rerun of an audit asks nothing twice and a fully cached audit never touches
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
-from harness.hashing import derive_seed, stable_hash
+from harness.hashing import stable_hash
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 
 # The question is asked once per direction; two Yes answers make a mutual entailment.
@@ -92,7 +93,13 @@ class NLIJudge:
 
 
 class LLMJudge:
-    """A chat model asked, greedily, whether the premise entails the hypothesis (Yes/No)."""
+    """A chat model asked, greedily, whether the premise entails the hypothesis (Yes/No).
+
+    Decisions are stored in the response store under ``entail:<question id>:<premise id>:<hypothesis id>``
+    (sha256 prefixes; the question id covers the prompt template and generation settings), so a key costs
+    two dictionary lookups rather than a hash of the whole prompt: a fully cached audit of 100k responses
+    answers its millions of decisions from memory.
+    """
 
     def __init__(self, backend: Backend, store: ResponseStore | None = None, max_new_tokens: int = 4,
                  prompt: str = ENTAILMENT_PROMPT) -> None:
@@ -101,27 +108,39 @@ class LLMJudge:
         self.backend, self.store = backend, store or ResponseStore(None)
         self.params = GenerationParams(max_new_tokens=max_new_tokens)
         self.prompt = prompt
+        self.question_id = stable_hash({"prompt": prompt, "params": self.params.as_dict()}, 12)
         self.name = f"llm:{backend.info().get('model')}"
         self.calls = 0
-        self.decisions = self.store.first_samples(backend.fingerprint)
+        self.decisions = {key: text for (key, _), text in self.store.first_samples(backend.fingerprint).items()}
+        self._text_ids: dict[str, str] = {}
+
+    def _text_id(self, text: str) -> str:
+        found = self._text_ids.get(text)
+        if found is None:
+            found = self._text_ids[text] = hashlib.sha256(text.encode()).hexdigest()[:20]
+        return found
+
+    def key(self, premise: str, hypothesis: str) -> str:
+        """The store key of one direction of one pair."""
+        return f"entail:{self.question_id}:{self._text_id(premise)}:{self._text_id(hypothesis)}"
 
     def request(self, premise: str, hypothesis: str) -> GenerationRequest:
-        """The exact request (and so the store key) for one direction of one pair."""
+        """The exact request the model is asked for one direction of one pair."""
         text = self.prompt.format(premise=premise, hypothesis=hypothesis)
         messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
-        key = stable_hash({"messages": messages, "params": self.params.as_dict(), "n": 1})
-        return GenerationRequest(key, messages, self.params, 1, derive_seed(0, key))
+        return GenerationRequest(self.key(premise, hypothesis), messages, self.params, 1, 0)
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
-        request = self.request(premise, hypothesis)
-        answer = self.decisions.get((request.key, request.seed))
+        key = self.key(premise, hypothesis)
+        answer = self.decisions.get(key)
         if answer is None:
+            request = self.request(premise, hypothesis)
             self.calls += 1
             out = self.backend.generate([request])[0]
             if isinstance(out, Exception):
                 raise HarnessError(f"entailment judge failed: {type(out).__name__}: {out}")
-            self.store.put(self.backend.fingerprint, request.key, request.seed, out)
-            answer = self.decisions[(request.key, request.seed)] = out[0]
+            self.store.put(self.backend.fingerprint, key, request.seed, out)
+            answer = self.decisions[key] = out[0]
         return answer.strip().lower().startswith("yes")
 
 

@@ -36,10 +36,11 @@ class DecisionCache:
         self.judge, self.cache, self.calls = judge, {}, 0
 
     def entails(self, a: str, b: str) -> bool:
-        if (a, b) not in self.cache:
+        found = self.cache.get((a, b))
+        if found is None:
             self.calls += 1
-            self.cache[(a, b)] = bool(self.judge(a, b))
-        return self.cache[(a, b)]
+            found = self.cache[(a, b)] = bool(self.judge(a, b))
+        return found
 
     def mutual(self, a: str, b: str) -> bool:
         return self.entails(a, b) and self.entails(b, a)
@@ -56,19 +57,23 @@ def cluster_responses(responses: list[str], judge: Judge, rule: str = "component
     calls_before = memo.calls
     group: dict[str, int] = {}
     if rule == "components":
-        parent = list(range(len(unique)))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for i in range(len(unique)):
-            for j in range(i):
-                if find(i) != find(j) and memo.mutual(unique[j], unique[i]):
-                    parent[find(i)] = find(j)
-        group = {t: find(i) for i, t in enumerate(unique)}
+        # Each response is compared with the members of every component it is not yet part of, stopping
+        # at a component's first mutual entailment; joining a second component merges the two.
+        components: list[list[str] | None] = []
+        for text in unique:
+            home: list[str] | None = None
+            for c, members in enumerate(components):
+                if members is None or members is home or not any(memo.mutual(m, text) for m in members):
+                    continue
+                if home is None:
+                    members.append(text)
+                    home = members
+                else:
+                    home.extend(members)
+                    components[c] = None
+            if home is None:
+                components.append([text])
+        group = {t: c for c, members in enumerate(components) if members is not None for t in members}
     else:
         clusters: list[list[str]] = []
         for text in unique:

@@ -15,6 +15,7 @@ patterns for a model family whose refusals they miss, and spot-check with the au
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -46,6 +47,7 @@ _DISCLAIMER = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1 << 17)  # an audit asks about each response several times
 def classify_refusal(text: str) -> str | None:
     """``"empty"``, ``"decline"``, ``"disclaimer"`` or None (an answer); see the module docstring."""
     head = text.strip()[:_HEAD]

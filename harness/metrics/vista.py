@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
+from scipy.special import rel_entr
 
 from harness.errors import HarnessError
 
@@ -52,8 +52,12 @@ def _distributions(assignments: Mapping[Hashable, Sequence[Hashable]]) -> tuple[
     return models, index, dist
 
 
-def _divergence(p: np.ndarray, q: np.ndarray) -> float:
-    return float(jensenshannon(p, q, base=math.e) / math.sqrt(math.log(2)))
+def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """sqrt(JS(p || q) / ln 2) row-wise, natural logs; JS is clamped at 0 so that rounding on identical
+    distributions gives 0 rather than the NaN of a square root of -1e-17."""
+    m = (p + q) / 2
+    js = 0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1)
+    return np.sqrt(np.clip(js, 0.0, None) / math.log(2))
 
 
 def suspicion_scores(assignments: Mapping[Hashable, Sequence[Hashable]], alpha: float = 0.5,
@@ -64,24 +68,19 @@ def suspicion_scores(assignments: Mapping[Hashable, Sequence[Hashable]], alpha: 
     if not 0 <= alpha <= 1:
         raise HarnessError(f"suspicion_scores: alpha must lie in [0, 1], got {alpha}")
     models, _, dist = _distributions(assignments)
-    out = {}
-    for i, model in enumerate(models):
-        ids = assignments[model]
-        k = len(ids)
-        se = semantic_entropy(ids)
-        uniformity = 1.0 if k == 1 else 1 - se / math.log(k)
-        confidence = alpha * uniformity + (1 - alpha) * max(Counter(ids).values()) / k
-        if reference == "all":
-            ref = dist.mean(axis=0)
-        else:
-            others = np.delete(dist, i, axis=0)
-            if not len(others):
-                raise HarnessError("suspicion_scores: reference='peers' needs at least two models")
-            ref = others.mean(axis=0)
-        divergence = _divergence(dist[i], ref)
-        out[model] = {"se": se, "confidence": confidence, "divergence": divergence,
-                      "suspicion": confidence * divergence}
-    return out
+    k = np.array([len(assignments[m]) for m in models], dtype=float)
+    se = -rel_entr(dist, 1.0).sum(axis=1) + 0.0  # -sum p ln p; + 0.0 turns -0.0 into 0.0
+    uniformity = np.where(k == 1, 1.0, 1 - se / np.log(np.maximum(k, 2)))
+    confidence = alpha * uniformity + (1 - alpha) * dist.max(axis=1)
+    if reference == "all":
+        ref = np.broadcast_to(dist.mean(axis=0), dist.shape)
+    else:
+        if len(models) < 2:
+            raise HarnessError("suspicion_scores: reference='peers' needs at least two models")
+        ref = (dist.sum(axis=0) - dist) / (len(models) - 1)
+    divergence = _divergence(dist, ref)
+    return {model: {"se": float(se[i]), "confidence": float(confidence[i]), "divergence": float(divergence[i]),
+                    "suspicion": float(confidence[i] * divergence[i])} for i, model in enumerate(models)}
 
 
 def model_detection(suspicion_by_query: Sequence[float], theta: float = 0.6,
@@ -104,6 +103,6 @@ def raven_scores(assignments: Mapping[Hashable, Sequence[Hashable]], w1: float =
     ref = dist.mean(axis=0)
     out = {}
     for i, model in enumerate(models):
-        js2 = float(jensenshannon(dist[i], ref, base=2) ** 2)
+        js2 = float(_divergence(dist[i], ref) ** 2)  # base-2 JS = natural-log JS / ln 2
         out[model] = w1 * js2 + w2 * (1 - semantic_entropy(binary[model]) / math.log(2))
     return out
