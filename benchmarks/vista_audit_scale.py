@@ -81,6 +81,9 @@ def main() -> None:
         t0 = time.perf_counter()
         with_stability = audit_records(pool, judge, AuditConfig(stability=True))
         stability_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        strict = audit_records(pool, truth, AuditConfig(clustering="strict", stability=False))
+        strict_s = time.perf_counter() - t0
         assert judge.calls == 0, "the timed passes must not call the model"
     responses = args.models * args.queries * args.k
     n = args.queries - result.skipped_queries
@@ -91,6 +94,8 @@ def main() -> None:
     print(f"score + leave-one-peer-out stability ({args.models} re-clusterings): {stability_s:.2f} s")
     print(f"judge decisions per query: {result.judge_decisions / n:.0f}; all ordered pairs per query: "
           f"{result.all_pairs_calls / n:.0f}; ratio {result.judge_decisions / result.all_pairs_calls:.3f}")
+    print(f"strict cliques instead (ground-truth judge in memory): {strict_s:.2f} s, "
+          f"{strict.judge_decisions / n:.0f} decisions per query")
     flagged = {m: row["flags"] for m, row in with_stability.per_model.items()}
     print(f"flags per model at theta {result.config.theta}: {flagged}")
 

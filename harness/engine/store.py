@@ -74,13 +74,13 @@ class ResponseStore:
                                  [(model, request, seed, i, t, now) for request, seed, texts in rows
                                   for i, t in enumerate(texts)])
 
-    def first_samples(self, model: str) -> dict[tuple[str, int], str]:
-        """Every cached request's first sample for ``model``, by (request, seed): one query, so a caller
-        that asks many small questions (an entailment judge) can answer them from memory."""
+    def first_samples(self, model: str, seed: int = 0) -> dict[str, str]:
+        """Every cached request's first sample for ``model`` under ``seed``, by request: one query, so a
+        caller that asks many small greedy questions (an entailment judge) can answer them from memory."""
         if not self.read or self._db is None:
             return {}
-        rows = self._db.execute("SELECT request, seed, text FROM responses WHERE model=? AND sample=0", (model,))
-        return {(request, seed): text for request, seed, text in rows}
+        return dict(self._db.execute("SELECT request, text FROM responses WHERE model=? AND seed=? AND sample=0",
+                                     (model, seed)))
 
     def count(self, model: str | None = None) -> int:
         if self._db is None:

@@ -111,7 +111,7 @@ class LLMJudge:
         self.question_id = stable_hash({"prompt": prompt, "params": self.params.as_dict()}, 12)
         self.name = f"llm:{backend.info().get('model')}"
         self.calls = 0
-        self.decisions = {key: text for (key, _), text in self.store.first_samples(backend.fingerprint).items()}
+        self.decisions = self.store.first_samples(backend.fingerprint)
         self._text_ids: dict[str, str] = {}
 
     def _text_id(self, text: str) -> str:
