@@ -47,7 +47,8 @@ class Text2ImageGenerator:
         try:
             self.pipeline = AutoPipelineForText2Image.from_pretrained(str(path), dtype=dtype).to(self.device)
         except (OSError, ValueError) as exc:
-            raise HarnessError(f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]})") from None
+            raise HarnessError(f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]}); offline, pass "
+                               "a local pipeline folder, tiny:sdxl_turbo, or --images with --generator none") from None
         self.pipeline.set_progress_bar_config(disable=True)
         self.spec, self.steps, self.guidance, self.size = spec, steps, guidance, size
 
