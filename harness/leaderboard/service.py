@@ -80,3 +80,16 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
         raise SubmissionError(f"claimed figures differ from the re-scored samples ({detail})", 409)
     record_id, duplicate = store_submission(db, bundle, verification, submitter)
     return Outcome(record_id, verification.status, duplicate, checks, tasks)
+
+
+def import_runs(db: Database, run_dirs: list[Path], submitter: str, settings: Settings) -> list[tuple[Path, Outcome]]:
+    """Ingest run folders (a Hub-layout clone); recomputes the VISTA pool when new pooled samples came in."""
+    from harness.leaderboard.bundle import read_run_files
+
+    registry = TaskRegistry.discover(list(settings.include_paths))
+    outcomes = [(d, submit_files(db, read_run_files(d), submitter, settings, registry)) for d in run_dirs]
+    if any(not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
+        from harness.leaderboard.vista_pool import make_pool_judge, recompute_pool
+
+        recompute_pool(db, settings.vista, make_pool_judge(settings.vista))
+    return outcomes

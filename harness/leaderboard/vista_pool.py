@@ -1,0 +1,98 @@
+"""The VISTA peer pool: the cross-model audit (``harness.audits.vista.run_audit``) re-run over the
+latest submission of every model that has the pooled task, each time such samples arrive.
+
+Every computation is kept (members, judge, settings, date), so a model's suspicion figures are always
+shown against the pool they were computed in.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from harness.audits.vista import AuditConfig, run_audit, write_audit
+from harness.leaderboard.bundle import RESULTS
+from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
+from harness.leaderboard.service import VistaSettings
+
+
+def make_pool_judge(settings: VistaSettings) -> Any:
+    """The pool's entailment judge (an LLM judge caches its decisions in the harness response store)."""
+    from harness.judges.entailment import make_judge
+    from harness.models.tiny import cache_root
+
+    return make_judge(settings.judge, cache_root() / "responses.sqlite")
+
+
+def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
+    """(submission id, model) of the latest submission per model carrying the task's samples."""
+    with db.session() as session:
+        rows = session.execute(
+            select(Submission.id, Submission.model).join(StoredFile, StoredFile.submission_id == Submission.id)
+            .where(StoredFile.name == f"samples_{task}.jsonl").order_by(Submission.id))
+        latest: dict[str, int] = {}
+        for submission_id, model in rows:
+            latest[model] = submission_id
+    return sorted((i, m) for m, i in latest.items())
+
+
+def _materialize(db: Database, members: list[tuple[int, str]], task: str, root: Path) -> list[Path]:
+    """Each member as a run folder (results.json and the task's samples), as the audit reads runs."""
+    dirs = []
+    with db.session() as session:
+        for submission_id, _ in members:
+            run_dir = root / f"submission-{submission_id}"
+            run_dir.mkdir()
+            for name in (RESULTS, f"samples_{task}.jsonl"):
+                content = session.scalar(select(StoredFile.content).where(
+                    StoredFile.submission_id == submission_id, StoredFile.name == name))
+                (run_dir / name).write_bytes(content)
+            dirs.append(run_dir)
+    return dirs
+
+
+def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
+    """Audit the current pool and store the computation; returns its id. With fewer than two models
+    the stored row says the pool is waiting for peers."""
+    members = pool_members(db, settings.task)
+    config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
+                         clustering=settings.clustering, reference=settings.reference)
+    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=config.__dict__,
+                    members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
+    if len(members) < 2:
+        row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
+    else:
+        try:
+            with tempfile.TemporaryDirectory(prefix="vista-pool-") as tmp:
+                result = run_audit(_materialize(db, members, settings.task, Path(tmp)), judge, config)
+                out = write_audit(result, Path(tmp) / "audit", row.judge)
+                plot = out / "suspicion_by_model.png"
+                row.plot = plot.read_bytes() if plot.is_file() else None
+        except Exception as exc:  # a background job: record why the pool could not be computed
+            row.status, row.message = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+        else:
+            ids = {m: i for i, m in members}
+            row.status = "ok"
+            row.message = (f"{len(members)} models, {result.judge_calls} judge calls, "
+                           f"{result.skipped_queries} skipped queries")
+            row.per_model = {m: {**v, "submission_id": ids.get(m)} for m, v in result.per_model.items()}
+    with db.session() as session:
+        session.add(row)
+        session.commit()
+        return row.id
+
+
+def latest_pool(db: Database, task: str) -> VistaPool | None:
+    with db.session() as session:
+        return session.scalar(select(VistaPool).where(VistaPool.task == task).order_by(VistaPool.id.desc()).limit(1))
+
+
+def pool_json(pool: VistaPool | None) -> dict[str, Any] | None:
+    if pool is None:
+        return None
+    return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,
+            "message": pool.message, "judge": pool.judge, "config": pool.config, "members": pool.members,
+            "per_model": pool.per_model}
