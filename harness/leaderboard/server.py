@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -93,9 +95,15 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     db = db or Database(settings.db_url)
     registry = TaskRegistry.discover(list(settings.include_paths))
     worker = PoolWorker(db, settings.vista)
-    app = FastAPI(title="VLM audit leaderboard", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json")
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        worker.shutdown()
+
+    app = FastAPI(title="VLM audit leaderboard", docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json", lifespan=lifespan)
     app.state.db, app.state.settings, app.state.pool_worker = db, settings, worker
-    app.add_event_handler("shutdown", worker.shutdown)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.middleware("http")

@@ -25,6 +25,8 @@ def metrics_with_ci(rows: list[tuple[str, float, float | None, float | None]], t
     ax.barh(positions, values, xerr=[lower, upper], color="#4c72b0", ecolor="#222222", capsize=4)
     ax.set_yticks(positions, labels, fontsize=8)
     ax.invert_yaxis()
+    ends = [v - lo for v, lo in zip(values, lower, strict=True)] + [v + hi for v, hi in zip(values, upper, strict=True)]
+    ax.set_xlim(min(0.0, *ends), max(1.0, *ends) * 1.02)  # rates keep their 0..1 scale
     ax.set_xlabel("value (whiskers: 95% CI, value ± 1.96 stderr)")
     ax.set_title(title[:90], fontsize=10)
     buffer = io.BytesIO()
