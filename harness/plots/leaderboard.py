@@ -23,6 +23,7 @@ def metrics_with_ci(rows: list[tuple[str, float, float | None, float | None]], t
     upper = [r[3] - r[1] if r[3] is not None else 0.0 for r in rows]
     positions = list(range(len(rows)))
     ax.barh(positions, values, xerr=[lower, upper], color="#4c72b0", ecolor="#222222", capsize=4)
+    ax.plot(values, positions, "o", color="#1b3a6b", markersize=4)  # keeps a value of 0 visible
     ax.set_yticks(positions, labels, fontsize=8)
     ax.invert_yaxis()
     ends = [v - lo for v, lo in zip(values, lower, strict=True)] + [v + hi for v, hi in zip(values, upper, strict=True)]
