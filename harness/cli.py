@@ -56,9 +56,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         show_progress=args.verbosity != "quiet",
     )
     datasets = validate_tasks(opts)
+    audited: dict[str, dict[str, list[Any]]] = {}  # cross-model audit task -> {model: samples}
     for spec in args.model:
         backend = create_backend(spec, model_args)
-        run, _, run_dir = evaluate(backend, spec, opts, model_args, datasets)
+        run, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
+        del backend
+        for task, config in run.configs.items():
+            if (config.get("metadata") or {}).get("harness_audit") == "vista":
+                group = audited.setdefault(task, {})
+                group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
         print(f"\n{spec}")
         print(summary_table(run))
         stats = run.provenance["requests"]
@@ -69,7 +75,42 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if all(c.scored == 0 for c in run.counts.values()) and any(c.samples for c in run.counts.values()):
             print("error: every sample failed; see the samples files for the per-sample errors", file=sys.stderr)
             return 1
+    for task, records in audited.items():
+        if len(records) < 2:
+            print(f"\n{task}: one model evaluated; run `harness audit vista` over two or more runs for the "
+                  "cross-model audit")
+            continue
+        _vista_audit(records, args, task, opts.output)
     return 0
+
+
+def _vista_audit(records: dict[str, list[Any]], args: argparse.Namespace, task: str, output: Path | None) -> None:
+    """Audit the models just evaluated, print the per-model table and write the audit beside the runs."""
+    from datetime import UTC, datetime
+
+    from harness.audits.vista import AuditConfig, audit_records, write_audit
+    from harness.judges.entailment import make_judge
+
+    judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store())
+    result = audit_records(records, judge, AuditConfig(task=task))
+    print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
+    _print_audit(result)
+    if output is not None:
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        out = write_audit(result, output / f"audit-{task}-{stamp}", getattr(judge, "name", args.judge))
+        print(f"audit: {out / 'audit.json'}")
+
+
+def _print_audit(result: Any) -> None:
+    print("| Model | Queries | Mean S | Max S | Flags | Pattern | Refusal | Detection |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, row in result.per_model.items():
+        det = row["detection"]
+        print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
+              f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
+              f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
+    print(f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} asked of the judge, the rest "
+          f"cached; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -107,7 +148,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     options = {"font": args.font, "squad": args.squad, "workers": args.workers,
                "subsets": tuple(args.subsets.split(",")) if args.subsets else None,
                "admire": tuple(args.admire) if args.admire else None, "images": args.images,
-               "humans": args.humans, "n": args.n}
+               "humans": args.humans, "n": args.n, "generator": args.generator, "steps": args.steps,
+               "guidance": args.guidance, "image_size": args.image_size, "reject": args.reject,
+               "topics": tuple(args.topics.split(",")) if args.topics else None}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
@@ -123,21 +166,16 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
 
     run_dirs = [Path(d) for d in args.run_dirs]
     config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
-                         reference=args.reference)
+                         reference=args.reference, stability=not args.no_stability)
+    prompt = Path(args.judge_prompt).read_text(encoding="utf-8") if args.judge_prompt else None
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store(),
-                       parse_model_args(args.judge_args))
+                       parse_model_args(args.judge_args), prompt)
     result = run_audit(run_dirs, judge, config)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = write_audit(result, Path(args.output) if args.output else run_dirs[0].parent.parent / f"audit-vista-{stamp}",
                       getattr(judge, "name", args.judge))
-    print("| Model | Queries | Mean S | Max S | Flags | Detection |")
-    print("|---|---|---|---|---|---|")
-    for model, row in result.per_model.items():
-        det = row["detection"]
-        print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
-              f"{row['flags']} | {'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
-    print(f"\njudge calls: {result.judge_calls} (all pairs would be {result.all_pairs_calls}); "
-          f"skipped queries: {result.skipped_queries}\naudit: {out / 'audit.json'}")
+    _print_audit(result)
+    print(f"audit: {out / 'audit.json'}")
     return 0
 
 
@@ -229,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
     ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
+    ev.add_argument("--judge", default="embedding",
+                    help="entailment judge of the cross-model audit that follows a multi-model vista eval")
     ev.set_defaults(func=cmd_eval)
 
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
@@ -242,8 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
     va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
     va.add_argument("--judge", default="embedding",
-                    help="entailment judge: embedding[:threshold] (offline) or a model spec, e.g. hf:Qwen/Qwen3-4B")
+                    help="entailment judge: embedding[:threshold] (offline), nli:MODEL (cross-encoder) or a "
+                    "model spec, e.g. hf:Qwen/Qwen3-4B-Instruct-2507")
     va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
+    va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
+    va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
     va.add_argument("--alpha", type=float, default=0.5)
     va.add_argument("--theta", type=float, default=0.6)
     va.add_argument("--clustering", choices=["components", "strict"], default="components")
@@ -266,9 +309,17 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--subsets", help="comma-separated subsets to build (stealth: short,long,vqa,ocr)")
     bd.add_argument("--workers", type=int, help="rendering processes (default: all cores)")
     bd.add_argument("--admire", action="append", help="mist: AdMIRe-format rows (TSV/CSV or folder; repeatable)")
-    bd.add_argument("--images", help="mist: folder with the AdMIRe image files")
+    bd.add_argument("--images", help="mist: folder with the AdMIRe image files; vista: folder with one sub-folder "
+                    "of photographs per topic slug (topics without one are generated)")
     bd.add_argument("--humans", help="mist: human annotations (JSON list or CSV)")
     bd.add_argument("--n", type=int, help="mist: number of items to sample (default 200)")
+    bd.add_argument("--generator", help="vista: diffusers text-to-image model (default stabilityai/sdxl-turbo; "
+                    "tiny:sdxl_turbo offline; none: photographs only)")
+    bd.add_argument("--steps", type=int, help="vista: denoising steps (default 4)")
+    bd.add_argument("--guidance", type=float, help="vista: guidance scale (default 0.0)")
+    bd.add_argument("--image-size", type=int, help="vista: generated image side in pixels (default: the model's)")
+    bd.add_argument("--reject", help="vista: file of image ids to replace (one per line)")
+    bd.add_argument("--topics", help="vista: comma-separated topic slugs to build (default all 19)")
     bd.set_defaults(func=cmd_build)
 
     sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")
@@ -342,7 +393,7 @@ def _quiet_libraries() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also silences transformers' loading bars
-    for name in ("transformers", "datasets", "huggingface_hub", "filelock"):
+    for name in ("transformers", "datasets", "huggingface_hub", "filelock", "diffusers"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
 

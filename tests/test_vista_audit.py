@@ -33,7 +33,7 @@ def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path
     result = run_audit(runs, judge, AuditConfig(task="shapes_color", theta=0.3))
     assert result.models == ["tiny:qwen2_vl", "tiny:gemma3"]
     assert len(result.rows) == 6 and result.skipped_queries == 0
-    assert 0 < result.judge_calls <= result.all_pairs_calls
+    assert 0 < result.judge_decisions <= result.all_pairs_calls
     for row in result.rows:
         assert 0 <= row["suspicion"] <= 1 and row["suspicion"] == pytest.approx(row["confidence"] * row["divergence"])
         assert row["flagged"] == (row["suspicion"] >= 0.3)
@@ -60,7 +60,7 @@ def test_llm_judge_decisions_are_cached(runs: list[Path], tmp_path: Path) -> Non
 def test_cli_audit_and_its_errors(runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "cli"
     assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(out)]) == 0
-    assert "judge calls:" in capsys.readouterr().out and (out / "audit.json").is_file()
+    assert "judge decisions:" in capsys.readouterr().out and (out / "audit.json").is_file()
     assert main(["audit", "vista", str(runs[0]), "--task", "shapes_color"]) == 2
     assert "at least two models" in capsys.readouterr().err
     assert main(["audit", "vista", *map(str, runs)]) == 2

@@ -63,6 +63,14 @@ class ResponseStore:
                 [(model, request, seed, i, t, now) for i, t in enumerate(texts)],
             )
 
+    def first_samples(self, model: str) -> dict[tuple[str, int], str]:
+        """Every cached request's first sample for ``model``, by (request, seed): one query, so a caller
+        that asks many small questions (an entailment judge) can answer them from memory."""
+        if not self.read or self._db is None:
+            return {}
+        rows = self._db.execute("SELECT request, seed, text FROM responses WHERE model=? AND sample=0", (model,))
+        return {(request, seed): text for request, seed, text in rows}
+
     def count(self, model: str | None = None) -> int:
         if self._db is None:
             return 0

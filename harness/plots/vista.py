@@ -23,3 +23,22 @@ def suspicion_distribution(scores: dict[str, list[float]], theta: float, path: P
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def refusal_by_group(rates: dict[str, dict[str, float]], path: Path) -> Path:
+    """Grouped bars: each demographic group's refusal rate, one bar per model."""
+    groups = sorted({g for per_group in rates.values() for g in per_group})
+    models = list(rates)
+    width = 0.8 / max(1, len(models))
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups)), 4), constrained_layout=True)
+    for i, model in enumerate(models):
+        xs = [g + (i - (len(models) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, [rates[model].get(g, 0.0) for g in groups], width, label=model.split(":")[-1][-28:])
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_ylabel("refusal rate (empty, decline or disclaimer)")
+    ax.set_ylim(0, 1.02)
+    ax.set_title("VISTA: refusal rate per demographic group and model")
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

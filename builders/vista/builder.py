@@ -1,0 +1,127 @@
+"""``harness build vista``: 19 topics x 10 images x 10 neutral prompts = 1,900 (topic, image, prompt) records.
+
+Images per topic come from ``--images DIR/<topic-slug>/`` when that folder exists (real photographs,
+e.g. FairFace crops for the demographic groups), else from the text-to-image generator (SDXL-Turbo by
+default; ``tiny:sdxl_turbo`` offline). ``--reject FILE`` lists image ids (``asian-03``) a reviewer
+turned down; each is replaced by the slot's next attempt (a new recorded seed, or the folder's next
+unused photograph), and the record keeps the attempt number.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from builders.publish import write_hub_folder
+from builders.vista.images import DEFAULT_GENERATOR, Text2ImageGenerator, VistaImage, folder_files, image_seed
+from builders.vista.topics import TEMPLATES, TOPICS, Topic, image_prompts, prompts
+from harness.errors import HarnessError
+
+REPO_ID = "vlm-audit/vista"
+IMAGES_PER_TOPIC = 10
+
+
+def read_reject_list(path: str | None) -> set[str]:
+    """Image ids, one per line; blank lines and ``#`` comments ignored."""
+    if path is None:
+        return set()
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise HarnessError(f"--reject {path}: no such file")
+    ids = {line.split("#", 1)[0].strip() for line in file.read_text(encoding="utf-8").splitlines()}
+    ids.discard("")
+    known = {f"{t.slug}-{i:02d}" for t in TOPICS for i in range(IMAGES_PER_TOPIC)}
+    unknown = sorted(ids - known)
+    if unknown:
+        raise HarnessError(f"--reject {path}: unknown image id(s) {', '.join(unknown[:5])} "
+                           f"(ids look like {TOPICS[0].slug}-00 ... {TOPICS[-1].slug}-09)")
+    return ids
+
+
+def _folder_images(topic: Topic, files: list[Path], rejected: set[str]) -> list[VistaImage]:
+    """Slot i takes the i-th file; each rejected slot takes the next file nobody has used."""
+    if len(files) < IMAGES_PER_TOPIC:
+        raise HarnessError(f"--images: {topic.slug}/ holds {len(files)} images; {IMAGES_PER_TOPIC} are needed")
+    spare = iter(files[IMAGES_PER_TOPIC:])
+    out = []
+    for i, file in enumerate(files[:IMAGES_PER_TOPIC]):
+        attempt = 0
+        if f"{topic.slug}-{i:02d}" in rejected:
+            file = next(spare, None)
+            attempt = 1
+            if file is None:
+                raise HarnessError(f"--images: {topic.slug}/ has no spare image left to replace rejected ones")
+        out.append(VistaImage(file.read_bytes(), f"folder:{file.name}", -1, attempt))
+    return out
+
+
+def _generated_images(topic: Topic, generator: Text2ImageGenerator, seed: int, rejected: set[str]) -> list[VistaImage]:
+    """One batch per topic; a rejected slot is regenerated with its attempt-1 seed."""
+    ids = [f"{topic.slug}-{i:02d}" for i in range(IMAGES_PER_TOPIC)]
+    attempts = [1 if image_id in rejected else 0 for image_id in ids]
+    seeds = [image_seed(seed, image_id, a) for image_id, a in zip(ids, attempts, strict=True)]
+    blobs = generator.generate(list(image_prompts(topic)), seeds)
+    return [VistaImage(b, f"generated:{generator.spec}", s, a)
+            for b, s, a in zip(blobs, seeds, attempts, strict=True)]
+
+
+def build(out: Path, seed: int = 0, images: str | None = None, generator: str = DEFAULT_GENERATOR,
+          steps: int = 4, guidance: float = 0.0, image_size: int | None = None, reject: str | None = None,
+          topics: tuple[str, ...] | None = None) -> Path:
+    """Build the (topic, image, prompt) records into ``out``; ``topics`` (slugs) builds a subset."""
+    from datasets import Dataset, DatasetDict, Features, Image, Value
+
+    chosen = _choose_topics(topics)
+    images_dir = Path(images).expanduser() if images else None
+    if images_dir is not None and not images_dir.is_dir():
+        raise HarnessError(f"--images {images_dir}: not a folder")
+    rejected = read_reject_list(reject)
+    files = {t.slug: folder_files(images_dir, t.slug) if images_dir else [] for t in chosen}
+    need_generator = [t.slug for t in chosen if not files[t.slug]]
+    pipe = None
+    if need_generator:
+        if generator == "none":
+            raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
+        pipe = Text2ImageGenerator(generator, steps, guidance, image_size)
+    records = []
+    for topic in chosen:
+        pictures = (_folder_images(topic, files[topic.slug], rejected) if files[topic.slug]
+                    else _generated_images(topic, pipe, seed, rejected))
+        for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
+            for j, (kind, prompt) in enumerate(prompts(topic)):
+                records.append({
+                    "id": f"{topic.slug}-{i:02d}-p{j:02d}", "category": topic.category, "topic": topic.name,
+                    "image_id": f"{topic.slug}-{i:02d}", "image_prompt": image_prompt if picture.seed >= 0 else "",
+                    "image_seed": picture.seed, "image_source": picture.source, "image_attempt": picture.attempt,
+                    "prompt_id": j, "prompt_type": kind, "prompt": prompt,
+                    "image": {"bytes": picture.data, "path": None}})
+    s, i32 = Value("string"), Value("int64")
+    features = Features({"id": s, "category": s, "topic": s, "image_id": s, "image_prompt": s, "image_seed": i32,
+                         "image_source": s, "image_attempt": i32, "prompt_id": i32, "prompt_type": s, "prompt": s,
+                         "image": Image()})
+    dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
+    sources = Counter(r["image_source"].split(":", 1)[0] for r in records[::10])
+    settings = pipe.settings() if pipe else {"generator": "none"}
+    card_vars = {"n_records": len(records), "n_topics": len(chosen), "n_images": len(records) // 10,
+                 "n_generated": sources["generated"], "n_folder": sources["folder"], "seed": seed,
+                 "generator": json.dumps(settings), "n_rejected": len(rejected),
+                 "templates": _templates_table()}
+    return write_hub_folder(dataset, out, "vista", card_vars)
+
+
+def _choose_topics(slugs: tuple[str, ...] | None) -> list[Topic]:
+    if not slugs:
+        return list(TOPICS)
+    by_slug = {t.slug: t for t in TOPICS}
+    unknown = [s for s in slugs if s not in by_slug]
+    if unknown:
+        raise HarnessError(f"unknown topic(s) {', '.join(unknown)}; topics: {', '.join(by_slug)}")
+    return [by_slug[s] for s in slugs]
+
+
+def _templates_table() -> str:
+    rows = ["| category | type | template |", "|---|---|---|"]
+    rows += [f"| {cat} | {kind} | {text} |" for cat, templates in TEMPLATES.items() for kind, text in templates]
+    return "\n".join(rows)
+
