@@ -1,4 +1,4 @@
-"""The VISTA peer pool: the cross-model audit (``harness.audits.vista.run_audit``) re-run over the
+"""The VISTA peer pool: the cross-model audit (``harness.audits.vista.audit_records``) re-run over the
 latest submission of every model that has the pooled task, each time such samples arrive.
 
 Every computation is kept (members, judge, settings, date), so a model's suspicion figures are always
@@ -8,15 +8,16 @@ shown against the pool they were computed in.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
-from harness.audits.vista import AuditConfig, run_audit, write_audit
-from harness.leaderboard.bundle import RESULTS
+from harness.audits.vista import AuditConfig, audit_records, write_audit
 from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
 from harness.leaderboard.service import VistaSettings
+from harness.results.schema import SampleRecord
 
 
 def make_pool_judge(settings: VistaSettings) -> Any:
@@ -39,19 +40,15 @@ def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
     return sorted((i, m) for m, i in latest.items())
 
 
-def _materialize(db: Database, members: list[tuple[int, str]], task: str, root: Path) -> list[Path]:
-    """Each member as a run folder (results.json and the task's samples), as the audit reads runs."""
-    dirs = []
+def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[str, list[SampleRecord]]:
+    """{model: its submission's samples of ``task``}, read from the stored files."""
+    out = {}
     with db.session() as session:
-        for submission_id, _ in members:
-            run_dir = root / f"submission-{submission_id}"
-            run_dir.mkdir()
-            for name in (RESULTS, f"samples_{task}.jsonl"):
-                content = session.scalar(select(StoredFile.content).where(
-                    StoredFile.submission_id == submission_id, StoredFile.name == name))
-                (run_dir / name).write_bytes(content)
-            dirs.append(run_dir)
-    return dirs
+        for submission_id, model in members:
+            content = session.scalar(select(StoredFile.content).where(
+                StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
+            out[model] = [SampleRecord.model_validate_json(line) for line in content.splitlines() if line.strip()]
+    return out
 
 
 def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
@@ -60,24 +57,23 @@ def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
     members = pool_members(db, settings.task)
     config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
                          clustering=settings.clustering, reference=settings.reference)
-    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=config.__dict__,
+    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
                     members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
     if len(members) < 2:
         row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
     else:
         try:
+            result = audit_records(_records(db, members, settings.task), judge, config)
             with tempfile.TemporaryDirectory(prefix="vista-pool-") as tmp:
-                result = run_audit(_materialize(db, members, settings.task, Path(tmp)), judge, config)
-                out = write_audit(result, Path(tmp) / "audit", row.judge)
-                plot = out / "suspicion_by_model.png"
+                plot = write_audit(result, Path(tmp), row.judge) / "suspicion_by_model.png"
                 row.plot = plot.read_bytes() if plot.is_file() else None
         except Exception as exc:  # a background job: record why the pool could not be computed
             row.status, row.message = "failed", f"{type(exc).__name__}: {exc}"[:2000]
         else:
             ids = {m: i for i, m in members}
             row.status = "ok"
-            row.message = (f"{len(members)} models, {result.judge_calls} judge calls, "
-                           f"{result.skipped_queries} skipped queries")
+            row.message = (f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
+                           f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries")
             row.per_model = {m: {**v, "submission_id": ids.get(m)} for m, v in result.per_model.items()}
     with db.session() as session:
         session.add(row)
