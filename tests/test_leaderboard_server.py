@@ -154,6 +154,8 @@ def test_hub_layout_import_and_static_export(runs: list[Path], data_dir: Path, t
     assert {p.name for p in folders[0].iterdir()} == set(read_run_files(runs[0]))
     assert main(["submit", str(runs[0]), "--to", "hf://models/x"]) == 2
     assert "hf://datasets/ORG/NAME" in capsys.readouterr().err
+    assert main(["submit", str(runs[0]), "--to", "hf://datasets/org/runs"]) == 2  # HF_HUB_OFFLINE in tests
+    assert "cannot push to the Hub dataset org/runs" in capsys.readouterr().err
     db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
     assert main(["leaderboard", "import", str(hub), "--db", db_url, "--data-dir", str(data_dir)]) == 0
     assert capsys.readouterr().out.count("verified") == 2

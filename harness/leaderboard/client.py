@@ -80,11 +80,16 @@ def push_to_hub(run_dir: Path, repo_id: str, token: str | None) -> str:
 
     with tempfile.TemporaryDirectory(prefix="harness-submit-") as tmp:
         folder = write_hub_layout(run_dir, Path(tmp))
-        api = HfApi(token=token)
-        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
         path_in_repo = folder.relative_to(tmp).as_posix()
-        api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder), path_in_repo=path_in_repo,
-                          commit_message=f"Add run {path_in_repo}")
+        api = HfApi(token=token)
+        try:
+            api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+            api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+                              path_in_repo=path_in_repo, commit_message=f"Add run {path_in_repo}")
+        except Exception as exc:  # network, auth and permission errors of the Hub client
+            raise HarnessError(f"cannot push to the Hub dataset {repo_id}: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''} (write it to a folder with "
+                               "--to DIR and upload that folder later)") from None
     return f"https://huggingface.co/datasets/{repo_id}/tree/main/{path_in_repo}"
 
 
