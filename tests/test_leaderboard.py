@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError
 
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle, read_run_files
@@ -47,7 +48,7 @@ def test_migrations_build_the_models_schema_in_a_sqlite_file(tmp_path: Path) -> 
     db = Database(f"sqlite:///{path}")
     with db.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
-        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0001"
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0002"
     db.close()
     Database(f"sqlite:///{path}").close()  # reopening an up-to-date database is a no-op
     assert path.is_file()
@@ -238,6 +239,9 @@ def test_records_cannot_be_rewritten_by_resubmission(db: Database, runs: list[Pa
     assert outcome.duplicate  # plots are not part of a run's identity; the first record stands
     with db.session() as session:
         assert session.scalar(select(Submission.submitter)) == "alice"
+    for statement in ("update submissions set model = 'x'", "delete from scores", "update files set size = 0"):
+        with pytest.raises(DBAPIError, match="leaderboard records are immutable"), db.engine.begin() as conn:
+            conn.execute(text(statement))
 
 
 def _png() -> bytes:

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from harness.leaderboard.bundle import read_run_files
 from harness.leaderboard.db import Database
@@ -76,6 +77,8 @@ def test_schema_tokens_and_submissions_on_postgres(postgres_url: str, runs: list
     assert submit_files(db, read_run_files(runs[0]), "alice", Settings()).duplicate
     (record,) = list_submissions(db)
     assert record.claimed["config"]["model"] == "tiny:llava" and record.submitted_at.tzinfo is not None
+    with pytest.raises(DBAPIError, match="leaderboard records are immutable"), db.engine.begin() as conn:
+        conn.execute(text("update submissions set status = 'verified'"))
     db.close()
 
 
