@@ -236,9 +236,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         from harness.leaderboard.client import hub_runs
         from harness.leaderboard.service import import_runs
 
+        refused = 0
         for run_dir, outcome in import_runs(db, hub_runs(Path(args.folder)), args.submitter, settings):
-            note = " (already stored)" if outcome.duplicate else ""
-            print(f"{run_dir}: submission {outcome.id} {outcome.status}{note}")
+            if isinstance(outcome, Exception):
+                refused += 1
+                print(f"{run_dir}: refused: {outcome}", file=sys.stderr)
+            else:
+                note = " (already stored)" if outcome.duplicate else ""
+                print(f"{run_dir}: submission {outcome.id} {outcome.status}{note}")
+        return 1 if refused else 0
     return 0
 
 

@@ -159,8 +159,12 @@ def test_hub_layout_import_and_static_export(runs: list[Path], data_dir: Path, t
     db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
     assert main(["leaderboard", "import", str(hub), "--db", db_url, "--data-dir", str(data_dir)]) == 0
     assert capsys.readouterr().out.count("verified") == 2
-    assert main(["leaderboard", "import", str(hub), "--db", db_url]) == 0
-    assert capsys.readouterr().out.count("(already stored)") == 2
+    broken = hub / "runs" / "broken" / "0"
+    broken.mkdir(parents=True)
+    (broken / "results.json").write_text("{}")
+    assert main(["leaderboard", "import", str(hub), "--db", db_url]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("(already stored)") == 2 and "broken/0: refused: results.json: schema_version None" in err
     site = tmp_path / "site"
     assert main(["leaderboard", "export", "--out", str(site), "--db", db_url]) == 0
     pages = [site / "index.html", *sorted((site / "model").glob("*.html"))]

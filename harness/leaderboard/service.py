@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle
+from harness.errors import HarnessError
+from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle, read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.records import find_submission, store_submission
 from harness.leaderboard.rescoring import verify
@@ -45,6 +46,10 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     vista: VistaSettings = field(default_factory=VistaSettings)
 
+    def __post_init__(self) -> None:
+        if self.on_mismatch not in ON_MISMATCH:
+            raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -64,8 +69,6 @@ class Outcome:
 def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings: Settings,
                  registry: TaskRegistry | None = None) -> Outcome:
     """Validate, re-score and store one submission (idempotent on its content hash)."""
-    if settings.on_mismatch not in ON_MISMATCH:
-        raise SubmissionError(f"on_mismatch must be one of {', '.join(ON_MISMATCH)}", 500)
     bundle = parse_bundle(files, settings.limits)
     tasks = tuple(bundle.samples)
     existing = find_submission(db, bundle.content_hash)
@@ -82,13 +85,18 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
     return Outcome(record_id, verification.status, duplicate, checks, tasks)
 
 
-def import_runs(db: Database, run_dirs: list[Path], submitter: str, settings: Settings) -> list[tuple[Path, Outcome]]:
-    """Ingest run folders (a Hub-layout clone); recomputes the VISTA pool when new pooled samples came in."""
-    from harness.leaderboard.bundle import read_run_files
-
+def import_runs(db: Database, run_dirs: list[Path], submitter: str,
+                settings: Settings) -> list[tuple[Path, Outcome | SubmissionError]]:
+    """Ingest run folders (a Hub-layout clone), each through the same checks as an upload; a refused run
+    is reported and the others go on. Recomputes the VISTA pool when new pooled samples came in."""
     registry = TaskRegistry.discover(list(settings.include_paths))
-    outcomes = [(d, submit_files(db, read_run_files(d), submitter, settings, registry)) for d in run_dirs]
-    if any(not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
+    outcomes: list[tuple[Path, Outcome | SubmissionError]] = []
+    for run_dir in run_dirs:
+        try:
+            outcomes.append((run_dir, submit_files(db, read_run_files(run_dir), submitter, settings, registry)))
+        except SubmissionError as exc:
+            outcomes.append((run_dir, exc))
+    if any(isinstance(o, Outcome) and not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
         from harness.leaderboard.vista_pool import make_pool_judge, recompute_pool
 
         recompute_pool(db, settings.vista, make_pool_judge(settings.vista))
