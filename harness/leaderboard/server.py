@@ -101,7 +101,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
         yield
         worker.shutdown()
 
-    app = FastAPI(title="VLM audit leaderboard", docs_url="/api/docs", redoc_url=None,
+    app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json", lifespan=lifespan)
     app.state.db, app.state.settings, app.state.pool_worker = db, settings, worker
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
