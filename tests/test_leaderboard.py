@@ -201,6 +201,9 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
     cases = [
         ({k: v for k, v in good.items() if k != "results.json"}, "results.json is missing", 400),
         ({**good, "results.json": b"{not json"}, "results.json: not JSON", 422),
+        ({**good, "results.json": b"[" * 100_000}, "results.json: not JSON (RecursionError)", 422),
+        ({**good, "results.json": _without(good["results.json"], "counts", "shapes_kind")},
+         "results.json: counts has no entry for task(s) shapes_kind", 422),
         ({**good, "results.json": json.dumps({"schema_version": 1, "results": {}}).encode()},
          "results.json: configs: Field required", 422),
         ({k: v for k, v in good.items() if k != "samples_shapes_kind.jsonl"},
@@ -250,3 +253,9 @@ def _png() -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", (4, 4), "red").save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+def _without(results_json: bytes, key: str, task: str) -> bytes:
+    results = json.loads(results_json)
+    del results[key][task]
+    return json.dumps(results).encode()

@@ -106,6 +106,8 @@ def _json_lines(name: str, data: bytes) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SubmissionError(f"{name} line {lineno}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise SubmissionError(f"{name} line {lineno}: JSON nested too deeply") from None
         if not isinstance(row, dict):
             raise SubmissionError(f"{name} line {lineno}: a sample record must be a JSON object")
         rows.append(row)
@@ -134,8 +136,8 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
         raise SubmissionError("results.json is missing", 400)
     try:
         raw = json.loads(files[RESULTS].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SubmissionError(f"results.json: not JSON ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise SubmissionError(f"results.json: not JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
         raise SubmissionError("results.json: must be a JSON object")
     if raw.get("schema_version") != SCHEMA_VERSION:
@@ -145,6 +147,10 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
         run = RunResults.model_validate(raw)
     except ValidationError as exc:
         raise _schema_error(RESULTS, exc) from None
+    for key, table in (("results", run.results), ("counts", run.counts), ("versions", run.versions)):
+        absent = [t for t in run.configs if t not in table]
+        if absent:
+            raise SubmissionError(f"results.json: {key} has no entry for task(s) {', '.join(absent)}")
     sample_files = {m.group(1): name for name in files if (m := _SAMPLES.fullmatch(name))}
     tasks = list(run.configs)
     if not tasks:
