@@ -204,3 +204,43 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
         assert httpx.get(f"{url}/vista/suspicion.png").content.startswith(b"\x89PNG")
         mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
         assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
+
+
+def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.leaderboard_fixtures import free_port
+
+    db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    token = _token(db_url, "alice", capsys)
+    assert main(["leaderboard", "token", "revoke", "alice", "--db", db_url]) == 0
+    assert main(["leaderboard", "token", "list", "--db", db_url]) == 0
+    assert "revoked" in capsys.readouterr().out
+    assert main(["leaderboard", "token", "revoke", "alice", "--db", db_url]) == 2
+    assert "no active token named 'alice'" in capsys.readouterr().err
+    assert main(["leaderboard", "export", "--out", str(tmp_path / "site"), "--db", "not a url"]) == 2
+    assert "not a database URL" in capsys.readouterr().err
+    port = free_port()
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    server = subprocess.Popen([sys.executable, "-m", "harness.cli", "leaderboard", "serve", "--db", db_url,
+                               "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/api/health").json()
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None and time.time() < deadline, server.stdout.read().decode()
+                time.sleep(0.3)
+        assert health == {"ok": True, "database": "sqlite"}
+        revoked = httpx.post(f"http://127.0.0.1:{port}/api/submissions", files=[("files", ("results.json", b"{}"))],
+                             headers={"Authorization": f"Bearer {token}"})
+        assert revoked.status_code == 401
+        assert "No submissions yet" in httpx.get(f"http://127.0.0.1:{port}/").text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
