@@ -131,6 +131,10 @@ def test_tampered_samples_and_docs_are_caught(runs: list[Path], tmp_path: Path, 
     assert check.status == "mismatch" and check.samples_differing == 1
     assert "1 sample doc(s) differ from the dataset" in check.message
     assert verify(parse_bundle(files), registry, None).checks["shapes_color"].docs_checked is False
+    del lines[2]["doc"]["color"]  # a doc the task's scoring code cannot read
+    files["samples_shapes_color.jsonl"] = "".join(json.dumps(r) + "\n" for r in lines).encode()
+    with pytest.raises(SubmissionError, match="shapes_color: the samples cannot be scored \\(KeyError: 'color'\\)"):
+        verify(parse_bundle(files), registry, None)
 
 
 def test_unknown_tasks_and_versions_are_refused(runs: list[Path], tmp_path: Path) -> None:
@@ -141,7 +145,8 @@ def test_unknown_tasks_and_versions_are_refused(runs: list[Path], tmp_path: Path
     with pytest.raises(SubmissionError, match="scores version '1'"):
         verify(parse_bundle(files), TaskRegistry.discover())
     results["versions"]["shapes_color"] = 1
-    results["configs"]["no_such_task"] = results["configs"].pop("shapes_color")
+    for key in ("configs", "results", "counts", "versions"):
+        results[key]["no_such_task"] = results[key].pop("shapes_color")
     files["results.json"] = json.dumps(results).encode()
     files["samples_no_such_task.jsonl"] = files.pop("samples_shapes_color.jsonl").replace(
         b'"task":"shapes_color"', b'"task":"no_such_task"')

@@ -111,6 +111,39 @@ def _docs_differing(config: TaskConfig, family: str | None, records: list[Sample
     return differing
 
 
+def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCounts, records: list[SampleRecord],
+           rescored: list[SampleRecord], recomputed: dict[str, Any], counts: TaskCounts, bad_docs: int | None,
+           tolerance: float) -> TaskCheck:
+    """Compare a task's claims (figures, counts, per-sample metrics, docs) with the server's re-scoring."""
+    mismatches = _compare(claimed, recomputed, tolerance)
+    if claimed_counts.model_dump() != counts.model_dump():
+        mismatches.append({"metric": "counts", "claimed": claimed_counts.model_dump(),
+                           "recomputed": counts.model_dump()})
+    differing = sum(not _same(a.metrics, b.metrics, tolerance) or a.unparsed != b.unparsed
+                    for a, b in zip(records, rescored, strict=True))
+    problems = []
+    if mismatches:
+        problems.append(f"{len(mismatches)} claimed figure(s) differ from the re-scored samples")
+    if differing:
+        problems.append(f"{differing} sample(s) carry per-sample metrics that differ")
+    if bad_docs:
+        problems.append(f"{bad_docs} sample doc(s) differ from the dataset")
+    return TaskCheck(**base, status=MISMATCH if problems else VERIFIED, message="; ".join(problems),
+                     mismatches=tuple(mismatches), samples_differing=differing, docs_checked=bad_docs is not None)
+
+
+def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> TaskConfig:
+    """The server's own copy of a task, refused when unknown or of another version."""
+    try:
+        config = registry.get(task)
+    except HarnessError:
+        raise SubmissionError(f"task {task!r} is not known to this server, so it cannot re-score it") from None
+    if str(claimed_version) != str(config.version):
+        raise SubmissionError(f"task {task}: the run used version {claimed_version!r}, this server scores "
+                              f"version {str(config.version)!r}; re-run it with the current harness")
+    return config
+
+
 def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
            tolerance: float = 1e-9) -> Verification:
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
@@ -121,53 +154,28 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
     counts: dict[str, TaskCounts] = {}
     reports: dict[str, dict[str, Any]] = {}
     checks: dict[str, TaskCheck] = {}
-    plots: dict[str, bytes] = {}
     higher: dict[str, dict[str, bool]] = {}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
         for task, records in bundle.samples.items():
-            try:
-                config = registry.get(task)
-            except HarnessError:
-                raise SubmissionError(f"task {task!r} is not known to this server, so it cannot re-score it") from None
-            version = str(config.version)
-            if str(run.versions.get(task)) != version:
-                raise SubmissionError(f"task {task}: the run used version {run.versions.get(task)!r}, this server "
-                                      f"scores version {version!r}; re-run it with the current harness")
+            config = _server_config(registry, task, run.versions.get(task))
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base = {"task": task, "protocol": protocol_of(config), "version": version}
-            claimed = run.results.get(task, {})
+            base = {"task": task, "protocol": protocol_of(config), "version": str(config.version)}
             if config.process_results_use_image and not _has_dataset(config, data_dir):
-                results[task], counts[task] = claimed, run.counts[task]
+                results[task], counts[task] = run.results[task], run.counts[task]
                 checks[task] = TaskCheck(**base, status=UNVERIFIABLE,
                                          message="not re-scorable without the dataset: its scoring reads images")
                 continue
             try:
                 runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
                 report = runtime.report(rescored, Path(tmp))
-            except HarnessError:
-                raise
-            except Exception as exc:
+                bad_docs = _docs_differing(config, family, records, data_dir)
+            except Exception as exc:  # the submitted samples broke the task's code
                 raise SubmissionError(f"task {task}: the samples cannot be scored "
                                       f"({type(exc).__name__}: {exc})") from None
             if report is not None:
                 reports[task] = report
-            mismatches = _compare(claimed, results[task], tolerance)
-            if run.counts[task].model_dump() != counts[task].model_dump():
-                mismatches.append({"metric": "counts", "claimed": run.counts[task].model_dump(),
-                                   "recomputed": counts[task].model_dump()})
-            differing = sum(not _same(a.metrics, b.metrics, tolerance) or a.unparsed != b.unparsed
-                            for a, b in zip(records, rescored, strict=True))
-            bad_docs = _docs_differing(config, family, records, data_dir)
-            problems = []
-            if mismatches:
-                problems.append(f"{len(mismatches)} claimed figure(s) differ from the re-scored samples")
-            if differing:
-                problems.append(f"{differing} sample(s) carry per-sample metrics that differ")
-            if bad_docs:
-                problems.append(f"{bad_docs} sample doc(s) differ from the dataset")
-            checks[task] = TaskCheck(**base, status=MISMATCH if problems else VERIFIED, message="; ".join(problems),
-                                     mismatches=tuple(mismatches), samples_differing=differing,
-                                     docs_checked=bad_docs is not None)
+            checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
+                                  counts[task], bad_docs, tolerance)
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
