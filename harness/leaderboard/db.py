@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     String,
+    TypeDecorator,
     UniqueConstraint,
     create_engine,
     event,
@@ -38,6 +39,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every database (SQLite stores it without the zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+
 class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
 
@@ -49,8 +60,8 @@ class Token(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class Submission(Base):
@@ -70,7 +81,7 @@ class Submission(Base):
     harness_version: Mapped[str | None] = mapped_column(String(50), nullable=True)
     git_revision: Mapped[str | None] = mapped_column(String(100), nullable=True)
     submitter: Mapped[str] = mapped_column(String(200))
-    submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     status: Mapped[str] = mapped_column(String(20))
     claimed: Mapped[dict[str, Any]] = mapped_column(JSON)
     recomputed: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -119,7 +130,7 @@ class VistaPool(Base):
     __tablename__ = "vista_pools"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     task: Mapped[str] = mapped_column(String(200), index=True)
-    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    computed_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     status: Mapped[str] = mapped_column(String(20))
     message: Mapped[str | None] = mapped_column(String(2000), nullable=True)
     judge: Mapped[str] = mapped_column(String(200))
