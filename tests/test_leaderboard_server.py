@@ -202,6 +202,9 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
         index = httpx.get(f"{url}/").text
         assert "VISTA peer pool (shapes_color)" in index and 'src="vista/suspicion.png"' in index
         assert httpx.get(f"{url}/vista/suspicion.png").content.startswith(b"\x89PNG")
+        rows = httpx.get(f"{url}/tables/vista-pool.csv").text.splitlines()
+        assert rows[0].startswith("model,submission_id,queries,mean_suspicion") and len(rows) == 3
+        assert httpx.get(f"{url}/tables/vista-pool.json").json()["per_model"] == pool["per_model"]
         mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
         assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
 

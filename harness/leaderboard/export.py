@@ -11,7 +11,7 @@ from harness.leaderboard.db import Database
 from harness.leaderboard.pages import STATIC, render_index, render_model
 from harness.leaderboard.records import file_index, get_file, list_submissions, submission_summary
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
-from harness.leaderboard.vista_pool import latest_pool, pool_json
+from harness.leaderboard.vista_pool import POOL_TABLE, latest_pool, pool_csv, pool_json
 
 
 def export_site(db: Database, out: Path, vista_task: str = "vista") -> Path:
@@ -38,6 +38,10 @@ def export_site(db: Database, out: Path, vista_task: str = "vista") -> Path:
     (out / "api" / "submissions.json").write_text(json.dumps([submission_summary(r) for r in records], indent=1),
                                                   encoding="utf-8")
     (out / "api" / "vista.json").write_text(json.dumps(pool_json(pool), indent=1), encoding="utf-8")
+    if pool is not None:
+        (out / "tables").mkdir(exist_ok=True)
+        (out / "tables" / f"{POOL_TABLE}.csv").write_text(pool_csv(pool), encoding="utf-8")
+        (out / "tables" / f"{POOL_TABLE}.json").write_text(json.dumps(pool_json(pool), indent=1), encoding="utf-8")
     if pool is not None and pool.plot is not None:
         (out / "vista").mkdir(exist_ok=True)
         (out / "vista" / "suspicion.png").write_bytes(pool.plot)

@@ -28,7 +28,14 @@ from harness.leaderboard.records import file_index, get_file, get_submission, li
 from harness.leaderboard.service import Settings, VistaSettings, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
-from harness.leaderboard.vista_pool import latest_pool, make_pool_judge, pool_json, recompute_pool
+from harness.leaderboard.vista_pool import (
+    POOL_TABLE,
+    latest_pool,
+    make_pool_judge,
+    pool_csv,
+    pool_json,
+    recompute_pool,
+)
 from harness.taskspec.registry import TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -197,12 +204,17 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
 
     @app.get("/tables/{protocol}.{fmt}")
     def table(protocol: str, fmt: str) -> Response:
-        found = next((t for t in protocol_tables(list_submissions(db)) if t.protocol == protocol), None)
-        if found is None or fmt not in ("csv", "json"):
+        if protocol == POOL_TABLE:
+            pool = latest_pool(db, settings.vista.task)
+            content = None if pool is None else pool_json(pool) if fmt == "json" else pool_csv(pool)
+        else:
+            found = next((t for t in protocol_tables(list_submissions(db)) if t.protocol == protocol), None)
+            content = None if found is None else table_json(found) if fmt == "json" else table_csv(found)
+        if content is None or fmt not in ("csv", "json"):
             return _error(404, f"no table {protocol}.{fmt}")
         if fmt == "json":
-            return JSONResponse(table_json(found))
-        return PlainTextResponse(table_csv(found), media_type="text/csv; charset=utf-8",
+            return JSONResponse(content)
+        return PlainTextResponse(content, media_type="text/csv; charset=utf-8",
                                  headers={"Content-Disposition": f'attachment; filename="{protocol}.csv"'})
 
     @app.get("/files/{submission_id}/{name}")

@@ -119,7 +119,7 @@ def table_json(table: Table) -> dict[str, Any]:
     }
 
 
-def _safe(value: Any) -> Any:
+def spreadsheet_safe(value: Any) -> Any:
     """Keep a spreadsheet from reading a submitted string as a formula."""
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
@@ -134,7 +134,7 @@ def table_csv(table: Table) -> str:
         header += [c.key, f"{c.key} ci_low", f"{c.key} ci_high", f"{c.key} status"]
     writer.writerow(header)
     for r in table.rows:
-        line = [_safe(getattr(r, k)) for k in _FIXED]
+        line = [spreadsheet_safe(getattr(r, k)) for k in _FIXED]
         for c in table.columns:
             cell = r.cells.get(c.key)
             line += [cell.value, cell.low, cell.high, cell.status] if cell else ["", "", "", ""]

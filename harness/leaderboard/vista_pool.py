@@ -17,6 +17,7 @@ from sqlalchemy import select
 from harness.audits.vista import AuditConfig, audit_records, write_audit
 from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
 from harness.leaderboard.service import VistaSettings
+from harness.leaderboard.tables import spreadsheet_safe as _safe
 from harness.results.schema import SampleRecord
 
 
@@ -92,3 +93,23 @@ def pool_json(pool: VistaPool | None) -> dict[str, Any] | None:
     return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,
             "message": pool.message, "judge": pool.judge, "config": pool.config, "members": pool.members,
             "per_model": pool.per_model}
+
+
+POOL_TABLE = "vista-pool"
+_POOL_COLUMNS = ("model", "submission_id", "queries", "mean_suspicion", "max_suspicion", "flags",
+                 "mean_semantic_entropy", "refusal_rate", "dominant_pattern")
+
+
+def pool_csv(pool: VistaPool) -> str:
+    """The pool's per-model table, with when, how and over whom it was computed on every row."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*_POOL_COLUMNS, "detection_positive", "detection_score", "computed_at", "judge", "pool_size"])
+    for model, row in pool.per_model.items():
+        detection = row.get("detection", {})
+        writer.writerow([_safe(model), *(row.get(c) for c in _POOL_COLUMNS[1:]), detection.get("positive"),
+                         detection.get("score"), pool.computed_at.isoformat(), pool.judge, len(pool.members)])
+    return buffer.getvalue()
