@@ -264,3 +264,25 @@ def _without(results_json: bytes, key: str, task: str) -> bytes:
     results = json.loads(results_json)
     del results[key][task]
     return json.dumps(results).encode()
+
+
+def test_cells_pin_hand_computed_values_of_a_rescored_run(db: Database, runs: list[Path], tmp_path: Path) -> None:
+    """Two of three shapes_color answers made right and re-scored with `harness score`: exact_match is
+    2/3, its stderr the sample standard deviation over sqrt(n) = sqrt(1/3)/sqrt(3) = 1/3, and the cell's
+    95% interval 2/3 ± 1.959964 / 3 = [0.013345, 1.319988]."""
+    from harness.cli import main
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs[0], run_dir)
+    path = run_dir / "samples_shapes_color.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in lines[:2]:
+        record["responses"] = [record["target"]] * len(record["responses"])
+    lines[2]["responses"] = ["not an answer"] * len(lines[2]["responses"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["score", str(run_dir)]) == 0
+    assert submit_files(db, read_run_files(run_dir), "alice", Settings()).status == "verified"
+    (table,) = protocol_tables(list_submissions(db))
+    cell = table.rows[0].cells["shapes_color/exact_match,none"]
+    assert cell.value == pytest.approx(2 / 3) and cell.n == 3
+    assert (cell.low, cell.high) == (pytest.approx(0.013345, abs=1e-6), pytest.approx(1.319988, abs=1e-6))
