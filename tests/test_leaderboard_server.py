@@ -15,6 +15,7 @@ import pytest
 from harness.cli import main
 from harness.leaderboard.bundle import Limits, read_run_files
 from harness.leaderboard.db import Database
+from harness.leaderboard.export import export_site
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings, VistaSettings
 from harness.leaderboard.tokens import create_token
@@ -31,6 +32,15 @@ def _token(db_url: str, name: str, capsys: pytest.CaptureFixture) -> str:
     capsys.readouterr()
     assert main(["leaderboard", "token", "create", name, "--db", db_url]) == 0
     return capsys.readouterr().out.strip()
+
+
+def _site_pages_with_working_links(site: Path) -> int:
+    """How many pages a static export has; every relative link and image in them must exist."""
+    pages = [site / "index.html", *sorted((site / "model").glob("*.html"))]
+    for page in pages:
+        for link in re.findall(r'(?:href|src)="([^"#]+)"', page.read_text()):
+            assert (page.parent / link).resolve().is_file(), f"{page.name}: broken link {link}"
+    return len(pages)
 
 
 def _upload(url: str, files: dict[str, bytes], token: str | None) -> httpx.Response:
@@ -167,11 +177,7 @@ def test_hub_layout_import_and_static_export(runs: list[Path], data_dir: Path, t
     assert out.count("(already stored)") == 2 and "broken/0: refused: results.json: schema_version None" in err
     site = tmp_path / "site"
     assert main(["leaderboard", "export", "--out", str(site), "--db", db_url]) == 0
-    pages = [site / "index.html", *sorted((site / "model").glob("*.html"))]
-    assert len(pages) == 3
-    for page in pages:
-        for link in re.findall(r'(?:href|src)="([^"#]+)"', page.read_text()):
-            assert (page.parent / link).resolve().is_file(), f"{page.name}: broken link {link}"
+    assert _site_pages_with_working_links(site) == 3
     assert json.loads((site / "api" / "submissions.json").read_text())[0]["model"] == "tiny:llava"
     assert (site / "tables" / "shapes.csv").read_text().count("tiny:") == 2
 
@@ -202,11 +208,15 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
         index = httpx.get(f"{url}/").text
         assert "VISTA peer pool (shapes_color)" in index and 'src="vista/suspicion.png"' in index
         assert httpx.get(f"{url}/vista/suspicion.png").content.startswith(b"\x89PNG")
-        rows = httpx.get(f"{url}/tables/vista-pool.csv").text.splitlines()
+        rows_text = httpx.get(f"{url}/tables/vista-pool.csv").text
+        rows = rows_text.splitlines()
         assert rows[0].startswith("model,submission_id,queries,mean_suspicion") and len(rows) == 3
         assert httpx.get(f"{url}/tables/vista-pool.json").json()["per_model"] == pool["per_model"]
         mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
         assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
+    site = export_site(db, tmp_path / "site", "shapes_color")
+    assert _site_pages_with_working_links(site) == 3
+    assert (site / "tables" / "vista-pool.csv").read_text() == rows_text
 
 
 def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
