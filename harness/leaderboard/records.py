@@ -69,27 +69,34 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _worst(states: set[str]) -> str:
+    return next((s for s in ("mismatch", "unverifiable") if s in states), "verified")
+
+
 def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
                 group_members: dict[str, list[str]]) -> list[Score]:
-    rows: list[Score] = []
-    tables = [(t, r, verification.checks[t].protocol, verification.checks[t].version, verification.checks[t].status,
-               verification.counts[t].scored) for t, r in verification.results.items()]
+    """One row per metric of each task, then of each group (its status the worst of its members')."""
+    units: list[tuple[str, dict[str, Any], str, str, str, int, dict[str, bool]]] = [
+        (task, values, check.protocol, check.version, check.status, verification.counts[task].scored,
+         verification.higher_is_better.get(task, {}))
+        for task, values in verification.results.items() for check in [verification.checks[task]]]
     for group, values in verification.groups.items():
-        members = [verification.checks[m] for m in group_members.get(group, []) if m in verification.checks]
+        members = [m for m in group_members.get(group, []) if m in verification.checks]
         if members:
-            states = {m.status for m in members}
-            status = next((s for s in ("mismatch", "unverifiable") if s in states), "verified")
-            n = sum(verification.counts[m.task].scored for m in members)
-            tables.append((group, values, members[0].protocol, "group", status, n))
-    for task, values, protocol, version, status, n in tables:
+            first = verification.checks[members[0]]
+            units.append((group, values, first.protocol, "group",
+                          _worst({verification.checks[m].status for m in members}),
+                          sum(verification.counts[m].scored for m in members),
+                          verification.higher_is_better.get(members[0], {})))
+    rows: list[Score] = []
+    for task, values, protocol, version, status, n, higher in units:
         for key, value in values.items():
             if key == "alias" or "_stderr," in key:
                 continue
             metric, _, filt = key.partition(",")
             rows.append(Score(task=task, protocol=protocol, version=version, metric=key, value=_number(value),
                               stderr=_number(values.get(f"{metric}_stderr,{filt}")),
-                              claimed=_number(claimed.get(task, {}).get(key)),
-                              higher_is_better=verification.higher_is_better.get(task, {}).get(metric),
+                              claimed=_number(claimed.get(task, {}).get(key)), higher_is_better=higher.get(metric),
                               n=n, status=status))
     return rows
 
@@ -118,7 +125,7 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
     """Insert the record (scores, files, the server's plots); returns (id, whether it existed already)."""
     run = bundle.run
     traits = model_traits(bundle.model, run.provenance)
-    scores = _score_rows(verification, run.results, run.group_subtasks)
+    scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
     files = [_file(name, "results" if name == RESULTS else "samples", data)
              for name, data in sorted(bundle.files.items()) if name.endswith((".json", ".jsonl"))]
     files += [_file(name, "report", data) for name, data in verification.plots.items()]
