@@ -73,7 +73,9 @@ def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(db: Data
     settings = Settings(data_dir=data_dir)
     first = submit_files(db, read_run_files(runs[0]), "alice", settings)
     assert first.status == "verified" and not first.duplicate
-    assert all(c["status"] == "verified" and c["docs_checked"] for c in first.checks.values())
+    assert {t: c["status"] for t, c in first.checks.items()} == dict.fromkeys(("shapes_color", "shapes_kind", "shapes"),
+                                                                         "verified")
+    assert first.checks["shapes_color"]["docs_checked"] and first.checks["shapes_kind"]["docs_checked"]
     again = submit_files(db, read_run_files(runs[0]), "bob", settings)
     assert again.duplicate and again.id == first.id
     submit_files(db, read_run_files(runs[1]), "alice", settings)
@@ -118,6 +120,15 @@ def test_claimed_figures_that_differ_are_flagged_or_refused(db: Database, runs: 
     record = list_submissions(db)[0]
     score = next(s for s in record.scores if s.task == "shapes_color" and s.metric == "exact_match,none")
     assert score.claimed == 0.99 and score.value != 0.99 and score.status == "mismatch"
+
+    def inflate_group(results: dict) -> None:
+        results["groups"]["shapes"]["exact_match,none"] = 0.5
+
+    outcome = submit_files(db, read_run_files(edited_run(runs[0], tmp_path / "group", inflate_group)), "m", Settings())
+    assert outcome.status == "flagged" and outcome.checks["shapes_color"]["status"] == "verified"
+    assert outcome.checks["shapes"]["status"] == "mismatch" and outcome.checks["shapes"]["version"] == "group"
+    group = next(s for s in list_submissions(db)[1].scores if s.task == "shapes")
+    assert group.claimed == 0.5 and group.status == "mismatch"
 
 
 def test_tampered_samples_and_docs_are_caught(runs: list[Path], tmp_path: Path, data_dir: Path) -> None:

@@ -84,8 +84,8 @@ def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
         members = [m for m in group_members.get(group, []) if m in verification.checks]
         if members:
             first = verification.checks[members[0]]
-            units.append((group, values, first.protocol, "group",
-                          _worst({verification.checks[m].status for m in members}),
+            states = {verification.checks[m].status for m in [*members, group] if m in verification.checks}
+            units.append((group, values, first.protocol, "group", _worst(states),
                           sum(verification.counts[m].scored for m in members),
                           verification.higher_is_better.get(members[0], {})))
     rows: list[Score] = []

@@ -178,6 +178,14 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                                   counts[task], bad_docs, tolerance)
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
+    for group, values in groups.items():
+        members = [checks[m] for m in run.group_subtasks.get(group, []) if m in checks]
+        if members and group in run.groups and all(m.status != UNVERIFIABLE for m in members):
+            mismatches = _compare(run.groups[group], values, tolerance)
+            checks[group] = TaskCheck(
+                task=group, protocol=members[0].protocol, version="group", status=MISMATCH if mismatches else VERIFIED,
+                message=f"{len(mismatches)} claimed group figure(s) differ" if mismatches else "",
+                mismatches=tuple(mismatches))
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
                         higher_is_better=higher, plots=plots)
 
