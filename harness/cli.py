@@ -1,4 +1,4 @@
-"""The ``harness`` command line: eval, score, tasks, build."""
+"""The ``harness`` command line: eval, score, tasks, build, audit, submit, leaderboard."""
 
 from __future__ import annotations
 
@@ -179,6 +179,75 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_submit(args: argparse.Namespace) -> int:
+    from harness.leaderboard.client import submit
+
+    answer = submit(Path(args.run_dir), args.to, args.token)
+    if "id" in answer:
+        state = "already on the leaderboard" if answer["duplicate"] else "stored"
+        print(f"submission {answer['id']}: {answer['status']} ({state}); {answer['page']}")
+        for task, check in answer["checks"].items():
+            if check["status"] != "verified":
+                print(f"  {task}: {check['status']}: {check['message']}")
+    else:
+        print(f"written: {answer.get('folder') or answer.get('hub')}")
+    return 0
+
+
+def _leaderboard_settings(args: argparse.Namespace) -> Any:
+    from harness.leaderboard.bundle import Limits
+    from harness.leaderboard.service import Settings, VistaSettings
+
+    return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+                    include_paths=tuple(getattr(args, "include_path", None) or ()),
+                    on_mismatch=getattr(args, "on_mismatch", "flag"),
+                    limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
+                    vista=VistaSettings(task=getattr(args, "vista_task", "vista"),
+                                        judge=getattr(args, "vista_judge", "embedding")))
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from harness.leaderboard.db import Database
+
+    settings = _leaderboard_settings(args)
+    if args.action == "serve":
+        from harness.leaderboard.server import serve
+
+        serve(settings, args.host, args.port)
+        return 0
+    db = Database(settings.db_url)
+    if args.action == "token":
+        from harness.leaderboard import tokens
+
+        if args.token_action == "create":
+            print(tokens.create_token(db, args.name))
+            print(f"token for {args.name!r}: shown once; the server keeps only its hash", file=sys.stderr)
+        elif args.token_action == "revoke":
+            tokens.revoke_token(db, args.name)
+            print(f"revoked {args.name!r}")
+        else:
+            for name, created, active in tokens.list_tokens(db):
+                print(f"{name}\t{created}\t{'active' if active else 'revoked'}")
+    elif args.action == "export":
+        from harness.leaderboard.export import export_site
+
+        print(f"static site: {export_site(db, Path(args.out), settings.vista.task) / 'index.html'}")
+    elif args.action == "import":
+        from harness.leaderboard.client import hub_runs
+        from harness.leaderboard.service import import_runs
+
+        refused = 0
+        for run_dir, outcome in import_runs(db, hub_runs(Path(args.folder)), args.submitter, settings):
+            if isinstance(outcome, Exception):
+                refused += 1
+                print(f"{run_dir}: refused: {outcome}", file=sys.stderr)
+            else:
+                note = " (already stored)" if outcome.duplicate else ""
+                print(f"{run_dir}: submission {outcome.id} {outcome.status}{note}")
+        return 1 if refused else 0
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
@@ -258,6 +327,48 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--reject", help="vista: file of image ids to replace (one per line)")
     bd.add_argument("--topics", help="vista: comma-separated topic slugs to build (default all 19)")
     bd.set_defaults(func=cmd_build)
+
+    sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")
+    sm.add_argument("run_dir")
+    sm.add_argument("--to", required=True,
+                    help="http(s)://HOST[:PORT] (a leaderboard server), hf://datasets/ORG/NAME, or a local folder")
+    sm.add_argument("--token", help="submitter token for a server (env HARNESS_LEADERBOARD_TOKEN) or Hub token")
+    sm.set_defaults(func=cmd_submit)
+
+    lb = sub.add_parser("leaderboard", parents=[common], help="run, administer and export the leaderboard")
+    lb_actions = lb.add_subparsers(dest="action", required=True)
+    db_help = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
+    sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    for action in (sv, lb_actions.add_parser("import", parents=[common],
+                                             help="ingest a Hub-layout folder (runs/<model>/<hash>/)")):
+        action.add_argument("--db", help=db_help)
+        action.add_argument("--data-dir", help="local dataset copies: docs are checked against them, and tasks "
+                                               "whose scoring reads images can be re-scored")
+        action.add_argument("--include-path", action="append", help="extra task folder the server scores")
+        action.add_argument("--on-mismatch", choices=["flag", "refuse"], default="flag",
+                            help="flag (store and mark) or refuse a run whose claimed figures differ")
+        action.add_argument("--max-upload-mb", type=float, default=64.0)
+        action.add_argument("--vista-task", default="vista", help="the task whose samples form the VISTA pool")
+        action.add_argument("--vista-judge", default="embedding", help="the pool audit's entailment judge")
+        action.set_defaults(func=cmd_leaderboard)
+    lb_actions.choices["import"].add_argument("folder")
+    lb_actions.choices["import"].add_argument("--submitter", default="hub import")
+    tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
+    tk_actions = tk.add_subparsers(dest="token_action", required=True)
+    for name, text in (("create", "create a token for NAME (printed once)"), ("revoke", "revoke NAME's token"),
+                       ("list", "list tokens")):
+        action = tk_actions.add_parser(name, parents=[common], help=text)
+        if name != "list":
+            action.add_argument("name")
+        action.add_argument("--db", help=db_help)
+        action.set_defaults(func=cmd_leaderboard)
+    ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--db", help=db_help)
+    ex.add_argument("--vista-task", default="vista")
+    ex.set_defaults(func=cmd_leaderboard)
     return parser
 
 

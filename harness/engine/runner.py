@@ -141,7 +141,7 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
     return responses, errors, stats
 
 
-def _group_results(registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]],
+def group_results(registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]],
                    counts: dict[str, TaskCounts]) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """Aggregate groups named on the command line by their ``aggregate_metric_list``."""
     groups: dict[str, dict[str, Any]] = {}
@@ -212,7 +212,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
             final.append(record)
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
-    groups, group_subtasks = _group_results(registry, opts.tasks, results, counts)
+    groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
     run_dir = _new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
     reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
     wall = time.time() - started
@@ -284,27 +284,33 @@ def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
     return {**plain(config.raw), "source": str(config.source)}
 
 
+def rescore_task(config: TaskConfig, model_family: str | None, records: list[SampleRecord],
+                 data_dir: Path | None) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
+    """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
+    the dataset (``data_dir``) for them."""
+    runtime = TaskRuntime(config, model_family)
+    docs: list[dict[str, Any]] = [r.doc for r in records]
+    if config.process_results_use_image:
+        loaded = runtime.process_docs(load_task_dataset(config, data_dir).docs)
+        docs = [loaded[r.doc_id] for r in records]
+    rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
+    results, counts = runtime.aggregate(rescored)
+    return runtime, rescored, results, counts
+
+
 def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
     """Recompute every per-sample metric and aggregate from saved samples; no model is loaded."""
     run = read_run(run_dir)
     registry = TaskRegistry.discover(run.config.get("include_paths", []))
-    family = run.provenance.get("model", {}).get("model_family") or _family_of(run)
+    family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
     runtimes: dict[str, TaskRuntime] = {}
     for task in run.configs:
-        config = registry.get(task)
-        runtime = runtimes[task] = TaskRuntime(config, family)
-        records = read_samples(run_dir, task)
-        docs: list[dict[str, Any]] = [r.doc for r in records]
-        if config.process_results_use_image:
-            loaded = runtime.process_docs(load_task_dataset(config, data_dir).docs)
-            docs = [loaded[r.doc_id] for r in records]
-        rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
-        samples[task] = rescored
-        results[task], counts[task] = runtime.aggregate(rescored)
-    groups, group_subtasks = _group_results(registry, run.config.get("tasks", []), results, counts)
+        runtimes[task], samples[task], results[task], counts[task] = rescore_task(
+            registry.get(task), family, read_samples(run_dir, task), data_dir)
+    groups, group_subtasks = group_results(registry, run.config.get("tasks", []), results, counts)
     updated = run.model_copy(update={
         "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
         "reports": _reports(runtimes, samples, Path(run_dir)),
@@ -314,7 +320,11 @@ def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, 
     return updated, samples
 
 
-def _family_of(run: RunResults) -> str | None:
+def model_family_of(run: RunResults) -> str | None:
+    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
+    family = run.provenance.get("model", {}).get("model_family")
+    if family:
+        return family
     from harness.models.hf import LMMS_FAMILY
 
     model_type = run.provenance.get("model", {}).get("model_type")

@@ -150,6 +150,7 @@ class HFBackend(Backend):
             "fingerprint": self.fingerprint, "dtype": self.dtype, "device": self.device,
             "attn_implementation": self.attn_implementation or getattr(
                 self.model.config, "_attn_implementation", None),
+            "parameters": sum(p.numel() for p in self.model.parameters()),
             "smoke_test_model": self.is_smoke_model,
         }
 

@@ -1,0 +1,115 @@
+"""``harness submit RUN_DIR --to TARGET``: a run to a leaderboard server, to a Hugging Face dataset repo
+(``hf://datasets/ORG/NAME``), or into a local folder in that repo's layout.
+
+The Hub layout is ``runs/<model>/<content hash>/`` holding the run's results.json, samples files and
+plots; ``harness leaderboard import FOLDER`` ingests such a folder (e.g. a clone of the repo).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.leaderboard.bundle import Bundle, Limits, parse_bundle, read_run_files
+
+TOKEN_ENV = "HARNESS_LEADERBOARD_TOKEN"
+_HF = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)/?")
+_HUB_README = """# Leaderboard submissions
+
+Runs of the VLM audit harness, one folder per run: `runs/<model>/<content hash>/` with `results.json`,
+`samples_<task>.jsonl` and the run's plots. A leaderboard server ingests this layout with
+`harness leaderboard import FOLDER`.
+"""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120] or "model"
+
+
+def load_bundle(run_dir: Path) -> tuple[Bundle, dict[str, bytes]]:
+    """Read and validate a run folder as the server will (so a refusal shows before any upload)."""
+    files = read_run_files(Path(run_dir))
+    return parse_bundle(files, Limits(max_total_bytes=2**40)), files
+
+
+def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0) -> dict[str, Any]:
+    """Upload a run to a leaderboard server; returns its answer (id, status, checks, page)."""
+    import httpx
+
+    token = token or os.environ.get(TOKEN_ENV)
+    if not token:
+        raise HarnessError(f"--token is required to submit to {url} (or set {TOKEN_ENV})")
+    _, files = load_bundle(run_dir)
+    endpoint = url.rstrip("/") + "/api/submissions"
+    parts = [("files", (name, data, "application/octet-stream")) for name, data in files.items()]
+    try:
+        response = httpx.post(endpoint, files=parts, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise HarnessError(f"cannot reach the leaderboard at {url}: {exc}") from None
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"error": response.text[:300]}
+    if response.status_code not in (200, 201):
+        raise HarnessError(f"the leaderboard refused the submission (HTTP {response.status_code}): "
+                           f"{body.get('error', body)}")
+    body["page"] = url.rstrip("/") + "/" + body["page"]
+    return body
+
+
+def write_hub_layout(run_dir: Path, root: Path) -> Path:
+    """Copy a validated run into ``root/runs/<model>/<content hash>/``; returns that folder."""
+    bundle, files = load_bundle(run_dir)
+    target = Path(root) / "runs" / _slug(bundle.model) / bundle.content_hash[:16]
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (target / name).write_bytes(data)
+    readme = Path(root) / "README.md"
+    if not readme.exists():
+        readme.write_text(_HUB_README, encoding="utf-8")
+    return target
+
+
+def push_to_hub(run_dir: Path, repo_id: str, token: str | None) -> str:
+    """Stage the Hub layout of one run and upload it to a dataset repo (a thin huggingface_hub call)."""
+    from huggingface_hub import HfApi
+
+    with tempfile.TemporaryDirectory(prefix="harness-submit-") as tmp:
+        folder = write_hub_layout(run_dir, Path(tmp))
+        path_in_repo = folder.relative_to(tmp).as_posix()
+        api = HfApi(token=token)
+        try:
+            api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+            api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
+                              path_in_repo=path_in_repo, commit_message=f"Add run {path_in_repo}")
+        except Exception as exc:  # network, auth and permission errors of the Hub client
+            raise HarnessError(f"cannot push to the Hub dataset {repo_id}: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''} (write it to a folder with "
+                               "--to DIR and upload that folder later)") from None
+    return f"https://huggingface.co/datasets/{repo_id}/tree/main/{path_in_repo}"
+
+
+def submit(run_dir: Path, to: str, token: str | None = None) -> dict[str, Any]:
+    """Send a run where ``to`` says: ``http(s)://`` server, ``hf://datasets/ORG/NAME`` or a local folder."""
+    if to.startswith(("http://", "https://")):
+        return post_run(run_dir, to, token)
+    if to.startswith("hf://"):
+        match = _HF.fullmatch(to)
+        if not match:
+            raise HarnessError(f"--to {to!r}: a Hub target looks like hf://datasets/ORG/NAME")
+        return {"hub": push_to_hub(run_dir, match.group(1), token)}
+    if "://" in to:
+        raise HarnessError(f"--to {to!r}: use http(s)://HOST, hf://datasets/ORG/NAME or a local folder")
+    return {"folder": str(write_hub_layout(run_dir, Path(to)))}
+
+
+def hub_runs(root: Path) -> list[Path]:
+    """The run folders of a Hub-layout folder."""
+    runs = sorted(p.parent for p in Path(root).glob("runs/*/*/results.json"))
+    if not runs:
+        raise HarnessError(f"{root}: no runs/<model>/<hash>/results.json (not a leaderboard Hub folder)")
+    return runs

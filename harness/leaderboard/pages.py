@@ -1,0 +1,85 @@
+"""HTML pages from Jinja2 templates with autoescape on: every submitted string (model names, task
+names, messages, provenance) reaches the page escaped. Links are relative, so the same pages work
+from the server and from a static host (``harness leaderboard export``)."""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from harness.leaderboard.db import Submission, VistaPool
+from harness.leaderboard.records import Z95
+from harness.leaderboard.tables import SIZE_BUCKETS, protocol_tables
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def _fmt(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _params(value: int | None) -> str:
+    if value is None:
+        return "–"
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return str(value)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    env.filters["params"] = _params
+    return env
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render_index(records: list[Submission], pool: VistaPool | None) -> str:
+    tables = protocol_tables(records)
+    families = sorted({r.family or "unknown" for r in records})
+    present = {r.size for t in tables for r in t.rows}
+    sizes = [label for _, label in SIZE_BUCKETS if label in present] + (["unknown"] if "unknown" in present else [])
+    return _environment().get_template("index.html").render(
+        root="", generated=_now(), tables=tables, families=families, sizes=sizes,
+        n_submissions=len(records), pool=pool)
+
+
+def provenance_items(record: Submission) -> list[tuple[str, Any]]:
+    """What the model page lists: identity, code, data, settings and who sent it."""
+    claimed = record.claimed
+    prov = claimed.get("provenance", {})
+    model = prov.get("model", {}) if isinstance(prov.get("model"), dict) else {}
+    items: list[tuple[str, Any]] = [
+        ("model spec", record.model), ("model id", record.model_id), ("revision", record.revision),
+        ("backend", record.backend), ("family", record.family), ("parameters", _params(record.parameters)),
+        ("access", record.access), ("model fingerprint", model.get("fingerprint")), ("dtype", model.get("dtype")),
+        ("device", model.get("device")), ("harness version", record.harness_version),
+        ("harness git revision", record.git_revision), ("task versions", claimed.get("versions")),
+        ("dataset fingerprints", prov.get("datasets")), ("generation settings", prov.get("generation")),
+        ("seeds", prov.get("seeds")), ("run config", claimed.get("config")), ("started at", prov.get("started_at")),
+        ("wall time (s)", prov.get("wall_time_s")), ("packages", prov.get("packages")),
+        ("python", prov.get("python")), ("submitter", record.submitter),
+        ("submitted at", record.submitted_at.isoformat()), ("content hash", record.content_hash),
+    ]
+    return [(k, v if isinstance(v, dict | list) else "–" if v is None else str(v)) for k, v in items]
+
+
+def render_model(record: Submission, files: list[tuple[str, str, int]], pool: VistaPool | None) -> str:
+    plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
+    vista = None
+    if pool is not None:
+        vista = next((v for v in pool.per_model.values() if v.get("submission_id") == record.id), None)
+    return _environment().get_template("model.html").render(
+        root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),
+        z=Z95, pool=pool, vista=vista)

@@ -1,0 +1,201 @@
+"""Storing a verified submission as an immutable record, and reading records back.
+
+A record is keyed by the content hash of its results and samples: sending the same run again returns
+the existing record (also when two copies race each other), and nothing in the service updates or
+deletes a record afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import selectinload
+
+from harness.leaderboard.bundle import RESULTS, Bundle
+from harness.leaderboard.db import Database, Score, StoredFile, Submission
+from harness.leaderboard.rescoring import Verification
+from harness.plots.leaderboard import metrics_with_ci
+
+CHART = "leaderboard_metrics.png"
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+@dataclass(frozen=True)
+class ModelTraits:
+    """What the filters use: family, parameter count, open weights or API, and identity."""
+
+    model_id: str | None
+    revision: str | None
+    backend: str | None
+    family: str | None
+    parameters: int | None
+    access: str
+    smoke_test_model: bool
+
+
+def _size_from_name(name: str) -> int | None:
+    """Parameters written in a model name (``Qwen2-VL-7B`` -> 7e9, ``SmolVLM-256M`` -> 2.56e8)."""
+    match = re.search(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])", name)
+    if not match:
+        return None
+    return int(float(match.group(1)) * (1e9 if match.group(2) in "Bb" else 1e6))
+
+
+def model_traits(model: str, provenance: dict[str, Any]) -> ModelTraits:
+    """Traits from the run's model spec and provenance (``provenance.model`` written by the backend)."""
+    info = provenance.get("model", {}) if isinstance(provenance.get("model"), dict) else {}
+    backend = info.get("backend") or model.partition(":")[0] or None
+    name = model.partition(":")[2] or model
+    family = info.get("model_type")
+    if not family:
+        match = re.match(r"[A-Za-z]+", name.rsplit("/", 1)[-1])
+        family = match.group(0).lower() if match else None
+    parameters = info.get("parameters")
+    return ModelTraits(
+        model_id=info.get("model") or name, revision=info.get("commit") or info.get("revision"),
+        backend=backend, family=family,
+        parameters=int(parameters) if isinstance(parameters, int | float) else _size_from_name(name),
+        access="api" if backend == "openai" else "open",
+        smoke_test_model=bool(info.get("smoke_test_model")),
+    )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _worst(states: set[str]) -> str:
+    return next((s for s in ("mismatch", "unverifiable") if s in states), "verified")
+
+
+def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
+                group_members: dict[str, list[str]]) -> list[Score]:
+    """One row per metric of each task, then of each group (its status the worst of its members')."""
+    units: list[tuple[str, dict[str, Any], str, str, str, int, dict[str, bool]]] = [
+        (task, values, check.protocol, check.version, check.status, verification.counts[task].scored,
+         verification.higher_is_better.get(task, {}))
+        for task, values in verification.results.items() for check in [verification.checks[task]]]
+    for group, values in verification.groups.items():
+        members = [m for m in group_members.get(group, []) if m in verification.checks]
+        if members:
+            first = verification.checks[members[0]]
+            states = {verification.checks[m].status for m in [*members, group] if m in verification.checks}
+            units.append((group, values, first.protocol, "group", _worst(states),
+                          sum(verification.counts[m].scored for m in members),
+                          verification.higher_is_better.get(members[0], {})))
+    rows: list[Score] = []
+    for task, values, protocol, version, status, n, higher in units:
+        for key, value in values.items():
+            if key == "alias" or "_stderr," in key:
+                continue
+            metric, _, filt = key.partition(",")
+            rows.append(Score(task=task, protocol=protocol, version=version, metric=key, value=_number(value),
+                              stderr=_number(values.get(f"{metric}_stderr,{filt}")),
+                              claimed=_number(claimed.get(task, {}).get(key)), higher_is_better=higher.get(metric),
+                              n=n, status=status))
+    return rows
+
+
+def _chart(model: str, scores: list[Score]) -> bytes | None:
+    rows = []
+    for s in scores:
+        if s.value is None:
+            continue
+        low = s.value - Z95 * s.stderr if s.stderr is not None else None
+        high = s.value + Z95 * s.stderr if s.stderr is not None else None
+        rows.append((f"{s.task} {s.metric.replace(',none', '')}", s.value, low, high))
+    return metrics_with_ci(rows, f"{model}: re-scored metrics") if rows else None
+
+
+def _file(name: str, kind: str, data: bytes) -> StoredFile:
+    return StoredFile(name=name, kind=kind, sha256=hashlib.sha256(data).hexdigest(), size=len(data), content=data)
+
+
+def find_submission(db: Database, content_hash: str) -> Submission | None:
+    with db.session() as session:
+        return session.scalar(select(Submission).where(Submission.content_hash == content_hash))
+
+
+def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str) -> tuple[int, bool]:
+    """Insert the record (scores, files, the server's plots); returns (id, whether it existed already)."""
+    run = bundle.run
+    traits = model_traits(bundle.model, run.provenance)
+    scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
+    files = [_file(name, "results" if name == RESULTS else "samples", data)
+             for name, data in sorted(bundle.files.items()) if name.endswith((".json", ".jsonl"))]
+    files += [_file(name, "report", data) for name, data in verification.plots.items()]
+    files += [_file(name, "plot", data) for name, data in sorted(bundle.plots.items())
+              if name not in verification.plots and name != CHART]
+    chart = _chart(bundle.model, scores)
+    if chart is not None:
+        files.append(_file(CHART, "chart", chart))
+    record = Submission(
+        content_hash=bundle.content_hash, model=bundle.model[:500],
+        model_id=traits.model_id and str(traits.model_id)[:500],
+        revision=traits.revision and str(traits.revision)[:200],
+        backend=traits.backend, family=traits.family, parameters=traits.parameters, access=traits.access,
+        smoke_test_model=traits.smoke_test_model, harness_version=str(run.provenance.get("harness_version"))[:50],
+        git_revision=str(run.provenance.get("git_revision"))[:100], submitter=submitter, status=verification.status,
+        claimed=run.model_dump(mode="json", by_alias=True),
+        recomputed={"results": verification.results, "groups": verification.groups, "reports": verification.reports,
+                    "counts": {t: c.model_dump() for t, c in verification.counts.items()}},
+        checks={t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()},
+        scores=scores, files=files,
+    )
+    with db.session() as session:
+        session.add(record)
+        try:
+            session.commit()
+        except IntegrityError:
+            session.rollback()
+            existing = session.scalar(select(Submission.id).where(Submission.content_hash == bundle.content_hash))
+            if existing is None:
+                raise
+            return existing, True
+        return record.id, False
+
+
+def list_submissions(db: Database) -> list[Submission]:
+    """Every record with its scores, oldest first."""
+    with db.session() as session:
+        return list(session.scalars(select(Submission).options(selectinload(Submission.scores))
+                                    .order_by(Submission.id)))
+
+
+def get_submission(db: Database, submission_id: int) -> Submission | None:
+    with db.session() as session:
+        return session.scalar(select(Submission).where(Submission.id == submission_id)
+                              .options(selectinload(Submission.scores)))
+
+
+def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
+    """(name, kind, size) of a record's files, without their contents."""
+    with db.session() as session:
+        rows = session.execute(select(StoredFile.name, StoredFile.kind, StoredFile.size)
+                               .where(StoredFile.submission_id == submission_id).order_by(StoredFile.id))
+        return [tuple(r) for r in rows]
+
+
+def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
+    with db.session() as session:
+        return session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
+                                                               StoredFile.name == name))
+
+
+def submission_summary(record: Submission) -> dict[str, Any]:
+    """The public JSON of a record (the API's answer and the export's submissions.json)."""
+    return {
+        "id": record.id, "model": record.model, "model_id": record.model_id, "revision": record.revision,
+        "backend": record.backend, "family": record.family, "parameters": record.parameters,
+        "access": record.access, "smoke_test_model": record.smoke_test_model, "submitter": record.submitter,
+        "submitted_at": record.submitted_at.isoformat(), "status": record.status,
+        "content_hash": record.content_hash, "harness_version": record.harness_version,
+        "git_revision": record.git_revision, "checks": record.checks,
+        "scores": [{"task": s.task, "protocol": s.protocol, "metric": s.metric, "value": s.value,
+                    "stderr": s.stderr, "claimed": s.claimed, "n": s.n, "status": s.status} for s in record.scores],
+    }

@@ -1,0 +1,244 @@
+"""``harness leaderboard serve``: the web service (FastAPI).
+
+Routes mirror the static export's file layout (``index.html``, ``model/<id>.html``,
+``tables/<protocol>.csv|json``, ``files/<id>/<name>``, ``vista/suspicion.png``, ``static/``), plus the API:
+``POST /api/submissions`` (multipart ``files``, ``Authorization: Bearer TOKEN``), ``GET /api/submissions``,
+``GET /api/submissions/<id>``, ``GET /api/vista`` and ``GET /api/health``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.formparsers import MultiPartException
+
+from harness.leaderboard.bundle import SubmissionError
+from harness.leaderboard.db import Database
+from harness.leaderboard.pages import STATIC, render_index, render_model
+from harness.leaderboard.records import file_index, get_file, get_submission, list_submissions, submission_summary
+from harness.leaderboard.service import Settings, VistaSettings, submit_files
+from harness.leaderboard.tables import protocol_tables, table_csv, table_json
+from harness.leaderboard.tokens import submitter_of
+from harness.leaderboard.vista_pool import (
+    POOL_TABLE,
+    latest_pool,
+    make_pool_judge,
+    pool_csv,
+    pool_json,
+    recompute_pool,
+)
+from harness.taskspec.registry import TaskRegistry
+
+log = logging.getLogger(__name__)
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self'; script-src 'self'; style-src 'self'; "
+                               "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_MEDIA = {".png": "image/png", ".json": "application/json", ".jsonl": "application/x-ndjson"}
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class PoolWorker:
+    """Re-runs the VISTA pool audit in one background thread; requests queued while one waits are merged."""
+
+    def __init__(self, db: Database, settings: VistaSettings) -> None:
+        self.db, self.settings = db, settings
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vista-pool")
+        self._lock = threading.Lock()
+        self._queued = False
+        self._running = 0
+        self._judge: Any = None
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return int(self._queued) + self._running
+
+    def request(self) -> None:
+        with self._lock:
+            if self._queued:
+                return
+            self._queued = True
+        self._executor.submit(self._run)
+
+    def _run(self) -> None:
+        with self._lock:
+            self._queued = False
+            self._running += 1
+        try:
+            if self._judge is None:
+                self._judge = make_pool_judge(self.settings)
+            recompute_pool(self.db, self.settings, self._judge)
+        except Exception:
+            log.exception("the VISTA pool could not be recomputed")
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+def _error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
+    """The leaderboard app over ``settings.db_url`` (migrated on open)."""
+    db = db or Database(settings.db_url)
+    registry = TaskRegistry.discover(list(settings.include_paths))
+    worker = PoolWorker(db, settings.vista)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        worker.shutdown()
+
+    app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
+                  openapi_url="/api/openapi.json", lifespan=lifespan)
+    app.state.db, app.state.settings, app.state.pool_worker = db, settings, worker
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next: Any) -> Response:
+        response = await call_next(request)
+        for key, value in _SECURITY_HEADERS.items():
+            response.headers.setdefault(key, value)
+        return response
+
+    @app.post("/api/submissions")
+    async def submit(request: Request) -> JSONResponse:
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        submitter = await run_in_threadpool(submitter_of, db, token)
+        if submitter is None:
+            return _error(401, "a valid submitter token is required (Authorization: Bearer TOKEN; an admin "
+                               "creates one with `harness leaderboard token create NAME`)",
+                          **{"WWW-Authenticate": "Bearer"})
+        limit = settings.limits.max_total_bytes + 2**20  # multipart framing on top of the files
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _error(413, f"the upload is {declared} bytes, over this server's limit of "
+                               f"{settings.limits.max_total_bytes} bytes")
+        received = 0
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await request.receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _BodyTooLarge
+            return message
+
+        try:
+            form = await Request(request.scope, counted).form(max_files=settings.limits.max_files + 1,
+                                                              max_fields=10)
+            files: dict[str, bytes] = {}
+            for item in form.getlist("files"):
+                if isinstance(item, str) or not item.filename:
+                    return _error(400, "each part of `files` must be a file with a name")
+                if item.filename in files:
+                    return _error(400, f"{item.filename!r} was sent twice")
+                files[item.filename] = await item.read()
+            await form.close()
+        except _BodyTooLarge:
+            return _error(413, f"the upload is over this server's limit of {settings.limits.max_total_bytes} bytes")
+        except (MultiPartException, ValueError) as exc:
+            return _error(400, f"malformed multipart upload: {exc}")
+        if not files:
+            return _error(400, "no files: send results.json and samples_<task>.jsonl as multipart `files`")
+        try:
+            outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry)
+        except SubmissionError as exc:
+            return _error(exc.status, str(exc))
+        if not outcome.duplicate and settings.vista.task in outcome.tasks:
+            worker.request()
+        return JSONResponse(outcome.as_json(), status_code=200 if outcome.duplicate else 201)
+
+    @app.get("/api/submissions")
+    def submissions() -> list[dict[str, Any]]:
+        return [submission_summary(r) for r in list_submissions(db)]
+
+    @app.get("/api/submissions/{submission_id}")
+    def submission(submission_id: int) -> Response:
+        record = get_submission(db, submission_id)
+        if record is None:
+            return _error(404, f"no submission {submission_id}")
+        return JSONResponse({**submission_summary(record),
+                             "files": [{"name": n, "kind": k, "size": s} for n, k, s in file_index(db, record.id)]})
+
+    @app.get("/api/vista")
+    def vista() -> dict[str, Any]:
+        return {"task": settings.vista.task, "pending": worker.pending,
+                "pool": pool_json(latest_pool(db, settings.vista.task))}
+
+    @app.get("/api/health")
+    def health() -> dict[str, Any]:
+        return {"ok": True, "database": db.engine.url.get_backend_name()}
+
+    @app.get("/", response_class=HTMLResponse)
+    @app.get("/index.html", response_class=HTMLResponse)
+    def index() -> HTMLResponse:
+        return HTMLResponse(render_index(list_submissions(db), latest_pool(db, settings.vista.task)))
+
+    @app.get("/model/{submission_id}.html", response_class=HTMLResponse)
+    def model_page(submission_id: int) -> Response:
+        record = get_submission(db, submission_id)
+        if record is None:
+            return HTMLResponse("<h1>No such submission</h1>", status_code=404)
+        return HTMLResponse(render_model(record, file_index(db, record.id), latest_pool(db, settings.vista.task)))
+
+    @app.get("/tables/{protocol}.{fmt}")
+    def table(protocol: str, fmt: str) -> Response:
+        if protocol == POOL_TABLE:
+            pool = latest_pool(db, settings.vista.task)
+            content = None if pool is None else pool_json(pool) if fmt == "json" else pool_csv(pool)
+        else:
+            found = next((t for t in protocol_tables(list_submissions(db)) if t.protocol == protocol), None)
+            content = None if found is None else table_json(found) if fmt == "json" else table_csv(found)
+        if content is None or fmt not in ("csv", "json"):
+            return _error(404, f"no table {protocol}.{fmt}")
+        if fmt == "json":
+            return JSONResponse(content)
+        return PlainTextResponse(content, media_type="text/csv; charset=utf-8",
+                                 headers={"Content-Disposition": f'attachment; filename="{protocol}.csv"'})
+
+    @app.get("/files/{submission_id}/{name}")
+    def stored_file(submission_id: int, name: str) -> Response:
+        content = get_file(db, submission_id, name)
+        if content is None:
+            return _error(404, f"no file {name!r} in submission {submission_id}")
+        suffix = "." + name.rsplit(".", 1)[-1]
+        headers = {} if suffix == ".png" else {"Content-Disposition": f'attachment; filename="{name}"'}
+        return Response(content, media_type=_MEDIA.get(suffix, "application/octet-stream"), headers=headers)
+
+    @app.get("/vista/suspicion.png")
+    def vista_plot() -> Response:
+        pool = latest_pool(db, settings.vista.task)
+        if pool is None or pool.plot is None:
+            return _error(404, "no VISTA pool plot yet")
+        return Response(pool.plot, media_type="image/png")
+
+    return app
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    import uvicorn
+
+    app = create_app(settings)
+    print(f"leaderboard: http://{host}:{port}/  (database {app.state.db.engine.url!r})")
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,103 @@
+"""The submission pipeline shared by the web service and ``harness leaderboard import``:
+validate, re-score, apply the mismatch policy, store."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle, read_run_files
+from harness.leaderboard.db import Database
+from harness.leaderboard.records import find_submission, store_submission
+from harness.leaderboard.rescoring import verify
+from harness.taskspec.registry import TaskRegistry
+
+ON_MISMATCH = ("flag", "refuse")
+# Re-scoring runs task code and draws report plots (pyplot is not thread-safe): one at a time.
+_RESCORING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class VistaSettings:
+    """The VISTA peer pool: which task's samples are pooled, the judge and the audit's settings."""
+
+    task: str = "vista"
+    judge: str = "embedding"
+    alpha: float = 0.5
+    theta: float = 0.6
+    clustering: str = "components"
+    reference: str = "all"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a leaderboard re-scores and stores submissions.
+
+    ``on_mismatch``: ``flag`` stores a submission whose claimed figures differ from the re-scored ones
+    and marks it (the page shows the server's figures); ``refuse`` rejects it with the differences."""
+
+    db_url: str | None = None
+    data_dir: Path | None = None
+    include_paths: tuple[str, ...] = ()
+    on_mismatch: str = "flag"
+    limits: Limits = field(default_factory=Limits)
+    vista: VistaSettings = field(default_factory=VistaSettings)
+
+    def __post_init__(self) -> None:
+        if self.on_mismatch not in ON_MISMATCH:
+            raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer to one submission."""
+
+    id: int
+    status: str
+    duplicate: bool
+    checks: dict[str, Any]
+    tasks: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "status": self.status, "duplicate": self.duplicate, "checks": self.checks,
+                "tasks": list(self.tasks), "page": f"model/{self.id}.html"}
+
+
+def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings: Settings,
+                 registry: TaskRegistry | None = None) -> Outcome:
+    """Validate, re-score and store one submission (idempotent on its content hash)."""
+    bundle = parse_bundle(files, settings.limits)
+    tasks = tuple(bundle.samples)
+    existing = find_submission(db, bundle.content_hash)
+    if existing is not None:
+        return Outcome(existing.id, existing.status, True, existing.checks, tasks)
+    registry = registry or TaskRegistry.discover(list(settings.include_paths))
+    with _RESCORING:
+        verification = verify(bundle, registry, settings.data_dir)
+    checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
+    if verification.status == "flagged" and settings.on_mismatch == "refuse":
+        detail = "; ".join(f"{t}: {c.message}" for t, c in verification.checks.items() if c.status == "mismatch")
+        raise SubmissionError(f"claimed figures differ from the re-scored samples ({detail})", 409)
+    record_id, duplicate = store_submission(db, bundle, verification, submitter)
+    return Outcome(record_id, verification.status, duplicate, checks, tasks)
+
+
+def import_runs(db: Database, run_dirs: list[Path], submitter: str,
+                settings: Settings) -> list[tuple[Path, Outcome | SubmissionError]]:
+    """Ingest run folders (a Hub-layout clone), each through the same checks as an upload; a refused run
+    is reported and the others go on. Recomputes the VISTA pool when new pooled samples came in."""
+    registry = TaskRegistry.discover(list(settings.include_paths))
+    outcomes: list[tuple[Path, Outcome | SubmissionError]] = []
+    for run_dir in run_dirs:
+        try:
+            outcomes.append((run_dir, submit_files(db, read_run_files(run_dir), submitter, settings, registry)))
+        except SubmissionError as exc:
+            outcomes.append((run_dir, exc))
+    if any(isinstance(o, Outcome) and not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
+        from harness.leaderboard.vista_pool import make_pool_judge, recompute_pool
+
+        recompute_pool(db, settings.vista, make_pool_judge(settings.vista))
+    return outcomes

@@ -1,0 +1,67 @@
+"""Helpers for the leaderboard tests: real tiny-model runs (made once per session), run-folder edits,
+and a real server on loopback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_RUNS: dict[str, list[Path]] = {}
+
+
+def tiny_runs(data_dir: Path, out: Path) -> list[Path]:
+    """Runs of tiny:llava and tiny:qwen2_vl on the shapes group through the real ``harness eval``
+    (3 docs, 3 sampled answers each, so the VISTA pool has something to cluster); made once per session."""
+    if "shapes" not in _RUNS:
+        from harness.cli import main
+
+        for spec in ("tiny:llava", "tiny:qwen2_vl"):
+            code = main(["eval", "--model", spec, "--tasks", "shapes", "--limit", "3", "--repeats", "3",
+                         "--gen-kwargs", "temperature=1.0,max_new_tokens=5", "--data-dir", str(data_dir),
+                         "--output", str(out), "--no-cache", "--verbosity", "quiet"])
+            assert code == 0
+        _RUNS["shapes"] = sorted(p.parent for p in out.glob("*/*/results.json"))
+    return _RUNS["shapes"]
+
+
+def edited_run(run_dir: Path, dest: Path, edit: Any) -> Path:
+    """A copy of a run folder whose results.json went through ``edit(results_dict)``."""
+    shutil.copytree(run_dir, dest)
+    results = json.loads((dest / "results.json").read_text())
+    edit(results)
+    (dest / "results.json").write_text(json.dumps(results, indent=2))
+    return dest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def running_server(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port in a thread; yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            raise RuntimeError("the leaderboard server did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -1,0 +1,299 @@
+"""Leaderboard storage and re-scoring against a real SQLite file, on real tiny-model runs."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError
+
+from harness.errors import HarnessError
+from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle, read_run_files
+from harness.leaderboard.db import Database, Submission, Token
+from harness.leaderboard.records import Z95, list_submissions, model_traits
+from harness.leaderboard.rescoring import verify
+from harness.leaderboard.service import Settings, submit_files
+from harness.leaderboard.tables import protocol_tables, size_bucket, table_csv, table_json
+from harness.leaderboard.tokens import create_token, list_tokens, revoke_token, submitter_of
+from harness.results.schema import read_run
+from harness.taskspec.registry import TaskRegistry
+from tests.leaderboard_fixtures import edited_run, tiny_runs
+
+
+@pytest.fixture(scope="module")
+def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    database = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
+    yield database
+    database.close()
+
+
+def test_migrations_build_the_models_schema_in_a_sqlite_file(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from harness.leaderboard.db import Base
+
+    path = tmp_path / "fresh.sqlite"
+    db = Database(f"sqlite:///{path}")
+    with db.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0002"
+    db.close()
+    Database(f"sqlite:///{path}").close()  # reopening an up-to-date database is a no-op
+    assert path.is_file()
+
+
+def test_tokens_are_stored_as_hashes_and_can_be_revoked(db: Database) -> None:
+    token = create_token(db, "alice")
+    assert submitter_of(db, token) == "alice" and submitter_of(db, token + "x") is None and submitter_of(db, "") is None
+    with db.session() as session:
+        row = session.scalar(select(Token))
+        assert row.token_hash == hashlib.sha256(token.encode()).hexdigest() and token not in row.token_hash
+    with pytest.raises(HarnessError, match="exists already"):
+        create_token(db, "alice")
+    revoke_token(db, "alice")
+    assert submitter_of(db, token) is None
+    assert [active for _, _, active in list_tokens(db)] == [False]
+    create_token(db, "alice")  # the name is free again
+
+
+def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(db: Database, runs: list[Path],
+                                                                        data_dir: Path) -> None:
+    settings = Settings(data_dir=data_dir)
+    first = submit_files(db, read_run_files(runs[0]), "alice", settings)
+    assert first.status == "verified" and not first.duplicate
+    assert {t: c["status"] for t, c in first.checks.items()} == dict.fromkeys(("shapes_color", "shapes_kind", "shapes"),
+                                                                         "verified")
+    assert first.checks["shapes_color"]["docs_checked"] and first.checks["shapes_kind"]["docs_checked"]
+    again = submit_files(db, read_run_files(runs[0]), "bob", settings)
+    assert again.duplicate and again.id == first.id
+    submit_files(db, read_run_files(runs[1]), "alice", settings)
+    records = list_submissions(db)
+    assert len(records) == 2
+    (table,) = protocol_tables(records)
+    assert table.protocol == "shapes" and table.columns[0].task == "shapes"  # the group column first
+    for record, run_dir in zip(records, runs, strict=True):
+        run = read_run(run_dir)
+        row = next(r for r in table.rows if r.id == record.id)
+        assert row.model == run.config["model"] and row.family == run.provenance["model"]["model_type"]
+        assert record.parameters == run.provenance["model"]["parameters"] and row.size == "< 1B"
+        for task, values in {**run.results, **run.groups}.items():
+            value, stderr = values["exact_match,none"], values["exact_match_stderr,none"]
+            cell = row.cells[f"{task}/exact_match,none"]
+            assert cell.value == pytest.approx(value) and cell.status == "verified"
+            assert cell.low == pytest.approx(value - Z95 * stderr) and cell.high == pytest.approx(value + Z95 * stderr)
+    exported = list(csv.DictReader(io.StringIO(table_csv(table))))
+    assert [r["model"] for r in exported] == [read_run(r).config["model"] for r in runs]
+    assert json.loads(json.dumps(table_json(table)))["rows"][0]["cells"]["shapes_color/exact_match,none"]["value"] \
+        == pytest.approx(read_run(runs[0]).results["shapes_color"]["exact_match,none"])
+    with db.session() as session:
+        names = session.execute(text("select name, kind from files where submission_id = 1 order by id")).all()
+    assert ("results.json", "results") in names and ("leaderboard_metrics.png", "chart") in names
+    assert ("samples_shapes_color.jsonl", "samples") in names
+
+
+def test_claimed_figures_that_differ_are_flagged_or_refused(db: Database, runs: list[Path], tmp_path: Path) -> None:
+    def inflate(results: dict) -> None:
+        results["results"]["shapes_color"]["exact_match,none"] = 0.99
+
+    forged = edited_run(runs[0], tmp_path / "forged", inflate)
+    with pytest.raises(SubmissionError, match="claimed figures differ") as refused:
+        submit_files(db, read_run_files(forged), "mallory", Settings(on_mismatch="refuse"))
+    assert refused.value.status == 409
+    outcome = submit_files(db, read_run_files(forged), "mallory", Settings())
+    assert outcome.status == "flagged"
+    check = outcome.checks["shapes_color"]
+    assert check["status"] == "mismatch" and outcome.checks["shapes_kind"]["status"] == "verified"
+    assert {"metric": "exact_match,none", "claimed": 0.99,
+            "recomputed": read_run(runs[0]).results["shapes_color"]["exact_match,none"]} in check["mismatches"]
+    record = list_submissions(db)[0]
+    score = next(s for s in record.scores if s.task == "shapes_color" and s.metric == "exact_match,none")
+    assert score.claimed == 0.99 and score.value != 0.99 and score.status == "mismatch"
+
+    def inflate_group(results: dict) -> None:
+        results["groups"]["shapes"]["exact_match,none"] = 0.5
+
+    outcome = submit_files(db, read_run_files(edited_run(runs[0], tmp_path / "group", inflate_group)), "m", Settings())
+    assert outcome.status == "flagged" and outcome.checks["shapes_color"]["status"] == "verified"
+    assert outcome.checks["shapes"]["status"] == "mismatch" and outcome.checks["shapes"]["version"] == "group"
+    group = next(s for s in list_submissions(db)[1].scores if s.task == "shapes")
+    assert group.claimed == 0.5 and group.status == "mismatch"
+
+
+def test_tampered_samples_and_docs_are_caught(runs: list[Path], tmp_path: Path, data_dir: Path) -> None:
+    registry = TaskRegistry.discover()
+    files = read_run_files(runs[0])
+    lines = [json.loads(line) for line in files["samples_shapes_color.jsonl"].decode().splitlines()]
+    lines[0]["metrics"]["exact_match,none"] = 1.0  # a per-sample claim the responses do not support
+    lines[1]["doc"]["color"] = "purple"  # a doc that is not the dataset's
+    files["samples_shapes_color.jsonl"] = "".join(json.dumps(r) + "\n" for r in lines).encode()
+    check = verify(parse_bundle(files), registry, data_dir).checks["shapes_color"]
+    assert check.status == "mismatch" and check.samples_differing == 1
+    assert "1 sample doc(s) differ from the dataset" in check.message
+    assert verify(parse_bundle(files), registry, None).checks["shapes_color"].docs_checked is False
+    del lines[2]["doc"]["color"]  # a doc the task's scoring code cannot read
+    files["samples_shapes_color.jsonl"] = "".join(json.dumps(r) + "\n" for r in lines).encode()
+    with pytest.raises(SubmissionError, match="shapes_color: the samples cannot be scored \\(KeyError: 'color'\\)"):
+        verify(parse_bundle(files), registry, None)
+
+
+def test_unknown_tasks_and_versions_are_refused(runs: list[Path], tmp_path: Path) -> None:
+    files = read_run_files(runs[0])
+    results = json.loads(files["results.json"])
+    results["versions"]["shapes_color"] = 7
+    files["results.json"] = json.dumps(results).encode()
+    with pytest.raises(SubmissionError, match="scores version '1'"):
+        verify(parse_bundle(files), TaskRegistry.discover())
+    results["versions"]["shapes_color"] = 1
+    for key in ("configs", "results", "counts", "versions"):
+        results[key]["no_such_task"] = results[key].pop("shapes_color")
+    files["results.json"] = json.dumps(results).encode()
+    files["samples_no_such_task.jsonl"] = files.pop("samples_shapes_color.jsonl").replace(
+        b'"task":"shapes_color"', b'"task":"no_such_task"')
+    with pytest.raises(SubmissionError, match="'no_such_task' is not known to this server"):
+        verify(parse_bundle(files), TaskRegistry.discover())
+
+
+IMAGE_TASK = """task: shapes_pixels
+dataset_path: vlm-audit/shapes
+test_split: test
+output_type: generate_until
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: "What color is the shape?"
+doc_to_target: color
+process_results: !function utils.process_results
+process_results_use_image: true
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+generation_kwargs:
+  max_new_tokens: 4
+metadata:
+  version: 1
+"""
+IMAGE_UTILS = '''
+def doc_to_visual(doc):
+    return [doc["image"].convert("RGB")]
+
+
+def process_results(doc, results):
+    red = doc["image"].convert("RGB").getpixel((32, 32))[0] > 128
+    return {"exact_match": float(("red" in results[0].lower()) == red)}
+'''
+
+
+def test_a_task_scored_from_images_is_unverifiable_without_the_data(tmp_path: Path, data_dir: Path) -> None:
+    from harness.cli import main
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "pixels.yaml").write_text(IMAGE_TASK)
+    (tasks / "utils.py").write_text(IMAGE_UTILS)
+    assert main(["eval", "--model", "tiny:llava", "--tasks", "shapes_pixels", "--include-path", str(tasks),
+                 "--limit", "2", "--data-dir", str(data_dir), "--output", str(tmp_path / "runs"),
+                 "--verbosity", "quiet"]) == 0
+    (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/*/results.json")]
+    bundle = parse_bundle(read_run_files(run_dir))
+    registry = TaskRegistry.discover([tasks])
+    blind = verify(bundle, registry, None)
+    assert blind.status == "unverifiable" and "without the dataset" in blind.checks["shapes_pixels"].message
+    assert blind.results["shapes_pixels"] == read_run(run_dir).results["shapes_pixels"]  # the claim, marked
+    assert verify(bundle, registry, data_dir).status == "verified"
+
+
+def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: list[Path]) -> None:
+    good = read_run_files(runs[0])
+    cases = [
+        ({k: v for k, v in good.items() if k != "results.json"}, "results.json is missing", 400),
+        ({**good, "results.json": b"{not json"}, "results.json: not JSON", 422),
+        ({**good, "results.json": b"[" * 100_000}, "results.json: not JSON (RecursionError)", 422),
+        ({**good, "results.json": _without(good["results.json"], "counts", "shapes_kind")},
+         "results.json: counts has no entry for task(s) shapes_kind", 422),
+        ({**good, "results.json": json.dumps({"schema_version": 1, "results": {}}).encode()},
+         "results.json: configs: Field required", 422),
+        ({k: v for k, v in good.items() if k != "samples_shapes_kind.jsonl"},
+         "samples file(s) missing for task(s) shapes_kind", 400),
+        ({**good, "../evil.sh": b"x"}, "unexpected file(s) '../evil.sh'", 400),
+        ({**good, "samples_shapes_kind.jsonl": b'{"task": "shapes_kind"}\n'},
+         "samples_shapes_kind.jsonl: doc_id: Field required", 422),
+        ({**good, "samples_shapes_kind.jsonl": b"[1]\n"}, "line 1: a sample record must be a JSON object", 422),
+        ({**good, "plot.png": b"GIF89a not a png"}, "plot.png: not a readable PNG image", 422),
+    ]
+    for files, message, status in cases:
+        with pytest.raises(SubmissionError) as exc:
+            parse_bundle(files)
+        assert message in str(exc.value) and exc.value.status == status
+    with pytest.raises(SubmissionError, match="over the 1000-byte limit") as exc:
+        parse_bundle(good, Limits(max_total_bytes=1000))
+    assert exc.value.status == 413
+
+
+def test_model_traits_and_size_buckets() -> None:
+    api = model_traits("openai:gpt-4o-mini", {"model": {"backend": "openai", "model": "gpt-4o-mini"}})
+    assert (api.access, api.family, api.parameters) == ("api", "gpt", None)
+    named = model_traits("hf:Qwen/Qwen2-VL-7B-Instruct", {})
+    assert (named.access, named.family, named.parameters) == ("open", "qwen", 7_000_000_000)
+    assert model_traits("hf:HuggingFaceTB/SmolVLM-256M-Instruct", {}).parameters == 256_000_000
+    assert [size_bucket(p) for p in (None, 5e8, 2e9, 7e9, 13e9, 7e10)] == \
+        ["unknown", "< 1B", "1-4B", "4-10B", "10-40B", "> 40B"]
+
+
+def test_records_cannot_be_rewritten_by_resubmission(db: Database, runs: list[Path], tmp_path: Path) -> None:
+    submit_files(db, read_run_files(runs[1]), "alice", Settings())
+    copy = tmp_path / "copy"
+    shutil.copytree(runs[1], copy)
+    (copy / "extra_plot.png").write_bytes(_png())
+    outcome = submit_files(db, read_run_files(copy), "bob", Settings())
+    assert outcome.duplicate  # plots are not part of a run's identity; the first record stands
+    with db.session() as session:
+        assert session.scalar(select(Submission.submitter)) == "alice"
+    for statement in ("update submissions set model = 'x'", "delete from scores", "update files set size = 0"):
+        with pytest.raises(DBAPIError, match="leaderboard records are immutable"), db.engine.begin() as conn:
+            conn.execute(text(statement))
+
+
+def _png() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 4), "red").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _without(results_json: bytes, key: str, task: str) -> bytes:
+    results = json.loads(results_json)
+    del results[key][task]
+    return json.dumps(results).encode()
+
+
+def test_cells_pin_hand_computed_values_of_a_rescored_run(db: Database, runs: list[Path], tmp_path: Path) -> None:
+    """Two of three shapes_color answers made right and re-scored with `harness score`: exact_match is
+    2/3, its stderr the sample standard deviation over sqrt(n) = sqrt(1/3)/sqrt(3) = 1/3, and the cell's
+    95% interval 2/3 ± 1.959964 / 3 = [0.013345, 1.319988]."""
+    from harness.cli import main
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(runs[0], run_dir)
+    path = run_dir / "samples_shapes_color.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in lines[:2]:
+        record["responses"] = [record["target"]] * len(record["responses"])
+    lines[2]["responses"] = ["not an answer"] * len(lines[2]["responses"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert main(["score", str(run_dir)]) == 0
+    assert submit_files(db, read_run_files(run_dir), "alice", Settings()).status == "verified"
+    (table,) = protocol_tables(list_submissions(db))
+    cell = table.rows[0].cells["shapes_color/exact_match,none"]
+    assert cell.value == pytest.approx(2 / 3) and cell.n == 3
+    assert (cell.low, cell.high) == (pytest.approx(0.013345, abs=1e-6), pytest.approx(1.319988, abs=1e-6))

@@ -1,0 +1,96 @@
+"""The leaderboard on a real PostgreSQL server: a throwaway cluster started for this module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from harness.leaderboard.bundle import read_run_files
+from harness.leaderboard.db import Database
+from harness.leaderboard.records import list_submissions
+from harness.leaderboard.server import create_app
+from harness.leaderboard.service import Settings, submit_files
+from harness.leaderboard.tokens import create_token, submitter_of
+from tests.leaderboard_fixtures import free_port, running_server, tiny_runs
+
+
+def _pg_bin() -> Path | None:
+    """PostgreSQL's server binaries (Debian's postgresql package), newest version first."""
+    configured = os.environ.get("HARNESS_PG_BIN")
+    candidates = [Path(configured)] if configured else sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    return next((c for c in candidates if (c / "initdb").is_file() and (c / "pg_ctl").is_file()), None)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    bindir = _pg_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries not found (apt-get install postgresql; or set HARNESS_PG_BIN)")
+    as_root = os.geteuid() == 0
+    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []  # initdb refuses to run as root
+    root = Path(tempfile.mkdtemp(prefix="leaderboard-pg-"))
+    if as_root:
+        shutil.chown(root, "postgres", "postgres")
+    data, port = root / "data", free_port()
+    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
+    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
+                    "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
+
+
+def test_schema_tokens_and_submissions_on_postgres(postgres_url: str, runs: list[Path], data_dir: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from harness.leaderboard.db import Base
+
+    db = Database(postgres_url)
+    with db.engine.connect() as conn:
+        assert conn.execute(text("select version()")).scalar().startswith("PostgreSQL")
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    token = create_token(db, "alice")
+    assert submitter_of(db, token) == "alice"
+    first = submit_files(db, read_run_files(runs[0]), "alice", Settings(data_dir=data_dir))
+    assert first.status == "verified" and not first.duplicate
+    assert submit_files(db, read_run_files(runs[0]), "alice", Settings()).duplicate
+    (record,) = list_submissions(db)
+    assert record.claimed["config"]["model"] == "tiny:llava" and record.submitted_at.tzinfo is not None
+    with pytest.raises(DBAPIError, match="leaderboard records are immutable"), db.engine.begin() as conn:
+        conn.execute(text("update submissions set status = 'verified'"))
+    db.close()
+
+
+def test_concurrent_uploads_to_a_postgres_backed_server(postgres_url: str, runs: list[Path]) -> None:
+    db = Database(postgres_url)
+    token = create_token(db, "load")
+    files = read_run_files(runs[1])
+    with running_server(create_app(Settings(db_url=postgres_url), db)) as url, ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda _: httpx.post(
+            f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
+            headers={"Authorization": f"Bearer {token}"}, timeout=120), range(12)))
+        assert {a.status_code for a in answers} <= {200, 201} and sum(a.status_code == 201 for a in answers) == 1
+        assert len({a.json()["id"] for a in answers}) == 1
+        assert [s["model"] for s in httpx.get(f"{url}/api/submissions").json()].count("tiny:qwen2_vl") == 1
+    db.close()
