@@ -107,7 +107,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     options = {"font": args.font, "squad": args.squad, "workers": args.workers,
                "subsets": tuple(args.subsets.split(",")) if args.subsets else None,
                "admire": tuple(args.admire) if args.admire else None, "images": args.images,
-               "humans": args.humans, "n": args.n}
+               "humans": args.humans, "n": args.n, "sources": args.sources, "per_source": args.per_source,
+               "scene_graphs": args.scene_graphs, "detector": args.detector, "relation_model": args.relation_model,
+               "max_candidates": args.max_candidates, "curation_out": args.curation_out,
+               "curated": tuple(args.curated) if args.curated else None}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
@@ -206,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--images", help="mist: folder with the AdMIRe image files")
     bd.add_argument("--humans", help="mist: human annotations (JSON list or CSV)")
     bd.add_argument("--n", type=int, help="mist: number of items to sample (default 200)")
+    bd.add_argument("--sources", help="diavlo: NAME=PATH,... (llava_bench, mmbench, seed_bench2, vqav2)")
+    bd.add_argument("--per-source", type=int, help="diavlo: pairs per source (default: all)")
+    bd.add_argument("--scene-graphs", help="diavlo: scene-graph annotations (Visual Genome relationships.json)")
+    bd.add_argument("--detector", help="diavlo: open-vocabulary detector, hf:ID_OR_FOLDER or tiny:owlv2")
+    bd.add_argument("--relation-model", help="diavlo: VLM proposing triplets for the detector, e.g. hf:MODEL")
+    bd.add_argument("--max-candidates", type=int, help="diavlo: candidate triplets kept per pair (default 8)")
+    bd.add_argument("--curation-out", help="diavlo: write Label Studio verification/expansion tasks here")
+    bd.add_argument("--curated", action="append", help="diavlo: Label Studio JSON export to import (repeatable)")
     bd.set_defaults(func=cmd_build)
     return parser
 

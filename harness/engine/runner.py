@@ -145,6 +145,15 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
     return responses, errors, stats
 
 
+def answer_requests(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
+                    batch_size: int = 1, show_progress: bool = False) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Responses (and per-request errors) for requests built outside a task (audits, builders), through
+    the same store, deduplication and batching as ``harness eval``."""
+    opts = EvalOptions(tasks=[], batch_size=batch_size, show_progress=show_progress)
+    responses, errors, _ = _generate(backend, requests, store, opts)
+    return responses, errors
+
+
 def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
                      store: ResponseStore, opts: EvalOptions, stats: dict[str, int]
                      ) -> dict[tuple[str, int], list[dict[str, Any]]]:
