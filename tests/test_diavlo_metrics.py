@@ -193,3 +193,10 @@ def test_parser_loss_accounting() -> None:
     assert parse_triplets(None).status == EMPTY
     assert parse_triplets("The dog is on the couch.").status == UNUSABLE
     assert parse_triplets("(dog, on)").status == UNUSABLE
+
+
+def test_parser_rejects_mismatched_brackets_and_overlong_parts() -> None:
+    assert parse_triplets("catic[icture and, red use> white").status == UNUSABLE
+    long = "a b c d e f g h i"
+    assert parse_triplets(f"({long}, on, table)").status == UNUSABLE
+    assert parse_triplets("[dog, on, couch]").triplets == (Triplet("dog", "on", "couch"),)

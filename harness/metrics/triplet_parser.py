@@ -10,6 +10,8 @@ are stripped first):
 - pipes: ``dog | on | couch``;
 - labelled: ``subject: dog, relation: on, object: couch``.
 
+A part longer than ``MAX_WORDS`` (8) words is not a concept or relation, so such a match is dropped.
+
 Loss accounting: an empty (whitespace-only) response is ``empty``; a non-empty response with no
 triplet in any accepted shape is ``unusable``; otherwise ``ok``.
 """
@@ -24,7 +26,8 @@ from harness.metrics.diavlo import Triplet
 
 OK, EMPTY, UNUSABLE = "ok", "empty", "unusable"
 _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
-_BRACKETED = re.compile(r"[(<\[]([^()<>\[\]]+)[)>\]]")
+_BRACKETED = re.compile(r"\(([^()<>\[\]]+)\)|<([^()<>\[\]]+)>|\[([^()<>\[\]]+)\]")
+MAX_WORDS = 8
 _ARROW = re.compile(r"\s*(?:->|\u2192|=>|--)\s*")
 _LABELLED = re.compile(
     r"subject\s*[:=]\s*(?P<s>[^,;|]+)[,;|]\s*(?:relation|predicate)\s*[:=]\s*(?P<r>[^,;|]+)[,;|]\s*"
@@ -44,7 +47,7 @@ def _clean(part: str) -> str:
 
 def _make(parts: list[str]) -> Triplet | None:
     parts = [_clean(p) for p in parts]
-    if len(parts) != 3 or not all(parts):
+    if len(parts) != 3 or not all(parts) or any(len(p.split()) > MAX_WORDS for p in parts):
         return None
     return Triplet(*parts)
 
@@ -75,7 +78,8 @@ def _from_json(text: str) -> list[Triplet]:
 
 def _from_line(line: str) -> list[Triplet]:
     line = _LIST_MARKER.sub("", line)
-    found = [m for m in (_make(re.split(r"[,;]", g)) for g in _BRACKETED.findall(line)) if m]
+    groups = ["".join(g) for g in _BRACKETED.findall(line)]
+    found = [m for m in (_make(re.split(r"[,;]", g)) for g in groups) if m]
     if found:
         return found
     labelled = _LABELLED.search(line)
