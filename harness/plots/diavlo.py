@@ -28,6 +28,9 @@ def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path)
         values = [shares[k].get(cls) or 0.0 for k in keys]
         ax.bar(range(len(keys)), values, bottom=bottom, color=COLORS[cls], label=cls)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    for k, key in enumerate(keys):
+        if not shares[key]["n"]:
+            ax.text(k, 0.5, "no classified pair\n(RK empty or unusable)", ha="center", fontsize=7, color="gray")
     ax.set_xticks(range(len(keys)), [f"{_short(m)}\n{s.removeprefix('diavlo_')}\n(n={shares[(m, s)]['n']})"
                                      for m, s in keys], fontsize=8)
     ax.set_ylim(0, 1.02)
@@ -68,16 +71,19 @@ def concept_effects_plot(effects: dict[str, list[dict[str, Any]]], outcome: str,
     for m, rows in enumerate(effects.values()):
         rows = [r for r in rows if r["estimate"] is not None]
         for k, row in enumerate(rows):
-            x = m + (k - (len(rows) - 1) / 2) * min(0.08, 0.6 / max(len(rows), 1))
+            x = m + (k - (len(rows) - 1) / 2) * min(0.25, 0.8 / max(len(rows), 1))
             est = row["estimate"]
             face = "white" if row["inconclusive"] else "#1f77b4"
             ax.errorbar(x, est["effect"], yerr=[[est["effect"] - est["ci95"][0]], [est["ci95"][1] - est["effect"]]],
                         fmt="o", color="#1f77b4", markerfacecolor=face, capsize=2, markersize=5)
             ax.plot(x, row["placebo"]["effect"], "x", color="#d62728", markersize=4)
+            ax.annotate(row["concept"][:14], (x, est["ci95"][1]), textcoords="offset points", xytext=(0, 3),
+                        ha="center", fontsize=7)
     ax.axhline(0, color="gray", linewidth=0.8)
+    ax.set_xlim(-0.6, len(effects) - 0.4)
     ax.set_xticks(range(len(effects)), [_short(m) for m in effects], fontsize=8)
     ax.set_ylabel(f"effect of occluding a concept on {outcome.replace('_', ' ')}")
-    ax.set_title("DiaVLo concept effects (DML; o = estimate, 95% CI; x = placebo; hollow = inconclusive)",
+    ax.set_title("DiaVLo concept effects (DML)\no: estimate with 95% CI (hollow: inconclusive); x: placebo",
                  fontsize=9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
