@@ -107,9 +107,10 @@ def dml_estimate(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSetti
     model = DoubleMLPLR(DoubleMLData.from_arrays(x, y, t), trees(settings.seed), trees(settings.seed + 1),
                         n_folds=settings.n_folds, n_rep=settings.n_rep, draw_sample_splitting=False)
     model.set_sample_splitting(_splits(len(y), settings, rng))
-    model.fit()
-    effect, se = float(model.coef[0]), float(model.se[0])
-    return Estimate(effect, se, (effect - Z95 * se, effect + Z95 * se), float(model.pval[0]),
+    with np.errstate(divide="ignore", invalid="ignore"):  # a deterministic outcome has SE 0 (p-value NaN)
+        model.fit()
+        effect, se, p_value = float(model.coef[0]), float(model.se[0]), float(model.pval[0])
+    return Estimate(effect, se, (effect - Z95 * se, effect + Z95 * se), p_value,
                     tuple(float(v) for v in np.asarray(model.all_coef).ravel()))
 
 
