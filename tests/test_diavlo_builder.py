@@ -45,6 +45,10 @@ def test_reader_and_option_errors_are_one_line(tmp_path: Path) -> None:
         parse_sources("gqa=/x")
     with pytest.raises(HarnessError, match="--sources is required"):
         parse_sources(())
+    with pytest.raises(HarnessError, match="--scene-graphs .*no such file"):
+        build_dataset("diavlo", tmp_path / "o", sources=f"vqav2={tmp_path}", scene_graphs=str(tmp_path / "vg.json"))
+    with pytest.raises(HarnessError, match="no scene-graph source"):
+        build_dataset("diavlo", tmp_path / "o", sources=f"vqav2={tmp_path}")
     with pytest.raises(HarnessError, match="needs both --detector"):
         build_dataset("diavlo", tmp_path / "o", sources=f"vqav2={tmp_path}", detector="tiny:owlv2")
 
@@ -148,7 +152,7 @@ def test_curation_round_trip(tmp_path: Path, diavlo_sources: tuple[dict[str, str
 def test_curated_file_errors(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text("{")
-    with pytest.raises(HarnessError, match="not Label Studio JSON"):
+    with pytest.raises(HarnessError, match="not JSON"):
         import_curated([bad])
     bad.write_text(json.dumps([{"data": {"kind": "verify", "pair_id": "p", "candidate": 0,
                                          "candidate_json": "{}"}, "annotations": [{"result": []}]}]))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builders.diavlo.sources import read_json
 from harness.errors import HarnessError
 from harness.metrics.triplet_parser import parse_triplets
 
@@ -155,12 +156,7 @@ def _moved(before: list[float], after: list[float], tolerance: float) -> bool:
 
 
 def _read_export(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise HarnessError(f"--curated {path}: no such file")
-    try:
-        tasks = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"--curated {path}: not Label Studio JSON ({exc})") from None
+    tasks = read_json(path, "--curated", "Label Studio's JSON export")
     if not isinstance(tasks, list) or not all(isinstance(t, dict) and "data" in t for t in tasks):
         raise HarnessError(f"--curated {path}: expected Label Studio's JSON export (a list of tasks with data)")
     return tasks

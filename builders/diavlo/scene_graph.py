@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from builders.diavlo.sources import Pair
+from builders.diavlo.sources import Pair, read_json
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
@@ -62,12 +62,7 @@ class AnnotationSource:
 
     def __init__(self, relationships: str) -> None:
         path = Path(relationships).expanduser()
-        if not path.is_file():
-            raise HarnessError(f"--scene-graphs {path}: no such file (Visual Genome relationships.json format)")
-        try:
-            graphs = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"--scene-graphs {path}: not JSON ({exc})") from None
+        graphs = read_json(path, "--scene-graphs", "Visual Genome's relationships.json format")
         aliases: dict[str, str] = {}
         image_data = path.parent / "image_data.json"
         if image_data.is_file():

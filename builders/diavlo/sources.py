@@ -59,6 +59,16 @@ class Pair:
         return image.convert("RGB")
 
 
+def read_json(path: Path, option: str, expected: str) -> Any:
+    """A JSON file named by a command-line option, with one-line errors naming the expected format."""
+    if not path.is_file():
+        raise HarnessError(f"{option} {path}: no such file ({expected})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{option} {path}: not JSON ({exc}); expected {expected}") from None
+
+
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise HarnessError(f"{path}: missing (expected in LLaVA-Bench's release layout)")
