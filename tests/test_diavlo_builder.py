@@ -158,3 +158,20 @@ def test_curated_file_errors(tmp_path: Path) -> None:
                                          "candidate_json": "{}"}, "annotations": [{"result": []}]}]))
     with pytest.raises(HarnessError, match="no verdict"):
         import_curated([bad])
+
+
+def test_hub_layouts_read_the_same_fields(tmp_path: Path) -> None:
+    from tests.diavlo_fixtures import write_hub_copies
+
+    hub = write_hub_copies(tmp_path)
+    llava = read_source("llava_bench", hub["llava_bench"])
+    assert llava[0].answer == "A red box." and llava[0].image_key == "007" and llava[0].answer_type == "open"
+    mmb = read_source("mmbench", hub["mmbench"])
+    assert mmb[0].options == ("red", "blue") and mmb[0].question == "Ball color?" and mmb[0].answer == "B"
+    seed = read_source("seed_bench2", hub["seed_bench2"])
+    assert [p.question_id for p in seed] == ["9"] and seed[0].image_key == "cc3m/9.jpg"  # multi-image skipped
+    assert seed[0].load_image().size == (64, 48)
+    vqa = read_source("vqav2", hub["vqav2"])
+    assert vqa[0].image_key == "42" and len(vqa[0].answers) == 10
+    with pytest.raises(HarnessError, match="cannot load"):
+        read_source("vqav2", f"hub:{tmp_path / 'missing'}")

@@ -13,6 +13,10 @@
   multiple_choice_answer, answer_type}]}) and the COCO images (``*_<12-digit image_id>.jpg`` anywhere
   below it).
 
+A location ``hub:ORG/NAME[@SPLIT]`` (a Hub id, or a local folder in the Hub's parquet layout) reads
+the lmms-lab copies instead (``lmms-lab/llava-bench-in-the-wild``, ``lmms-lab/MMBench`` (config
+``en``), ``lmms-lab/SEED-Bench-2``, ``lmms-lab/VQAv2``), whose columns carry the same fields.
+
 Each pair carries an ``image_key``: the key a scene-graph file uses for its image (llava_bench: the
 image file name; mmbench: the index; seed_bench2: the data_id; vqav2: the COCO image id).
 """
@@ -148,6 +152,59 @@ def read_vqav2(path: Path) -> list[Pair]:
     return out
 
 
+HUB_SPLITS = {"llava_bench": "train", "mmbench": "dev", "seed_bench2": "test", "vqav2": "validation"}
+
+
+def _image_bytes(value: Any) -> bytes:
+    """Encoded bytes of a datasets Image value (decoded PIL image or {"bytes", "path"})."""
+    if isinstance(value, list):
+        value = value[0] if len(value) == 1 else None
+    if isinstance(value, dict) and value.get("bytes"):
+        return value["bytes"]
+    if hasattr(value, "save"):
+        buf = io.BytesIO()
+        value.convert("RGB").save(buf, format="PNG")
+        return buf.getvalue()
+    raise HarnessError("a Hub row has no single image")
+
+
+def read_hub(name: str, location: str) -> list[Pair]:
+    """Pairs from an lmms-lab copy of a source (module docstring)."""
+    from datasets import load_dataset
+
+    repo, _, split = location.removeprefix("hub:").partition("@")
+    kwargs = {"name": "en"} if name == "mmbench" and not Path(repo).is_dir() else {}
+    try:
+        rows = load_dataset(repo, split=split or HUB_SPLITS[name], **kwargs)
+    except Exception as exc:
+        raise HarnessError(f"{name}: cannot load {repo!r} ({str(exc).splitlines()[0]})") from None
+    out = []
+    for row in rows:
+        if name == "seed_bench2" and (row.get("data_type", "image") != "image" or
+                                      len(row["image"] if isinstance(row["image"], list) else [1]) != 1):
+            continue
+        qid = str(row.get("question_id", row.get("index")))
+        if name == "llava_bench":
+            pair = Pair(name, qid, row["question"], (), row["gpt_answer"], (row["gpt_answer"],), OPEN,
+                        row.get("category", ""), None, _image_bytes(row["image"]), str(row.get("image_id", qid)))
+        elif name == "vqav2":
+            answers = tuple(a["answer"] for a in row["answers"])
+            pair = Pair(name, qid, row["question"], (), row["multiple_choice_answer"], answers, VQA,
+                        row.get("answer_type", ""), None, _image_bytes(row["image"]), str(row["image_id"]))
+        else:
+            keys = ("A", "B", "C", "D") if name == "mmbench" else tuple(f"choice_{k}" for k in "abcd")
+            options = tuple(str(row[k]) for k in keys if row.get(k) and str(row[k]) != "nan")
+            hint = row.get("hint") or ""
+            question = f"{hint}\n{row['question']}" if hint and hint != "nan" else row["question"]
+            data_id = row.get("data_id")
+            key = data_id[0] if isinstance(data_id, list) and data_id else str(data_id or qid)
+            pair = Pair(name, qid, question, options, str(row["answer"]).strip(), (str(row["answer"]).strip(),),
+                        MULTIPLE_CHOICE, str(row.get("category", row.get("question_type_id", ""))), None,
+                        _image_bytes(row["image"]), key)
+        out.append(pair)
+    return out
+
+
 READERS = {"llava_bench": read_llava_bench, "mmbench": read_mmbench, "seed_bench2": read_seed_bench2,
            "vqav2": read_vqav2}
 
@@ -155,6 +212,8 @@ READERS = {"llava_bench": read_llava_bench, "mmbench": read_mmbench, "seed_bench
 def read_source(name: str, location: str) -> list[Pair]:
     if name not in READERS:
         raise HarnessError(f"unknown DiaVLo source {name!r}; sources: {', '.join(SOURCES)}")
+    if location.startswith("hub:"):
+        return read_hub(name, location)
     path = Path(location).expanduser()
     if not path.exists():
         raise HarnessError(f"{name}: {path} does not exist (pass a local copy in the source's release format)")
