@@ -93,6 +93,11 @@ def read_llava_bench(path: Path) -> list[Pair]:
     return out
 
 
+def _with_hint(hint: Any, question: str) -> str:
+    """MMBench's hint (context) goes before the question; pandas writes a missing one as "nan"."""
+    return f"{hint}\n{question}" if hint and str(hint) != "nan" else question
+
+
 def read_mmbench(path: Path) -> list[Pair]:
     if not path.is_file():
         raise HarnessError(f"{path}: MMBench expects its TSV file")
@@ -104,8 +109,7 @@ def read_mmbench(path: Path) -> list[Pair]:
             if missing:
                 raise HarnessError(f"{path}: MMBench TSV lacks column(s) {', '.join(sorted(missing))}")
             options = tuple(row[k] for k in "ABCD" if row.get(k) and row[k].strip() and row[k] != "nan")
-            hint = row.get("hint") or ""
-            question = f"{hint}\n{row['question']}" if hint and hint != "nan" else row["question"]
+            question = _with_hint(row.get("hint"), row["question"])
             try:
                 blob = base64.b64decode(row["image"], validate=True)
             except ValueError:
@@ -194,8 +198,7 @@ def read_hub(name: str, location: str) -> list[Pair]:
         else:
             keys = ("A", "B", "C", "D") if name == "mmbench" else tuple(f"choice_{k}" for k in "abcd")
             options = tuple(str(row[k]) for k in keys if row.get(k) and str(row[k]) != "nan")
-            hint = row.get("hint") or ""
-            question = f"{hint}\n{row['question']}" if hint and hint != "nan" else row["question"]
+            question = _with_hint(row.get("hint"), row["question"])
             data_id = row.get("data_id")
             key = data_id[0] if isinstance(data_id, list) and data_id else str(data_id or qid)
             pair = Pair(name, qid, question, options, str(row["answer"]).strip(), (str(row["answer"]).strip(),),
