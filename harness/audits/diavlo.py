@@ -28,6 +28,7 @@ import csv
 import itertools
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from harness.hashing import derive_seed, stable_hash
 from harness.metrics.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.metrics.diavlo import Thresholds
 from harness.metrics.diavlo_report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
+from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
 
@@ -202,10 +204,10 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     """The counterfactual requests of one pair (module docstring, steps 1-2), each with its row."""
     params, n, base_seed = generation
     rk, _ = rk_from_turns(record.turns)
-    concepts = list(dict.fromkeys(c for t in rk for c in (t.subject, t.object)))
+    concepts = _concept_names(c for t in rk for c in (t.subject, t.object))
     origin = "rk"
     if not concepts and config.concepts == "rk_or_sk":
-        concepts = list(dict.fromkeys(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"])))
+        concepts = _concept_names(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"]))
         origin = "sk"
     if not concepts:
         return []
@@ -230,6 +232,12 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
                        "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
                        "original_correct": original_correct, "_doc": doc, "_original": original}, request))
     return plans
+
+
+def _concept_names(names: Iterable[str]) -> list[str]:
+    """Distinct concept names, normalised (lowercase, no articles or punctuation) so that "The dog" and
+    "dog" pool into one concept across pairs."""
+    return [n for n in dict.fromkeys(normalize_answer(name) for name in names) if n]
 
 
 def _effects(rows: list[dict[str, Any]], outcome: str, settings: DMLSettings) -> list[ConceptEffect]:

@@ -22,7 +22,7 @@ def _short(name: str) -> str:
 def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path) -> Path:
     """Stacked bars: one bar per (model, source), the share of each class among classified pairs."""
     keys = list(shares)
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(keys) + 2), 4), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(max(5, 1.7 * len(keys) + 2), 4), constrained_layout=True)
     bottom = [0.0] * len(keys)
     for cls in CLASSES:
         values = [shares[k].get(cls) or 0.0 for k in keys]
