@@ -71,6 +71,7 @@ def test_build_stores_candidates_with_boxes_and_provenance(diavlo_dir: Path) -> 
     assert all(t["origin"].startswith("detector:tiny:owlv2+relations:tiny:qwen2_vl") for t in third["sk_triplets"])
     card = (diavlo_dir / "README.md").read_text()
     assert "CC BY-NC 4.0" in card and "non-commercial purposes only" in card
+    assert "8 pairs from annotations" in card and "relation proposals lost" in card
     from huggingface_hub import DatasetCard
 
     assert DatasetCard.load(str(diavlo_dir / "README.md")).data.license == "other"

@@ -66,6 +66,16 @@ def _sk_record(triplet: dict[str, Any], status: str, curated_by: str) -> dict[st
             "curated_by": triplet.get("curated_by", curated_by)}
 
 
+def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
+    """Where each pair's candidates came from, and the relation proposals the detector source lost."""
+    text = (f"{origins['annotation']} pairs from annotations, {origins['detector']} from the detector source, "
+            f"{origins['none']} without candidates")
+    if graph.detector is not None:
+        lost = graph.detector.vlm_losses
+        text += f" (relation proposals lost: {lost['empty']} empty, {lost['unusable']} in no triplet format)"
+    return text
+
+
 def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_source: int | None = None,
           scene_graphs: str | None = None, detector: str | None = None, relation_model: str | None = None,
           max_candidates: int = 8, curation_out: str | None = None, curated: tuple[str, ...] = ()) -> Path:
@@ -80,6 +90,7 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
     curation: CurationResult | None = import_curated([Path(p).expanduser() for p in curated]) if curated else None
     splits: dict[str, list[dict[str, Any]]] = {}
     to_export = []
+    origins = {"annotation": 0, "detector": 0, "none": 0}
     for name in SOURCES:
         if name not in locations:
             continue
@@ -88,6 +99,7 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
             image = pair.load_image()
             pair_id = f"{pair.source}-{pair.question_id}"
             candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, max_candidates)
+            origins[candidates[0]["origin"].split(":")[0] if candidates else "none"] += 1
             to_export.append({"pair_id": pair_id, "question": pair.question, "answer": pair.answer, "image": image,
                               "candidates": candidates})
             if curation is not None and pair_id in curation.sk:
@@ -124,6 +136,7 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
         "nc_note": ("This build includes SEED-Bench-2, licensed CC BY-NC 4.0: the dataset may be used for "
                     "non-commercial purposes only." if "seed_bench2" in splits else ""),
         "seed": seed, "max_candidates": max_candidates,
+        "sources_of_candidates": _origin_text(origins, graph),
     }
     licenses = "# Licenses of the DiaVLo splits\n\n" + card_vars["licenses"] + "\n"
     folder = write_hub_folder(dataset, out, "diavlo", card_vars, {"LICENSE-SOURCES.md": licenses.encode()})
