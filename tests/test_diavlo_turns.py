@@ -137,3 +137,9 @@ def test_harness_turns_must_be_a_list(tmp_path: Path, data_dir: Path) -> None:
     folder = _task_dir(tmp_path, harness_turns='"just one string"')
     with pytest.raises(TaskConfigError, match="harness_turns must be a list"):
         evaluate(qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir, include_paths=[str(folder)]))
+
+
+def test_a_follow_up_template_error_is_that_doc_s_error(tmp_path: Path, data_dir: Path) -> None:
+    folder = _task_dir(tmp_path, harness_turns='["Is it {{ no_such_column }}?"]')
+    _, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir, include_paths=[str(folder)]))
+    assert all(r.error and "no_such_column" in r.error and r.turns == [] for r in samples["two_more_turns"])

@@ -55,7 +55,8 @@ class _PreparedTask:
     fingerprint: dict[str, Any]
     records: list[SampleRecord]
     docs: list[dict[str, Any]]
-    messages: dict[int, list[Any]] = field(default_factory=dict)  # doc_id -> turn-1 messages (multi-turn)
+    # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
+    conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
 
 
 def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -83,7 +84,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
-    conversations: dict[int, list[Any]] = {}
+    conversations: dict[int, tuple[str, list[Any], list[str]]] = {}
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
             records.append(SampleRecord(task=config.task, doc_id=doc_id, doc_hash="", doc={},
@@ -96,6 +97,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         try:
             target = runtime.target(doc)
             messages = runtime.build_messages(doc)
+            follow_ups = runtime.follow_ups(doc)
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
@@ -104,8 +106,8 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         requests.append(GenerationRequest(key=key, messages=messages, params=params, n=n, seed=seed))
         records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
                                     request_key=key, seed=seed))
-        if runtime.config.metadata.get("harness_turns"):
-            conversations[doc_id] = messages
+        if follow_ups:
+            conversations[doc_id] = (key, messages, follow_ups)
     prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs, conversations)
     return prepared, requests
 
@@ -169,12 +171,11 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
     prompts: dict[tuple[str, int], list[str]] = {}
     params: dict[tuple[str, int], GenerationParams] = {}
     for task in tasks:
-        for record, doc in zip(task.records, task.docs, strict=True):
-            at = (task.config.task, record.doc_id)
-            if record.doc_id in task.messages and record.request_key in responses:
-                first = task.messages[record.doc_id]
-                chains[at] = [[*first, _text_message("assistant", r)] for r in responses[record.request_key]]
-                prompts[at], params[at] = task.runtime.follow_ups(doc), task.params
+        for doc_id, (key, first, follow_ups) in task.conversations.items():
+            if key in responses:
+                at = (task.config.task, doc_id)
+                chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
+                prompts[at], params[at] = follow_ups, task.params
     turns: dict[tuple[str, int], list[dict[str, Any]]] = {at: [] for at in chains}
     for t in range(max((len(p) for p in prompts.values()), default=0)):
         pending: dict[tuple[str, int], list[GenerationRequest]] = {}
