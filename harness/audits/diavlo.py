@@ -326,7 +326,7 @@ def summary_tables(audits: list[ModelAudit]) -> str:
     for a in audits:
         for outcome, effects in a.effects.items():
             for e in effects:
-                verdict = "inconclusive" if e.inconclusive else "estimate"
+                verdict = f"inconclusive ({'; '.join(e.reasons)})" if e.inconclusive else "estimate"
                 if e.estimate is None:
                     lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
                     continue
