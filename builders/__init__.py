@@ -10,15 +10,16 @@ from typing import Any
 from harness.errors import HarnessError
 
 BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist",
-            "vista": "builders.vista"}
+            "vista": "builders.vista", "diavlo": "builders.diavlo"}
 
 
 def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
                   **options: Any) -> Path:
     """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks);
     ``options`` are builder-specific (stealth: ``font``, ``squad``, ``subsets``, ``workers``; mist:
-    ``admire``, ``images``, ``humans``, ``n``; vista: ``images``, ``generator``,
-    ``steps``, ``guidance``, ``image_size``, ``reject``, ``topics``)."""
+    ``admire``, ``images``, ``humans``, ``n``; vista: ``images``, ``generator``, ``steps``, ``guidance``,
+    ``image_size``, ``reject``, ``topics``; diavlo: ``sources``, ``per_source``, ``scene_graphs``, ``detector``,
+    ``relation_model``, ``max_candidates``, ``curation_out``, ``curated``)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
     module = importlib.import_module(BUILDERS[name])

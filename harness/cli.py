@@ -150,7 +150,11 @@ def cmd_build(args: argparse.Namespace) -> int:
                "admire": tuple(args.admire) if args.admire else None, "images": args.images,
                "humans": args.humans, "n": args.n, "generator": args.generator, "steps": args.steps,
                "guidance": args.guidance, "image_size": args.image_size, "reject": args.reject,
-               "topics": tuple(args.topics.split(",")) if args.topics else None}
+               "topics": tuple(args.topics.split(",")) if args.topics else None,
+               "sources": args.sources, "per_source": args.per_source,
+               "scene_graphs": args.scene_graphs, "detector": args.detector, "relation_model": args.relation_model,
+               "max_candidates": args.max_candidates, "curation_out": args.curation_out,
+               "curated": tuple(args.curated) if args.curated else None}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
@@ -248,6 +252,46 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_diavlo(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from harness.audits.diavlo import DiavloAuditConfig, audit_run, summary_tables, write_audit
+    from harness.data import default_data_dir
+    from harness.engine.store import ResponseStore
+    from harness.metrics.concept_effects import DMLSettings
+    from harness.metrics.diavlo import Thresholds
+    from harness.models.base import create_backend, parse_model_args
+    from harness.results.schema import read_run
+
+    config = DiavloAuditConfig(
+        thresholds=Thresholds(args.tau_a, args.tau_e, args.tau_d), concepts=args.concepts,
+        max_subsets=args.max_subsets, match_threshold=args.match_threshold, mi_estimator=args.mi_estimator,
+        mi_resamples=args.mi_resamples, seed=args.seed, batch_size=args.batch_size,
+        dml=DMLSettings(n_folds=args.n_folds, n_rep=args.n_rep, n_estimators=args.n_estimators, seed=args.seed,
+                        min_obs=args.min_obs, min_arm=args.min_arm))
+    detector = None
+    if args.detector:
+        from harness.models.detector import OpenVocabDetector
+
+        detector = OpenVocabDetector(args.detector)
+    store = ResponseStore(Path(args.cache) if args.cache else _default_store())
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    audits = []
+    for run_dir in map(Path, args.run_dirs):
+        run = read_run(run_dir)
+        spec = args.model or str(run.config.get("model"))
+        model_args = parse_model_args(args.model_args) if args.model_args else run.config.get("model_args", {})
+        audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir, detector))
+    store.close()
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    first = Path(args.run_dirs[0])
+    out = write_audit(audits, config,
+                      Path(args.output) if args.output else first.parent.parent / f"audit-diavlo-{stamp}")
+    print(summary_tables(audits))
+    print(f"\ncounterfactuals: {sum(a.counts['counterfactuals'] for a in audits)}; audit: {out / 'audit.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
@@ -301,6 +345,32 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--output", help="audit folder (default: beside the runs)")
     va.set_defaults(func=cmd_audit_vista)
 
+    dv = audits.add_parser("diavlo", parents=[common], help="DiaVLo classes, MI and concept effects (DML)")
+    dv.add_argument("run_dirs", nargs="+", help="run folders of diavlo_<source> tasks (one per model)")
+    dv.add_argument("--model", help="model spec for the counterfactual re-runs (default: each run's own)")
+    dv.add_argument("--model-args", help="k=v,... for that model (default: each run's own)")
+    dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
+    dv.add_argument("--concepts", choices=["rk", "rk_or_sk"], default="rk",
+                    help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK")
+    dv.add_argument("--max-subsets", type=int, default=16, help="occlusion designs per pair (powerset cap)")
+    dv.add_argument("--match-threshold", type=float, default=0.6, help="RK-SK concept cosine to borrow a box")
+    dv.add_argument("--tau-a", type=float, default=0.75)
+    dv.add_argument("--tau-e", type=float, default=0.35)
+    dv.add_argument("--tau-d", type=float, default=0.35)
+    dv.add_argument("--mi-estimator", choices=["knn", "binned"], default="knn")
+    dv.add_argument("--mi-resamples", type=int, default=1000)
+    dv.add_argument("--n-folds", type=int, default=3)
+    dv.add_argument("--n-rep", type=int, default=5, help="repeated random sample splits (median taken)")
+    dv.add_argument("--n-estimators", type=int, default=60, help="trees of each gradient-boosted nuisance")
+    dv.add_argument("--min-obs", type=int, default=20, help="fewer counterfactual rows: inconclusive")
+    dv.add_argument("--min-arm", type=int, default=5, help="fewer occluded or non-occluded rows: inconclusive")
+    dv.add_argument("--seed", type=int, default=0)
+    dv.add_argument("--batch-size", type=int, default=1)
+    dv.add_argument("--data-dir", help="where the diavlo dataset is (default: the data dir)")
+    dv.add_argument("--cache", help="response store (default ~/.cache/harness/responses.sqlite)")
+    dv.add_argument("--output", help="audit folder (default: beside the runs)")
+    dv.set_defaults(func=cmd_audit_diavlo)
+
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")
     ts.set_defaults(func=cmd_tasks)
@@ -326,6 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--image-size", type=int, help="vista: generated image side in pixels (default: the model's)")
     bd.add_argument("--reject", help="vista: file of image ids to replace (one per line)")
     bd.add_argument("--topics", help="vista: comma-separated topic slugs to build (default all 19)")
+    bd.add_argument("--sources", help="diavlo: NAME=PATH,... (llava_bench, mmbench, seed_bench2, vqav2)")
+    bd.add_argument("--per-source", type=int, help="diavlo: pairs per source (default: all)")
+    bd.add_argument("--scene-graphs", help="diavlo: scene-graph annotations (Visual Genome relationships.json)")
+    bd.add_argument("--detector", help="diavlo: open-vocabulary detector, hf:ID_OR_FOLDER or tiny:owlv2")
+    bd.add_argument("--relation-model", help="diavlo: VLM proposing triplets for the detector, e.g. hf:MODEL")
+    bd.add_argument("--max-candidates", type=int, help="diavlo: candidate triplets kept per pair (default 8)")
+    bd.add_argument("--curation-out", help="diavlo: write Label Studio verification/expansion tasks here")
+    bd.add_argument("--curated", action="append", help="diavlo: Label Studio JSON export to import (repeatable)")
     bd.set_defaults(func=cmd_build)
 
     sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")

@@ -55,3 +55,22 @@ def mist_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     tsv, images, humans = write_admire(tmp_path_factory.mktemp("admire"))
     return build_dataset("mist", None, admire=(str(tsv),), images=str(images), humans=str(humans), n=200)
+
+
+@pytest.fixture(scope="session")
+def diavlo_sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
+    """The four DiaVLo sources in their release formats, and Visual Genome-format scene graphs."""
+    from tests.diavlo_fixtures import write_sources
+
+    return write_sources(tmp_path_factory.mktemp("diavlo-sources"))
+
+
+@pytest.fixture(scope="session")
+def diavlo_dir(data_dir: Path, diavlo_sources: tuple[dict[str, str], Path]) -> Path:
+    """The uncurated DiaVLo set (annotations, else tiny OWLv2 + tiny Qwen2-VL relations) where eval finds it."""
+    from builders import build_dataset
+    from tests.diavlo_fixtures import sources_arg
+
+    paths, graphs = diavlo_sources
+    return build_dataset("diavlo", None, sources=sources_arg(paths), scene_graphs=str(graphs),
+                         detector="tiny:owlv2", relation_model="tiny:qwen2_vl")

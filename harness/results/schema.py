@@ -34,6 +34,9 @@ class SampleRecord(BaseModel):
     filtered: dict[str, Any] = Field(default_factory=dict, description="Filter pipeline name -> its output")
     metrics: dict[str, Any] = Field(default_factory=dict, description='"metric,filter" -> per-sample value')
     unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
+    turns: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Follow-up turns of a multi-turn task: prompt, request_keys, responses (one per sample), error")
     error: str | None = Field(default=None, description="Why this sample has no responses or no metrics")
 
 

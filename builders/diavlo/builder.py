@@ -1,0 +1,145 @@
+"""``harness build diavlo``: SHOULD-KNOW behaviour specifications over four VQA sources.
+
+Steps: read each source in its released format (``sources``), take ``per_source`` pairs per source
+(sorted by question id, then ``random.Random(seed).sample``), propose candidate triplets with boxes
+(``scene_graph``: annotations, else detector + VLM relations; the most relevant ``max_candidates``
+kept), and either export Label Studio curation tasks (``curation_out``) or import curated exports
+(``curated``) to fix each pair's SK. Without ``curated`` the SK is the uncurated candidate set,
+marked so. One split per source.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from builders.diavlo.curation import CurationResult, export_tasks, import_curated
+from builders.diavlo.scene_graph import AnnotationSource, ChainedSource, DetectorSource, rank_candidates
+from builders.diavlo.sources import SOURCES, Pair, parse_sources, read_source
+from builders.publish import write_hub_folder
+from harness.errors import HarnessError
+
+REPO_ID = "vlm-audit/diavlo"
+LICENSES = {
+    "llava_bench": "LLaVA-Bench (In-the-Wild): questions and GPT-4 answers under CC BY-NC 4.0 (LLaVA data; use also "
+                   "under OpenAI's terms); images keep their own web licenses",
+    "mmbench": "MMBench (OpenCompass): Apache-2.0; images keep their original sources' licenses",
+    "seed_bench2": "SEED-Bench-2: CC BY-NC 4.0 (non-commercial use only)",
+    "vqav2": "VQA v2: annotations CC BY 4.0; COCO images under their Flickr licenses (COCO terms of use)",
+}
+
+
+def _select(pairs: list[Pair], n: int | None, seed: int) -> list[Pair]:
+    ordered = sorted(pairs, key=lambda p: (len(p.question_id), p.question_id))
+    if n is None or n >= len(ordered):
+        return ordered
+    chosen = random.Random(seed).sample(range(len(ordered)), n)
+    return [ordered[i] for i in sorted(chosen)]
+
+
+def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation_model: str | None) -> ChainedSource:
+    annotations = AnnotationSource(scene_graphs) if scene_graphs else None
+    detector_source = None
+    if detector or relation_model:
+        if not (detector and relation_model):
+            raise HarnessError("the detector source needs both --detector (e.g. tiny:owlv2) and --relation-model "
+                               "(e.g. tiny:qwen2_vl)")
+        from harness.engine.store import ResponseStore
+        from harness.models.base import create_backend
+        from harness.models.detector import OpenVocabDetector
+        from harness.models.tiny import cache_root
+
+        detector_source = DetectorSource(OpenVocabDetector(detector), create_backend(relation_model), relation_model,
+                                         ResponseStore(cache_root() / "responses.sqlite"))
+    if annotations is None and detector_source is None:
+        raise HarnessError("no scene-graph source: pass --scene-graphs FILE and/or --detector with --relation-model")
+    return ChainedSource(annotations, detector_source)
+
+
+def _sk_record(triplet: dict[str, Any], status: str, curated_by: str) -> dict[str, Any]:
+    return {"subject": triplet["subject"], "relation": triplet["relation"], "object": triplet["object"],
+            "subject_box": [float(v) for v in triplet.get("subject_box", [])],
+            "object_box": [float(v) for v in triplet.get("object_box", [])],
+            "origin": triplet.get("origin", ""), "status": triplet.get("status", status),
+            "curated_by": triplet.get("curated_by", curated_by)}
+
+
+def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
+    """Where each pair's candidates came from, and the relation proposals the detector source lost."""
+    text = (f"{origins['annotation']} pairs from annotations, {origins['detector']} from the detector source, "
+            f"{origins['none']} without candidates")
+    if graph.detector is not None:
+        lost = graph.detector.vlm_losses
+        text += f" (relation proposals lost: {lost['empty']} empty, {lost['unusable']} in no triplet format)"
+    return text
+
+
+def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_source: int | None = None,
+          scene_graphs: str | None = None, detector: str | None = None, relation_model: str | None = None,
+          max_candidates: int = 8, curation_out: str | None = None, curated: tuple[str, ...] = ()) -> Path:
+    """Build the SK dataset into ``out`` (module docstring); returns the dataset folder."""
+    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
+
+    from harness.judges.entailment import MiniLMEncoder
+
+    locations = parse_sources(sources)
+    graph = _scene_graph_source(scene_graphs, detector, relation_model)
+    encoder = MiniLMEncoder()
+    curation: CurationResult | None = import_curated([Path(p).expanduser() for p in curated]) if curated else None
+    splits: dict[str, list[dict[str, Any]]] = {}
+    to_export = []
+    origins = {"annotation": 0, "detector": 0, "none": 0}
+    for name in SOURCES:
+        if name not in locations:
+            continue
+        rows = []
+        for pair in _select(read_source(name, locations[name]), per_source, seed):
+            image = pair.load_image()
+            pair_id = f"{pair.source}-{pair.question_id}"
+            candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, max_candidates)
+            origins[candidates[0]["origin"].split(":")[0] if candidates else "none"] += 1
+            to_export.append({"pair_id": pair_id, "question": pair.question, "answer": pair.answer, "image": image,
+                              "candidates": candidates})
+            if curation is not None and pair_id in curation.sk:
+                sk = [_sk_record(t, "verified", "") for t in curation.sk[pair_id]]
+                changes, status = curation.changes[pair_id], "curated"
+            else:
+                sk, changes, status = [_sk_record(c, "candidate", "") for c in candidates], [], "uncurated"
+            rows.append({"id": pair_id, "source": name, "question_id": pair.question_id, "question": pair.question,
+                         "options": list(pair.options), "answer": pair.answer, "answers": list(pair.answers),
+                         "answer_type": pair.answer_type, "category": pair.category, "image": image,
+                         "image_key": pair.image_key, "sk_triplets": sk, "curation_status": status,
+                         "curation_changes": changes})
+        if not rows:
+            raise HarnessError(f"{name}: no usable pair in {locations[name]}")
+        splits[name] = rows
+    if curation_out:
+        export_tasks(to_export, Path(curation_out).expanduser())
+    s, f = Value("string"), Value("float32")
+    triplet = {"subject": s, "relation": s, "object": s, "subject_box": Sequence(f), "object_box": Sequence(f),
+               "origin": s, "status": s, "curated_by": s}
+    change = {"candidate": Value("int32"), "annotator": s, "at": s, "field": s, "before": s, "after": s}
+    features = Features({
+        "id": s, "source": s, "question_id": s, "question": s, "options": Sequence(s), "answer": s,
+        "answers": Sequence(s), "answer_type": s, "category": s, "image": Image(), "image_key": s,
+        "sk_triplets": [triplet], "curation_status": s, "curation_changes": [change],
+    })
+    dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
+    summary = curation.summary() if curation else None
+    card_vars = {
+        "split_configs": "\n".join(f"  - split: {n}\n    path: data/{n}-*" for n in splits),
+        "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
+        "licenses": "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits),
+        "curation": json.dumps(summary) if summary else "not curated yet (SK = ranked candidates)",
+        "nc_note": ("This build includes SEED-Bench-2, licensed CC BY-NC 4.0: the dataset may be used for "
+                    "non-commercial purposes only." if "seed_bench2" in splits else ""),
+        "seed": seed, "max_candidates": max_candidates,
+        "sources_of_candidates": _origin_text(origins, graph),
+    }
+    licenses = "# Licenses of the DiaVLo splits\n\n" + card_vars["licenses"] + "\n"
+    folder = write_hub_folder(dataset, out, "diavlo", card_vars, {"LICENSE-SOURCES.md": licenses.encode()})
+    if summary is not None:
+        (folder / "curation_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return folder

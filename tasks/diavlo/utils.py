@@ -1,0 +1,29 @@
+"""Glue for the DiaVLo tasks: the turn-1 prompt per answer type; scoring lives in harness.metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.metrics.answer_scoring import LETTERS
+from harness.metrics.diavlo_report import report, score_pair
+
+__all__ = ["doc_to_text", "doc_to_visual", "process_results", "report"]
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    kwargs = lmms_eval_specific_kwargs or {}
+    kind = doc["answer_type"]
+    if kind == "multiple_choice":
+        options = "\n".join(f"{LETTERS[k]}. {opt}" for k, opt in enumerate(doc["options"]))
+        return f"{doc['question']}\n{options}\n{kwargs.get('multiple_choice_prompt', '')}".strip()
+    prompt = kwargs.get("vqa_prompt" if kind == "vqa" else "open_prompt", "")
+    return f"{doc['question']}\n{prompt}".strip()
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """Performance of the answer; RK from the third turn against the doc's SK (harness.metrics.diavlo)."""
+    return score_pair(doc, results[0], doc.get("harness_turns"))
