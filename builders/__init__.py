@@ -9,14 +9,16 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist"}
+BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist",
+            "fusionaudit": "builders.fusion.build"}
 
 
 def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
                   **options: Any) -> Path:
     """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks);
     ``options`` are builder-specific (stealth: ``font``, ``squad``, ``subsets``, ``workers``; mist:
-    ``admire``, ``images``, ``humans``, ``n``)."""
+    ``admire``, ``images``, ``humans``, ``n``; fusionaudit: ``per_source``, ``editor``, ``chartqa``, ``docvqa``,
+    ``mme``)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
     module = importlib.import_module(BUILDERS[name])

@@ -107,7 +107,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     options = {"font": args.font, "squad": args.squad, "workers": args.workers,
                "subsets": tuple(args.subsets.split(",")) if args.subsets else None,
                "admire": tuple(args.admire) if args.admire else None, "images": args.images,
-               "humans": args.humans, "n": args.n}
+               "humans": args.humans, "n": args.n, "per_source": args.per_source, "editor": args.editor,
+               "chartqa": args.chartqa, "docvqa": args.docvqa, "mme": args.mme}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
@@ -206,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--images", help="mist: folder with the AdMIRe image files")
     bd.add_argument("--humans", help="mist: human annotations (JSON list or CSV)")
     bd.add_argument("--n", type=int, help="mist: number of items to sample (default 200)")
+    bd.add_argument("--per-source", type=int, help="fusionaudit: items per source (default 500)")
+    bd.add_argument("--editor", help="fusionaudit: Nat-Evid editor MODEL[,steps=20,...], tiny, or none")
+    for src in ("chartqa", "docvqa", "mme"):
+        bd.add_argument(f"--{src}", help=f"fusionaudit: {src} source (Hub id, folder or JSON file)")
     bd.set_defaults(func=cmd_build)
     return parser
 

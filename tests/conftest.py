@@ -55,3 +55,13 @@ def mist_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     tsv, images, humans = write_admire(tmp_path_factory.mktemp("admire"))
     return build_dataset("mist", None, admire=(str(tsv),), images=str(images), humans=str(humans), n=200)
+
+
+@pytest.fixture(scope="session")
+def fusion_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The FusionAudit set from ChartQA/DocVQA/MME-format fixtures (2 per source) with the tiny editor."""
+    from builders import build_dataset
+    from tests.fusion_fixtures import write_sources
+
+    sources = write_sources(tmp_path_factory.mktemp("fusion-sources"), n=4)
+    return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", **sources)
