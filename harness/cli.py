@@ -115,6 +115,63 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_attack(args: argparse.Namespace) -> int:
+    from harness.attacks.pgd import PGDConfig
+    from harness.attacks.run import (
+        ATTACKS,
+        DIAGNOSTICS,
+        AttackOptions,
+        clean_correct_items,
+        parse_fraction,
+        parse_list,
+        run_attacks,
+    )
+    from harness.data import default_data_dir
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.models.base import create_backend, parse_model_args
+    from harness.results.schema import read_run
+
+    tasks = [t for t in (args.tasks or "").split(",") if t.strip()]
+    if len(tasks) != 1:
+        raise HarnessError("--tasks: name the one clean task to attack (e.g. fusion_clean)")
+    pgd = PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps,
+                    noise_scale=args.noise_scale)
+    if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
+        raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
+    if args.clean_run and len(args.model) > 1:
+        raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
+    diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
+    opts = AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
+                         batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
+                         show_progress=args.verbosity != "quiet")
+    model_args = parse_model_args(args.model_args)
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    for spec in args.model:
+        backend = create_backend(spec, model_args)
+        if args.clean_run:
+            run_dir = Path(args.clean_run)
+            saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")
+            if saved != backend.fingerprint:
+                raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
+                                   f"{backend.fingerprint})")
+        else:
+            eval_opts = EvalOptions(tasks=tasks, include_paths=args.include_path or [], data_dir=data_dir,
+                                    seed=args.seed, batch_size=args.batch_size, limit=args.limit,
+                                    output=Path(args.output), store_path=_default_store(),
+                                    show_progress=opts.show_progress)
+            _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
+        items, _, params = clean_correct_items(run_dir, tasks[0], data_dir, args.include_path or [],
+                                               backend.model_family)
+        summary = run_attacks(backend, run_dir, items, params, opts)
+        print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")
+        print("| Attack | ASR | items/min |\n|---|---|---|")
+        for attack in opts.attacks:
+            value = summary["asr"][attack]
+            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary['items_per_minute'][attack]} |")
+        print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
+    return 0
+
+
 def cmd_audit_vista(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -189,6 +246,26 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--cache", help="response store for judge decisions")
     va.add_argument("--output", help="audit folder (default: beside the runs)")
     va.set_defaults(func=cmd_audit_vista)
+
+    at = sub.add_parser("attack", parents=[common], help="white-box pixel attacks (FusionAudit) on an hf model")
+    at.add_argument("--model", action="append", required=True, help="hf:NAME or tiny:ARCH (repeatable)")
+    at.add_argument("--model-args", help="k=v,... for the backend (dtype, device, attn_implementation, ...)")
+    at.add_argument("--tasks", default="fusion_clean", help="the clean task whose correct items are attacked")
+    at.add_argument("--attacks", default="vis_pgd,end_pgd,mantis", help="comma-separated: vis_pgd,end_pgd,mantis")
+    at.add_argument("--eps", default="8/255", help="L-infinity radius in [0,1] pixels (default 8/255)")
+    at.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
+    at.add_argument("--steps", type=int, default=40)
+    at.add_argument("--noise-scale", type=float, default=1.0,
+                    help="below 1: perturb a downscaled noise field and upsample it (memory fallback)")
+    at.add_argument("--seed", type=int, default=0)
+    at.add_argument("--batch-size", type=int, default=4)
+    at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
+    at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
+    at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
+    at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
+    at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
+    at.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    at.set_defaults(func=cmd_attack)
 
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")

@@ -87,3 +87,32 @@ def write_mme(root: Path, n: int = 4) -> Path:
 def write_sources(root: Path, n: int = 4) -> dict[str, str]:
     return {"chartqa": str(write_chartqa(root / "chartqa", n)), "docvqa": str(write_docvqa(root / "docvqa", n)),
             "mme": str(write_mme(root / "mme", n))}
+
+
+def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
+    """A copy of a FusionAudit build whose reference answers are ``spec``'s own greedy clean answers,
+    saved where ``harness eval --data-dir data_dir`` finds it.
+
+    A random-weight model is almost never right on real questions, so a clean-correct set to attack
+    is made by construction: every item becomes a DocVQA-style item (ANLS) whose reference is what the
+    model answers on the clean image; the wrong answer stays the builder's (or ``zzz`` if it collides).
+    """
+    from datasets import load_dataset
+
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.models.base import create_backend
+
+    opts = EvalOptions(tasks=["fusion_clean"], data_dir=dataset_dir.parent.parent, use_cache=False,
+                       show_progress=False, batch_size=6)
+    _, samples, _ = evaluate(create_backend(spec), spec, opts)
+    answers = {r.doc_id: r.responses[0] for r in samples["fusion_clean"]}
+    ds = load_dataset(str(dataset_dir))["test"]
+
+    def match(row: dict, idx: int) -> dict:
+        answer = answers[idx].strip() or "."
+        wrong = row["wrong_answer"] if row["wrong_answer"].strip().lower() != answer.lower() else "zzz"
+        return {"answers": [answer], "source": "docvqa", "wrong_answer": wrong}
+
+    out = data_dir / "vlm-audit" / "fusionaudit"
+    ds.map(match, with_indices=True).save_to_disk(str(out))
+    return out
