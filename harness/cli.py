@@ -199,6 +199,36 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_fusion(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from harness.audits.fusion import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+
+    overrides = {}
+    for pair in args.fusion_level or []:
+        model, sep, level = pair.rpartition("=")
+        if not sep or not model:
+            raise HarnessError(f"--fusion-level expects MODEL=LEVEL, got {pair!r}")
+        overrides[model] = level
+    run_dirs = [Path(d) for d in args.run_dirs]
+    config = FusionAuditConfig(delta_mode=args.delta_mode, natevid_preserved_only=not args.natevid_all,
+                               level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
+    result = run_fusion_audit(run_dirs, config)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = write_fusion_audit(result, Path(args.output) if args.output
+                             else run_dirs[0].parent.parent / f"audit-fusion-{stamp}")
+    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, row in result.models.items():
+        f = row["figures"]
+        cells = [f"{f[k]:.3f}" if f[k] is not None else "-" for k in (
+            "asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus", "delta",
+            "rug_typo", "oar")]
+        print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
+    print(f"\naudit: {out / 'audit.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
@@ -266,6 +296,18 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
     at.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
     at.set_defaults(func=cmd_attack)
+
+    fu = audits.add_parser("fusion", parents=[common], help="FusionAudit: ASR, R0, R+, delta, RUG, OAR, levels")
+    fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
+    fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
+    fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
+                    help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
+    fu.add_argument("--natevid-all", action="store_true",
+                    help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed")
+    fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
+    fu.add_argument("--seed", type=int, default=0)
+    fu.add_argument("--output", help="audit folder (default: beside the runs)")
+    fu.set_defaults(func=cmd_audit_fusion)
 
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")

@@ -87,12 +87,14 @@ def test_restoration_rate_and_model_figures() -> None:
 
 def test_paired_bootstrap_and_rank_agreement() -> None:
     per_model = {"m1": {o.item: o for o in outcomes()}, "m2": {o.item: o for o in outcomes()[:5]}}
-    ci = fm.paired_bootstrap(per_model, C, lambda s: fm.r_plus(s["m1"]), n_resamples=200)
+    ci = fm.paired_bootstrap(per_model, C, lambda s: {"r": fm.r_plus(s["m1"])}, n_resamples=200)["r"]
     assert ci is not None and ci[0] <= 0.7 <= ci[1]
     # identical data in both models: the paired difference is exactly 0 on every resample
     same = {"a": per_model["m1"], "b": dict(per_model["m1"])}
-    ci = fm.paired_bootstrap(same, C, lambda s: fm.r_plus(s["a"]) - fm.r_plus(s["b"]), n_resamples=50)
-    assert ci == (0.0, 0.0)
+    ci = fm.paired_bootstrap(same, C, lambda s: {"d": fm.r_plus(s["a"]) - fm.r_plus(s["b"])}, n_resamples=50)
+    assert ci == {"d": (0.0, 0.0)}
+    # a figure defined on no resample has no interval
+    assert fm.paired_bootstrap(same, C, lambda s: {"x": None}, n_resamples=20) == {"x": None}
     # End-PGD ranks 1,2,3,4 vs R+ ranks 1,3,2,4: rho = 1 - 6*2/(4*15) = 0.8; tau-b = (5-1)/6
     agreement = fm.rank_agreement({"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4}, {"a": 0.5, "b": 0.7, "c": 0.6, "d": 0.9})
     assert agreement["spearman_rho"] == pytest.approx(0.8) and agreement["kendall_tau_b"] == pytest.approx(4 / 6)

@@ -218,21 +218,35 @@ def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = N
 
 
 def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],
-                     statistic: Callable[[dict[str, list[ItemOutcome]]], float | None],
-                     n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Percentile CI of ``statistic`` over item resamples shared by all models (paired).
+                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[str, float | None]],
+                     n_resamples: int = 1000, seed: int = 0,
+                     confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
+    """Percentile CIs of every figure ``statistic`` returns, over item resamples shared by all models.
 
-    ``per_model[m]`` maps item id -> outcome for the items of ``m``'s clean-correct set; each resample
-    draws ``len(universe)`` item ids with replacement and gives every model the outcomes of the drawn
-    items that lie in its own ``C`` (with their multiplicity)."""
-    from harness.metrics.bootstrap import cluster_ci
-
-    def figure(idx: np.ndarray) -> float | None:
+    Paired: each resample draws ``len(universe)`` item ids with replacement once, and every model gets
+    the outcomes of the drawn items that lie in its own clean-correct set (with their multiplicity),
+    so differences and averages across models are resampled together. A figure undefined on a
+    resample is dropped from it; None when fewer than 2 items exist or most resamples are undefined."""
+    if len(universe) < 2:
+        return {}
+    rng = np.random.default_rng(seed)
+    values: dict[str, list[float]] = {}
+    for idx in rng.integers(0, len(universe), size=(n_resamples, len(universe))):
         drawn = [universe[k] for k in idx]
         sample = {m: [items[i] for i in drawn if i in items] for m, items in per_model.items()}
-        return statistic(sample)
-
-    return cluster_ci(len(universe), figure, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        for name, value in statistic(sample).items():
+            bucket = values.setdefault(name, [])
+            if value is not None and math.isfinite(value):
+                bucket.append(float(value))
+    alpha = (1 - confidence) / 2
+    out: dict[str, tuple[float, float] | None] = {}
+    for name, vs in values.items():
+        if len(vs) < n_resamples / 2:
+            out[name] = None
+        else:
+            low, high = np.quantile(vs, [alpha, 1 - alpha])
+            out[name] = (float(low), float(high))
+    return out
 
 
 def macro_average(values: Iterable[float | None]) -> float | None:
