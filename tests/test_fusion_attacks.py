@@ -35,6 +35,11 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
             assert torch.equal(mine["image_grid_thw"], real["image_grid_thw"])
         mine["pixel_values"].square().sum().backward()
         assert x.grad is not None and x.grad.abs().sum() > 0
+    # a batch of mixed sizes keeps its order (same-sized images are processed as one stack)
+    batch = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56),
+                                                                                        (100, 70)]]
+    real = backend.processor.image_processor(images=batch, return_tensors="pt")
+    assert torch.equal(pre([image_to_tensor(im) for im in batch])["pixel_values"], real["pixel_values"])
     # token footprints tile the (cropped) image: Qwen2-VL 56x56 -> 2x2 merged tokens of 28x28
     if arch == "qwen2_vl":
         boxes = pre.geometry(56, 56).boxes
@@ -87,14 +92,14 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, f"tiny:{arch}", data)
     code = main(["attack", "--model", f"tiny:{arch}", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "1", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
+                 "--batch-size", "2", "--limit", "3", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
                  "--verbosity", "quiet"])
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())
-    assert summary["n_clean_correct"] == 6 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
+    assert summary["n_clean_correct"] == 3 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
     rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
-    assert len(rows) == 18 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
+    assert len(rows) == 9 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
     for row in rows:
         assert row["error"] is None and row["response"] is not None
         assert row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
@@ -102,10 +107,10 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
     for attack in ("vis_pgd", "end_pgd", "mantis"):
         flips = sum(r["flipped"] for r in rows if r["attack"] == attack)
-        assert summary["asr"][attack] == pytest.approx(flips / 6)
+        assert summary["asr"][attack] == pytest.approx(flips / 3)
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
-    assert len(oars) == 6 and all(v is None or v >= 0 for v in oars)
+    assert len(oars) == 3 and all(v is None or v >= 0 for v in oars)
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
 

@@ -70,10 +70,11 @@ class DifferentiablePreprocess:
                                   factor=self.ip.patch_size * self.ip.merge_size)
         return self.ip.resize(x, size=self.size, resample=self.ip.resample)
 
-    def _pixels(self, image: Any) -> Any:
+    def _pixels(self, images: Any) -> Any:
+        """Model pixels of a stack of same-sized images ``(B, 3, H, W)`` in [0, 1]."""
         import torch
 
-        scaled = image[None] * 255.0
+        scaled = images * 255.0
         exact = self._resize(scaled.detach().clamp(0, 255).round().to(torch.uint8)).float()
         smooth = self._resize(scaled)
         x = smooth + (exact - smooth).detach()
@@ -83,19 +84,28 @@ class DifferentiablePreprocess:
                                              self.ip.image_mean, self.ip.image_std)
 
     def __call__(self, images: list[Any]) -> dict[str, Any]:
+        """Same-sized images are processed as one stack (as the processor groups them); outputs keep
+        the input order."""
         import torch
 
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for k, img in enumerate(images):
+            groups.setdefault(tuple(img.shape), []).append(k)
+        per_image: list[Any] = [None] * len(images)
+        grids: list[list[int]] = [[]] * len(images)
+        for members in groups.values():
+            pixels = self._pixels(torch.stack([images[k] for k in members]))
+            if self.qwen:
+                pixels, gh, gw = self.ip.patchify(pixels, patch_size=self.ip.patch_size, merge_size=self.ip.merge_size,
+                                                  temporal_patch_size=self.ip.temporal_patch_size)
+            for j, k in enumerate(members):
+                per_image[k] = pixels[j]
+                if self.qwen:
+                    grids[k] = [1, gh, gw]
         if not self.qwen:
-            pixel_values = torch.cat([self._pixels(img) for img in images])
+            pixel_values = torch.stack(per_image)
             return {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values}
-        patches, grids = [], []
-        for img in images:
-            flat, gh, gw = self.ip.patchify(self._pixels(img), patch_size=self.ip.patch_size,
-                                            merge_size=self.ip.merge_size,
-                                            temporal_patch_size=self.ip.temporal_patch_size)
-            patches.append(flat[0])
-            grids.append([1, gh, gw])
-        pixel_values = torch.cat(patches)
+        pixel_values = torch.cat(per_image)
         return {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values,
                 "image_grid_thw": torch.tensor(grids, dtype=torch.long, device=pixel_values.device)}
 
