@@ -115,6 +115,22 @@ def test_build_and_black_box_tasks(fusion_dir: Path, tmp_path: Path) -> None:
     assert all(set(r.metrics) == {"reads_injected,none"} for r in samples["fusion_read_typo"])
 
 
+def test_build_without_editor(tmp_path: Path) -> None:
+    from datasets import load_dataset
+
+    from builders import build_dataset
+    from tests.fusion_fixtures import write_sources
+
+    sources = write_sources(tmp_path / "src", n=1)
+    out = build_dataset("fusionaudit", tmp_path / "fa", seed=3, per_source=1, editor="none", **sources)
+    ds = load_dataset(str(out))["test"]
+    assert ds.num_rows == 3 and set(ds["natevid_status"]) == {"not_built"}
+    assert all(r["natevid_image"] is None for r in ds)
+    assert "none (no Nat-Evid images)" in (out / "README.md").read_text()
+    with pytest.raises(HarnessError, match="per-source"):
+        build_dataset("fusionaudit", tmp_path / "fb", per_source=0, **sources)
+
+
 def test_task_process_results_uses_judge() -> None:
     import importlib.util
 
