@@ -113,6 +113,13 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
     assert len(oars) == 3 and all(v is None or v >= 0 for v in oars)
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
+    if arch == "qwen2_vl":  # a saved clean run is refused for another model
+        assert main(["attack", "--model", "tiny:llava", "--clean-run", str(run_dir), "--verbosity", "quiet"]) == 2
+    else:  # and reused for its own: the attack reads C from it and writes beside it
+        assert main(["attack", "--model", f"tiny:{arch}", "--clean-run", str(run_dir), "--attacks", "end_pgd",
+                     "--steps", "1", "--diagnostics", "none", "--data-dir", str(data), "--verbosity", "quiet"]) == 0
+        again = json.loads((run_dir / "attack.json").read_text())
+        assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == 3
 
 
 def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,6 +90,10 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     lo, hi = a["ci95"]["r_plus"]
     assert lo <= 0.75 <= hi
     assert audit["models"]["hf:other"]["fusion_level"] == "L2"
+    # model b ran End-PGD and MANTIS only: the other attacks were not run, not "never successful"
+    b = audit["models"]["tiny:qwen2_vl"]
+    assert b["attacks_not_run"] == ["vis_pgd", "typo_evid", "nat_evid"] and b["figures"]["asr_vis_pgd"] is None
+    assert b["figures"]["asr_end_pgd"] == 0.25 and b["ci95"]["asr_vis_pgd"] is None
     assert audit["levels"]["L3"]["models"] == ["tiny:qwen2_vl"]
     assert audit["levels"]["L1"]["macro"]["r_plus"] == 0.75
     # End-PGD ASR (0.25, 0.25, 0.75) vs R+ (0.75, 0.25, 1.0): rho = 1.5/sqrt(3); tau-b = 2/sqrt(6)

@@ -7,7 +7,8 @@ from ``harness attack``: ``attack_outcomes.jsonl`` (Vis-PGD, End-PGD, MANTIS fli
 ``diagnostics.jsonl`` (OAR, layer restoration). Several folders of one model (same ``--model`` spec)
 are merged. An item of C that an attack could not be run on (an error, a missing image, or a Nat-Evid
 edit whose OCR check says the evidence was destroyed, unless ``--natevid-all``) counts as not flipped
-and is reported under ``missing``.
+and is reported under ``missing``. An attack with no outcome on any item of C was not run: its ASR is
+None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attacks that were run).
 """
 
 from __future__ import annotations
@@ -133,29 +134,32 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         per_model[name] = {o.item: o for o in outcomes}
         universe.update(seen)
         level = fm.fusion_level(runs.model_type, config.level_overrides, model=name)
+        not_run = [a for a in fm.SUITE if outcomes and missing[a] == len(outcomes)]
+        figures = fm.model_figures(outcomes, config.delta_mode)
+        figures.update({f"asr_{a}": None for a in not_run})
         report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
-                        "figures": fm.model_figures(outcomes, config.delta_mode), "missing": missing,
-                        "n_items": len(seen)}
+                        "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen)}
     levels: dict[str, list[str]] = {}
     for name, row in report.items():
         levels.setdefault(row["fusion_level"], []).append(name)
 
-    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[str, float | None]:
-        out: dict[str, float | None] = {}
-        figures = {m: fm.model_figures(items, config.delta_mode) for m, items in sample.items()}
+    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
+        out: dict[tuple[str, str], float | None] = {}
+        figures = {m: {**fm.model_figures(items, config.delta_mode),
+                       **{f"asr_{a}": None for a in report[m]["attacks_not_run"]}} for m, items in sample.items()}
         for m, f in figures.items():
-            out.update({f"{m}\\t{k}": f[k] for k in CI_FIGURES})
+            out.update({(m, k): f[k] for k in CI_FIGURES})
         for level, names in levels.items():
-            out.update({f"@{level}\\t{k}": fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
+            out.update({(f"@{level}", k): fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
         return out
 
     cis = fm.paired_bootstrap(per_model, sorted(universe), statistic, config.n_resamples, config.seed)
     for name, row in report.items():
-        row["ci95"] = {k: cis.get(f"{name}\\t{k}") for k in CI_FIGURES}
+        row["ci95"] = {k: cis.get((name, k)) if row["figures"].get(k) is not None else None for k in CI_FIGURES}
     level_report = {
         level: {"models": names,
                 "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
-                "ci95": {k: cis.get(f"@{level}\\t{k}") for k in CI_FIGURES}}
+                "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES}}
         for level, names in sorted(levels.items())}
     agreement = fm.rank_agreement({m: r["figures"]["asr_end_pgd"] for m, r in report.items()},
                                   {m: r["figures"]["r_plus"] for m, r in report.items()})

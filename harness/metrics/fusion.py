@@ -22,7 +22,7 @@ case of a list without repeats.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -218,9 +218,9 @@ def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = N
 
 
 def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],
-                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[str, float | None]],
+                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[Hashable, float | None]],
                      n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> dict[str, tuple[float, float] | None]:
+                     confidence: float = 0.95) -> dict[Hashable, tuple[float, float] | None]:
     """Percentile CIs of every figure ``statistic`` returns, over item resamples shared by all models.
 
     Paired: each resample draws ``len(universe)`` item ids with replacement once, and every model gets
@@ -230,7 +230,7 @@ def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], univers
     if len(universe) < 2:
         return {}
     rng = np.random.default_rng(seed)
-    values: dict[str, list[float]] = {}
+    values: dict[Hashable, list[float]] = {}
     for idx in rng.integers(0, len(universe), size=(n_resamples, len(universe))):
         drawn = [universe[k] for k in idx]
         sample = {m: [items[i] for i in drawn if i in items] for m, items in per_model.items()}
@@ -239,7 +239,7 @@ def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], univers
             if value is not None and math.isfinite(value):
                 bucket.append(float(value))
     alpha = (1 - confidence) / 2
-    out: dict[str, tuple[float, float] | None] = {}
+    out: dict[Hashable, tuple[float, float] | None] = {}
     for name, vs in values.items():
         if len(vs) < n_resamples / 2:
             out[name] = None
