@@ -130,3 +130,18 @@ def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
     with pytest.raises(HarnessError, match="not supported yet"):
         DifferentiablePreprocess(create_backend("tiny:gemma3").processor, "gemma3")
+
+
+def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    from harness.attacks.run import AttackOptions, CleanItem, run_attacks
+    from harness.models.base import GenerationParams
+
+    backend = create_backend("tiny:llava")
+    image = Image.new("RGB", (40, 30), "white")
+    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "q"}]}]
+    # a wrong answer equal to the clean answer leaves MANTIS no diverging token
+    item = CleanItem("x", {"source": "mme", "answers": ["yes"], "wrong_answer": "yes"}, messages, image, "yes")
+    opts = AttackOptions(attacks=("mantis",), pgd=PGDConfig(steps=1), diagnostics=(), show_progress=False)
+    summary = run_attacks(backend, tmp_path, [item], GenerationParams(max_new_tokens=4), opts)
+    row = json.loads((tmp_path / "attack_outcomes.jsonl").read_text())
+    assert "identical" in row["error"] and row["flipped"] is False and summary["errors"] == 1

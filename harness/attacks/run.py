@@ -164,8 +164,9 @@ def _attack_batch(wb: WhiteBox, attack: str, items: list[CleanItem], params: Gen
             loss = wb.mantis_loss(batch)
         generator = torch.Generator().manual_seed(derive_seed(opts.seed, f"{attack}:{items[0].item}"))
         adversarial, first, last = pgd(x0, loss, opts.pgd, generator)
-    except HarnessError as exc:
-        return [{**b, "error": str(exc)} for b in base]
+    except (HarnessError, RuntimeError) as exc:  # a bad item or out of memory: recorded, the run goes on
+        hint = " (try --batch-size 1 or --noise-scale 0.5)" if "out of memory" in str(exc).lower() else ""
+        return [{**b, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}{hint}"} for b in base]
     images = [tensor_to_image(x) for x in adversarial]
     requests = []
     for it, image in zip(items, images, strict=True):
