@@ -86,6 +86,7 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     # RUG on typo: items with both answers i1..i3: read 2/3, used 1/3
     assert f["p_read_typo"] == pytest.approx(2 / 3) and f["rug_typo"] == pytest.approx(1 / 3)
     assert f["oar"] == 1.5 and f["restoration"] == 1.0
+    assert a["restoration_by_depth"] == {"0": 0.0, "1": 1.0}
     assert a["missing"] == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
     lo, hi = a["ci95"]["r_plus"]
     assert lo <= 0.75 <= hi

@@ -81,6 +81,9 @@ def test_restoration_rate_and_model_figures() -> None:
            fm.ItemOutcome(item="b", flips={"end_pgd": True}, restored=False),
            fm.ItemOutcome(item="c", oar=2.0), fm.ItemOutcome(item="d", oar=1.0)]
     assert fm.restoration_rate(out) == 0.5
+    # three flips: restored at depths {0, 2}, {2}, none -> depth 0: 1/3, depth 1: 0, depth 2: 2/3
+    assert fm.restoration_by_depth({"a": [0, 2], "b": [2], "c": []}) == {0: 1 / 3, 1: 0.0, 2: 2 / 3}
+    assert fm.restoration_by_depth({}) == {}
     figures = fm.model_figures(out)
     assert figures["asr_end_pgd"] == 0.5 and figures["oar"] == 1.5 and figures["n_clean_correct"] == 4
 

@@ -75,8 +75,10 @@ def _jsonl(folders: list[Path], name: str) -> list[dict[str, Any]]:
 
 
 def model_outcomes(runs: ModelRuns,
-                   config: FusionAuditConfig) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str]]:
-    """The outcomes of every item of the model's C, the per-attack missing counts and all item ids seen."""
+                   config: FusionAuditConfig,
+                   ) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str], dict[str, list[int]]]:
+    """The outcomes of every item of the model's C, the per-attack missing counts, all item ids seen and
+    the restoring depths of each End-PGD flip that layer restoration was tried on."""
     clean = _samples(runs.folders, "fusion_clean")
     if not clean:
         raise HarnessError(f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "
@@ -103,15 +105,17 @@ def model_outcomes(runs: ModelRuns,
             flips[row["item"]][row["attack"]] = bool(row["flipped"])
     oar: dict[str, float | None] = {}
     restored: dict[str, bool] = {}
+    depths: dict[str, list[int]] = {}
     for row in _jsonl(runs.folders, "diagnostics.jsonl"):
         if row["diagnostic"] == "oar":
             oar[row["item"]] = row["value"]
         elif row["diagnostic"] == "restoration":
             restored[row["item"]] = bool(row["value"])
+            depths[row["item"]] = list(row.get("depths", []))
     outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar.get(i),
                                restored=restored.get(i)) for i in c_items]
     missing = {a: sum(a not in flips[i] for i in c_items) for a in fm.SUITE}
-    return outcomes, missing, sorted(clean)
+    return outcomes, missing, sorted(clean), {i: d for i, d in depths.items() if i in flips}
 
 
 @dataclass
@@ -130,7 +134,7 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
     universe: set[str] = set()
     report: dict[str, dict[str, Any]] = {}
     for name, runs in models.items():
-        outcomes, missing, seen = model_outcomes(runs, config)
+        outcomes, missing, seen, depths = model_outcomes(runs, config)
         per_model[name] = {o.item: o for o in outcomes}
         universe.update(seen)
         level = fm.fusion_level(runs.model_type, config.level_overrides, model=name)
@@ -138,7 +142,8 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         figures = fm.model_figures(outcomes, config.delta_mode)
         figures.update({f"asr_{a}": None for a in not_run})
         report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
-                        "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen)}
+                        "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen),
+                        "restoration_by_depth": fm.restoration_by_depth(depths)}
     levels: dict[str, list[str]] = {}
     for name, row in report.items():
         levels.setdefault(row["fusion_level"], []).append(name)

@@ -140,6 +140,15 @@ def restoration_rate(outcomes: Sequence[ItemOutcome]) -> float | None:
     return _rate(tried, lambda o: bool(o.restored))
 
 
+def restoration_by_depth(depths: Mapping[str, Sequence[int]]) -> dict[int, float]:
+    """Per decoder depth, the share of the tried End-PGD flips that restoring that depth alone undoes
+    (``depths[item]``: the depths that restored ``item``)."""
+    if not depths:
+        return {}
+    deepest = max((d for ds in depths.values() for d in ds), default=-1)
+    return {d: sum(d in ds for ds in depths.values()) / len(depths) for d in range(deepest + 1)}
+
+
 def contains_injected(text: str, injected: str) -> bool:
     """Whether ``text`` contains the injected string as whole words, ignoring case, punctuation and
     spacing (``"The answer is 42."`` contains ``"42"``; ``"420"`` does not)."""
