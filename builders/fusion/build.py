@@ -95,6 +95,5 @@ def build(out: Path, seed: int = 0, per_source: int = 500, editor: str | None = 
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
         "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",
         **{f"n_{st}": n for st, n in statuses.items()},
-        "typo_style": records[0]["typo_style"] if records else "",
     }
     return write_hub_folder(dataset, out, "fusionaudit", card_vars)
