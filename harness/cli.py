@@ -117,6 +117,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_attack(args: argparse.Namespace) -> int:
     from harness.attacks.pgd import PGDConfig
+    from harness.attacks.preprocess import SUPPORTED
     from harness.attacks.run import (
         ATTACKS,
         DIAGNOSTICS,
@@ -148,6 +149,9 @@ def cmd_attack(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     for spec in args.model:
         backend = create_backend(spec, model_args)
+        if getattr(backend, "model_type", None) not in SUPPORTED:
+            raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, "
+                               f"not {getattr(backend, 'model_type', type(backend).__name__)!r}")
         if args.clean_run:
             run_dir = Path(args.clean_run)
             saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")

@@ -128,6 +128,8 @@ def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["attack", "--model", "tiny:qwen2_vl", "--eps", "8/0"]) == 2
     assert "fraction" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
+    assert main(["attack", "--model", "tiny:gemma3", "--output", str(tmp_path)]) == 2  # before any work
+    assert "not 'gemma3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
     with pytest.raises(HarnessError, match="not supported yet"):
         DifferentiablePreprocess(create_backend("tiny:gemma3").processor, "gemma3")
 
