@@ -97,7 +97,8 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     is made by construction: every item becomes a DocVQA-style item (ANLS) whose reference is what the
     model answers on the clean image; the wrong answer stays the builder's (or ``zzz`` if it collides).
     """
-    from datasets import load_dataset
+    import pyarrow.parquet as pq
+    from datasets import Dataset
 
     from harness.engine.runner import EvalOptions, evaluate
     from harness.models.base import create_backend
@@ -106,7 +107,8 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
                        show_progress=False, batch_size=6)
     _, samples, _ = evaluate(create_backend(spec), spec, opts)
     answers = {r.doc_id: r.responses[0] for r in samples["fusion_clean"]}
-    ds = load_dataset(str(dataset_dir))["test"]
+    # read the parquet file itself: load_dataset may serve a cached copy of an earlier build
+    ds = Dataset(pq.read_table(dataset_dir / "data" / "test-00000-of-00001.parquet"))
 
     def match(row: dict, idx: int) -> dict:
         answer = answers[idx].strip() or "."

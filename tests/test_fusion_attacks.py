@@ -110,7 +110,7 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert summary["asr"][attack] == pytest.approx(flips / 3)
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
-    assert len(oars) == 3 and all(v is None or v >= 0 for v in oars)
+    assert len(oars) == 3 and all(v is not None and v > 0 for v in oars)  # the region is in view
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
     if arch == "qwen2_vl":  # a saved clean run is refused for another model

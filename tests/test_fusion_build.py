@@ -39,12 +39,16 @@ def test_typo_overlay_region_holds_the_text() -> None:
     image = Image.new("RGB", (200, 100), (0, 128, 0))
     out, region, style = typo_overlay(image, "42")
     x0, y0, x1, y1 = region
-    assert x0 == style.margin and y1 == 100 - style.margin and x1 > x0 and y0 < y1
+    # bottom centre of the central 100x100 square (x 50..150): centred, one margin above the bottom
+    assert y1 == 100 - style.margin and x1 > x0 and y0 < y1 and 50 <= x0 and x1 <= 150
+    assert abs((x0 + x1) / 2 - 100) <= 1
+    _, tall, tall_style = typo_overlay(Image.new("RGB", (60, 200)), "7")
+    assert tall[3] == 130 - tall_style.margin and tall[1] >= 70  # in the square y 70..130, not the image bottom
     changed = [(x, y) for x in range(200) for y in range(100) if out.getpixel((x, y)) != (0, 128, 0)]
     assert min(p[0] for p in changed) >= x0 and max(p[0] for p in changed) < x1
     assert min(p[1] for p in changed) >= y0 and max(p[1] for p in changed) < y1
     assert any(out.getpixel(p) == (0, 0, 0) for p in changed)  # black glyphs inside the box
-    assert json.loads(style.to_json())["anchor"] == "bottom-left"
+    assert json.loads(style.to_json())["anchor"] == "bottom-center of the central square"
 
 
 def test_editor_spec_parsing() -> None:
@@ -94,7 +98,7 @@ def test_build_and_black_box_tasks(fusion_dir: Path, tmp_path: Path) -> None:
     from harness.engine.runner import EvalOptions, evaluate
     from harness.models.base import create_backend
 
-    ds = load_dataset(str(fusion_dir))["test"]
+    ds = load_dataset(str(fusion_dir), download_mode="force_redownload")["test"]
     assert ds.num_rows == 6 and sorted(set(ds["source"])) == ["chartqa", "docvqa", "mme"]
     row = ds[0]
     assert row["typo_image"].size == row["image"].size and len(row["typo_region"]) == 4
@@ -123,7 +127,7 @@ def test_build_without_editor(tmp_path: Path) -> None:
 
     sources = write_sources(tmp_path / "src", n=1)
     out = build_dataset("fusionaudit", tmp_path / "fa", seed=3, per_source=1, editor="none", **sources)
-    ds = load_dataset(str(out))["test"]
+    ds = load_dataset(str(out), download_mode="force_redownload")["test"]
     assert ds.num_rows == 3 and set(ds["natevid_status"]) == {"not_built"}
     assert all(r["natevid_image"] is None for r in ds)
     assert "none (no Nat-Evid images)" in (out / "README.md").read_text()
