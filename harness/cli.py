@@ -164,7 +164,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
                                     output=Path(args.output), store_path=_default_store(),
                                     show_progress=opts.show_progress)
             _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
-        items, _, params = clean_correct_items(run_dir, tasks[0], data_dir, args.include_path or [],
+        items, params = clean_correct_items(run_dir, tasks[0], data_dir, args.include_path or [],
                                                backend.model_family)
         summary = run_attacks(backend, run_dir, items, params, opts)
         print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")

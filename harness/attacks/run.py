@@ -89,8 +89,9 @@ def _first_image(messages: list[dict[str, Any]]) -> Any:
 
 
 def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include_paths: list[str],
-                        family: str | None) -> tuple[list[CleanItem], Any, Any]:
-    """C from a saved clean run, with each item's doc, prompt and clean answer; also the task runtime."""
+                        family: str | None) -> tuple[list[CleanItem], GenerationParams]:
+    """C from a saved clean run, with each item's doc, prompt and clean answer, and the task's
+    generation settings (used again for the re-check)."""
     from harness.data import load_task_dataset
     from harness.engine.task_runtime import TaskRuntime
     from harness.results.schema import read_samples
@@ -110,7 +111,7 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
         messages = runtime.build_messages(doc)
         items.append(CleanItem(str(doc["id"]), doc, messages, _first_image(messages), record.responses[0]))
     params = GenerationParams.from_kwargs(config.generation_kwargs, where=f"task {task} generation_kwargs")
-    return items, runtime, params
+    return items, params
 
 
 def run_attacks(backend: Any, run_dir: Path, items: list[CleanItem], params: GenerationParams,
