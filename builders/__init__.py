@@ -10,7 +10,8 @@ from typing import Any
 from harness.errors import HarnessError
 
 BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist",
-            "vista": "builders.vista", "diavlo": "builders.diavlo"}
+            "vista": "builders.vista", "diavlo": "builders.diavlo",
+            "fusionaudit": "builders.fusion.build"}
 
 
 def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
@@ -19,7 +20,8 @@ def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_
     ``options`` are builder-specific (stealth: ``font``, ``squad``, ``subsets``, ``workers``; mist:
     ``admire``, ``images``, ``humans``, ``n``; vista: ``images``, ``generator``, ``steps``, ``guidance``,
     ``image_size``, ``reject``, ``topics``; diavlo: ``sources``, ``per_source``, ``scene_graphs``, ``detector``,
-    ``relation_model``, ``max_candidates``, ``curation_out``, ``curated``)."""
+    ``relation_model``, ``max_candidates``, ``curation_out``, ``curated``; fusionaudit: ``per_source``,
+    ``editor``, ``chartqa``, ``docvqa``, ``mme``)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
     module = importlib.import_module(BUILDERS[name])

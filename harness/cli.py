@@ -154,10 +154,72 @@ def cmd_build(args: argparse.Namespace) -> int:
                "sources": args.sources, "per_source": args.per_source,
                "scene_graphs": args.scene_graphs, "detector": args.detector, "relation_model": args.relation_model,
                "max_candidates": args.max_candidates, "curation_out": args.curation_out,
-               "curated": tuple(args.curated) if args.curated else None}
+               "curated": tuple(args.curated) if args.curated else None,
+               "editor": args.editor, "chartqa": args.chartqa, "docvqa": args.docvqa, "mme": args.mme}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
     print(f"built {args.name}: {out}")
+    return 0
+
+
+def cmd_attack(args: argparse.Namespace) -> int:
+    from harness.attacks.pgd import PGDConfig
+    from harness.attacks.preprocess import SUPPORTED
+    from harness.attacks.run import (
+        ATTACKS,
+        DIAGNOSTICS,
+        AttackOptions,
+        clean_correct_items,
+        parse_fraction,
+        parse_list,
+        run_attacks,
+    )
+    from harness.data import default_data_dir
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.models.base import create_backend, parse_model_args
+    from harness.results.schema import read_run
+
+    tasks = [t for t in (args.tasks or "").split(",") if t.strip()]
+    if len(tasks) != 1:
+        raise HarnessError("--tasks: name the one clean task to attack (e.g. fusion_clean)")
+    pgd = PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps,
+                    noise_scale=args.noise_scale)
+    if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
+        raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
+    if args.clean_run and len(args.model) > 1:
+        raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
+    diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
+    opts = AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
+                         batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
+                         show_progress=args.verbosity != "quiet")
+    model_args = parse_model_args(args.model_args)
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    for spec in args.model:
+        backend = create_backend(spec, model_args)
+        if getattr(backend, "model_type", None) not in SUPPORTED:
+            raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, "
+                               f"not {getattr(backend, 'model_type', type(backend).__name__)!r}")
+        if args.clean_run:
+            run_dir = Path(args.clean_run)
+            saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")
+            if saved != backend.fingerprint:
+                raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
+                                   f"{backend.fingerprint})")
+        else:
+            eval_opts = EvalOptions(tasks=tasks, include_paths=args.include_path or [], data_dir=data_dir,
+                                    seed=args.seed, batch_size=args.batch_size, limit=args.limit,
+                                    output=Path(args.output), store_path=_default_store(),
+                                    show_progress=opts.show_progress)
+            _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
+        items, params = clean_correct_items(run_dir, tasks[0], data_dir, args.include_path or [],
+                                               backend.model_family)
+        summary = run_attacks(backend, run_dir, items, params, opts)
+        print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")
+        print("| Attack | ASR | items/min |\n|---|---|---|")
+        for attack in opts.attacks:
+            value = summary["asr"][attack]
+            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary['items_per_minute'][attack]} |")
+        print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
     return 0
 
 
@@ -292,6 +354,36 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_fusion(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from harness.audits.fusion import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+
+    overrides = {}
+    for pair in args.fusion_level or []:
+        model, sep, level = pair.rpartition("=")
+        if not sep or not model:
+            raise HarnessError(f"--fusion-level expects MODEL=LEVEL, got {pair!r}")
+        overrides[model] = level
+    run_dirs = [Path(d) for d in args.run_dirs]
+    config = FusionAuditConfig(delta_mode=args.delta_mode, natevid_preserved_only=not args.natevid_all,
+                               level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
+    result = run_fusion_audit(run_dirs, config)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = write_fusion_audit(result, Path(args.output) if args.output
+                             else run_dirs[0].parent.parent / f"audit-fusion-{stamp}")
+    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, row in result.models.items():
+        f = row["figures"]
+        cells = [f"{f[k]:.3f}" if f[k] is not None else "-" for k in (
+            "asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus", "delta",
+            "rug_typo", "oar")]
+        print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
+    print(f"\naudit: {out / 'audit.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbosity", choices=["quiet", "info", "debug"], default=argparse.SUPPRESS,
@@ -371,6 +463,38 @@ def build_parser() -> argparse.ArgumentParser:
     dv.add_argument("--output", help="audit folder (default: beside the runs)")
     dv.set_defaults(func=cmd_audit_diavlo)
 
+    at = sub.add_parser("attack", parents=[common], help="white-box pixel attacks (FusionAudit) on an hf model")
+    at.add_argument("--model", action="append", required=True, help="hf:NAME or tiny:ARCH (repeatable)")
+    at.add_argument("--model-args", help="k=v,... for the backend (dtype, device, attn_implementation, ...)")
+    at.add_argument("--tasks", default="fusion_clean", help="the clean task whose correct items are attacked")
+    at.add_argument("--attacks", default="vis_pgd,end_pgd,mantis", help="comma-separated: vis_pgd,end_pgd,mantis")
+    at.add_argument("--eps", default="8/255", help="L-infinity radius in [0,1] pixels (default 8/255)")
+    at.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
+    at.add_argument("--steps", type=int, default=40)
+    at.add_argument("--noise-scale", type=float, default=1.0,
+                    help="below 1: perturb a downscaled noise field and upsample it (memory fallback)")
+    at.add_argument("--seed", type=int, default=0)
+    at.add_argument("--batch-size", type=int, default=4)
+    at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
+    at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
+    at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
+    at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
+    at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
+    at.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    at.set_defaults(func=cmd_attack)
+
+    fu = audits.add_parser("fusion", parents=[common], help="FusionAudit: ASR, R0, R+, delta, RUG, OAR, levels")
+    fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
+    fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
+    fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
+                    help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
+    fu.add_argument("--natevid-all", action="store_true",
+                    help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed")
+    fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
+    fu.add_argument("--seed", type=int, default=0)
+    fu.add_argument("--output", help="audit folder (default: beside the runs)")
+    fu.set_defaults(func=cmd_audit_fusion)
+
     ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
     ts.add_argument("--include-path", action="append")
     ts.set_defaults(func=cmd_tasks)
@@ -397,13 +521,17 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--reject", help="vista: file of image ids to replace (one per line)")
     bd.add_argument("--topics", help="vista: comma-separated topic slugs to build (default all 19)")
     bd.add_argument("--sources", help="diavlo: NAME=PATH,... (llava_bench, mmbench, seed_bench2, vqav2)")
-    bd.add_argument("--per-source", type=int, help="diavlo: pairs per source (default: all)")
+    bd.add_argument("--per-source", type=int,
+                    help="diavlo: pairs per source (default: all); fusionaudit: items per source (default 500)")
     bd.add_argument("--scene-graphs", help="diavlo: scene-graph annotations (Visual Genome relationships.json)")
     bd.add_argument("--detector", help="diavlo: open-vocabulary detector, hf:ID_OR_FOLDER or tiny:owlv2")
     bd.add_argument("--relation-model", help="diavlo: VLM proposing triplets for the detector, e.g. hf:MODEL")
     bd.add_argument("--max-candidates", type=int, help="diavlo: candidate triplets kept per pair (default 8)")
     bd.add_argument("--curation-out", help="diavlo: write Label Studio verification/expansion tasks here")
     bd.add_argument("--curated", action="append", help="diavlo: Label Studio JSON export to import (repeatable)")
+    bd.add_argument("--editor", help="fusionaudit: Nat-Evid editor MODEL[,steps=20,...], tiny, or none")
+    for src in ("chartqa", "docvqa", "mme"):
+        bd.add_argument(f"--{src}", help=f"fusionaudit: {src} source (Hub id, folder or JSON file)")
     bd.set_defaults(func=cmd_build)
 
     sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")

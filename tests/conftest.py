@@ -74,3 +74,13 @@ def diavlo_dir(data_dir: Path, diavlo_sources: tuple[dict[str, str], Path]) -> P
     paths, graphs = diavlo_sources
     return build_dataset("diavlo", None, sources=sources_arg(paths), scene_graphs=str(graphs),
                          detector="tiny:owlv2", relation_model="tiny:qwen2_vl")
+
+
+@pytest.fixture(scope="session")
+def fusion_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The FusionAudit set from ChartQA/DocVQA/MME-format fixtures (2 per source) with the tiny editor."""
+    from builders import build_dataset
+    from tests.fusion_fixtures import write_sources
+
+    sources = write_sources(tmp_path_factory.mktemp("fusion-sources"), n=4)
+    return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", **sources)

@@ -1,0 +1,1 @@
+"""The FusionAudit dataset builder (``harness build fusionaudit``); see :mod:`builders.fusion.build`."""

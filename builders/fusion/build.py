@@ -1,0 +1,99 @@
+"""``harness build fusionaudit``: the FusionAudit item set with its two rendered-text variants.
+
+Selection: each source's rows are sorted by their source id and ``random.Random(seed).sample`` picks
+``per_source`` of them (all, when fewer exist), so the three sources are balanced. Each item gets its
+deterministic wrong answer (:mod:`builders.fusion.wrong_answer`), its Typo-Evid image
+(:mod:`builders.fusion.overlay`) and, unless ``--editor none``, its Nat-Evid image
+(:mod:`builders.fusion.natevid`) with the OCR evidence-preservation check (:mod:`builders.fusion.ocr`).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from builders.fusion.natevid import Editor, EditorSpec, instruction
+from builders.fusion.ocr import check_preservation, ocr_available
+from builders.fusion.overlay import typo_overlay
+from builders.fusion.sources import DEFAULT_SOURCES, open_row_image, read_source
+from builders.fusion.wrong_answer import answer_kind, wrong_answer
+from builders.publish import write_hub_folder
+from harness.errors import HarnessError
+
+REPO_ID = "vlm-audit/fusionaudit"
+SOURCES = ("chartqa", "docvqa", "mme")
+
+
+def select(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` rows drawn with ``random.Random(seed)`` from rows sorted by source id (all when fewer)."""
+    if len(rows) <= n:
+        return list(rows)
+    return sorted(random.Random(seed).sample(rows, n), key=lambda r: r["uid"])
+
+
+def build(out: Path, seed: int = 0, per_source: int = 500, editor: str | None = None,
+          chartqa: str | None = None, docvqa: str | None = None, mme: str | None = None) -> Path:
+    """Build the item set into ``out`` (sources default to their Hub ids)."""
+    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
+
+    if per_source < 1:
+        raise HarnessError(f"--per-source must be at least 1, got {per_source}")
+    spec = EditorSpec.parse(editor)
+    given = {"chartqa": chartqa, "docvqa": docvqa, "mme": mme}
+    chosen: list[dict[str, Any]] = []
+    pools: dict[str, list[str]] = {}
+    for kind in SOURCES:
+        rows = read_source(kind, given[kind] or DEFAULT_SOURCES[kind])
+        if not rows:
+            raise HarnessError(f"{kind} source {given[kind] or DEFAULT_SOURCES[kind]}: no items")
+        pools[kind] = [a for r in rows for a in r["answers"] if answer_kind(kind, a) == "text"]
+        chosen.extend(select(rows, per_source, seed))
+    edit = Editor(spec) if spec is not None else None
+    has_ocr = ocr_available()
+    records = []
+    counters: dict[str, int] = {}
+    for row in tqdm(chosen, desc="fusionaudit items", unit="item"):
+        k = counters[row["source"]] = counters.get(row["source"], -1) + 1
+        item_id = f"{row['source']}-{k:04d}"
+        image = open_row_image(row)
+        wrong, kind, rule = wrong_answer(row["source"], row["answers"], row["question"], item_id, pools[row["source"]])
+        typo, region, style = typo_overlay(image, wrong)
+        record = {
+            "id": item_id, "source": row["source"], "source_id": row["uid"], "category": row["category"],
+            "question": row["question"], "answers": row["answers"], "answer_kind": kind,
+            "wrong_answer": wrong, "wrong_rule": rule, "image": image, "typo_image": typo,
+            "typo_region": region, "typo_style": style.to_json(), "natevid_image": None,
+            "natevid_instruction": "", "natevid_status": "not_built", "natevid_ocr_recall": -1.0,
+            "natevid_wrong_readable": -1,
+        }
+        if edit is not None:
+            edited = edit.edit(image, wrong, row["source"])
+            check = check_preservation(image, edited, wrong)
+            record.update(natevid_image=edited, natevid_instruction=instruction(wrong, row["source"]),
+                          natevid_status=check.status,
+                          natevid_ocr_recall=-1.0 if check.recall is None else check.recall,
+                          natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable))
+        records.append(record)
+    s = Value("string")
+    features = Features({
+        "id": s, "source": s, "source_id": s, "category": s, "question": s, "answers": Sequence(s),
+        "answer_kind": s, "wrong_answer": s, "wrong_rule": s, "image": Image(), "typo_image": Image(),
+        "typo_region": Sequence(Value("int32")), "typo_style": s, "natevid_image": Image(),
+        "natevid_instruction": s, "natevid_status": s, "natevid_ocr_recall": Value("float32"),
+        "natevid_wrong_readable": Value("int8"),
+    })
+    dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
+    statuses = {st: sum(r["natevid_status"] == st for r in records)
+                for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")}
+    card_vars = {
+        "n_items": len(records), "seed": seed, "per_source": per_source,
+        **{f"n_{kind}": sum(r["source"] == kind for r in records) for kind in SOURCES},
+        **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
+        "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
+        "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",
+        **{f"n_{st}": n for st, n in statuses.items()},
+    }
+    return write_hub_folder(dataset, out, "fusionaudit", card_vars)
