@@ -33,7 +33,9 @@ def refusal_by_group(rates: dict[str, dict[str, float]], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups)), 4), constrained_layout=True)
     for i, model in enumerate(models):
         xs = [g + (i - (len(models) - 1) / 2) * width for g in range(len(groups))]
-        ax.bar(xs, [rates[model].get(g, 0.0) for g in groups], width, label=model.split(":")[-1][-28:])
+        values = [rates[model].get(g, 0.0) for g in groups]
+        bars = ax.bar(xs, values, width, label=model.split(":")[-1][-28:])
+        ax.bar_label(bars, [f"{v:.2f}" for v in values], fontsize=7, padding=2)  # a zero rate stays visible
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel("refusal rate (empty, decline or disclaimer)")
     ax.set_ylim(0, 1.02)
