@@ -109,8 +109,9 @@ def _print_audit(result: Any) -> None:
         print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
               f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
               f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
-    print(f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} asked of the judge, the rest "
-          f"cached; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
+    cached = result.judge_decisions - result.judge_model_calls
+    print(f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} computed now, {cached} from the "
+          f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
 
 
 def cmd_score(args: argparse.Namespace) -> int:
