@@ -3,7 +3,7 @@ image editor run through diffusers (``StableDiffusionInstructPix2PixPipeline`` b
 
 ``--editor SPEC`` is ``MODEL[,key=value...]``: ``MODEL`` a Hub id or a local pipeline folder
 (``timbrooks/instruct-pix2pix`` by default), ``tiny`` for the offline random-weight pipeline of
-:mod:`builders.fusion.tiny_editor`, or ``none`` to build without Nat-Evid images; keys ``steps`` (20),
+``tiny_model_path("instruct_pix2pix")``, or ``none`` to build without Nat-Evid images; keys ``steps`` (20),
 ``guidance`` (7.5, text guidance), ``image_guidance`` (1.5), ``size`` (512: the longer side the editor
 works at, rounded to a multiple of 8), ``seed`` (0), ``device`` (auto) and ``dtype`` (auto). The
 resolved spec is recorded in the dataset card and on every item. The edited image is resized back to
@@ -77,9 +77,9 @@ class Editor:
         self.spec = spec
         model = spec.model
         if model == "tiny":
-            from builders.fusion.tiny_editor import tiny_editor_path
+            from harness.models.tiny import tiny_model_path
 
-            model = str(tiny_editor_path())
+            model = str(tiny_model_path("instruct_pix2pix"))
         self.device = _auto_device() if spec.device == "auto" else spec.device
         dtype = _auto_dtype(self.device) if spec.dtype == "auto" else spec.dtype
         try:

@@ -42,8 +42,10 @@ class Text2ImageGenerator:
             from harness.models.tiny import tiny_model_path
 
             path = tiny_model_path(spec.removeprefix("tiny:"))
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
+        from harness.models.hf import _auto_device, _auto_dtype
+
+        self.device = device or _auto_device()
+        dtype = getattr(torch, _auto_dtype(self.device))
         try:
             self.pipeline = AutoPipelineForText2Image.from_pretrained(str(path), dtype=dtype).to(self.device)
         except (OSError, ValueError) as exc:

@@ -125,7 +125,6 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
         unique = len({t.strip() for texts in query.responses.values() for t in texts if t.strip()})
         result.all_pairs_calls += unique * (unique - 1)
         _score_query(result, query, assignments)
-    result.judge_decisions = len(cache.cache)
     for model in models:
         _model_row(result, model)
     result.topics = _topic_table(result.rows, models)

@@ -53,18 +53,11 @@ class ResponseStore:
         return [text for _, text in rows]
 
     def put(self, model: str, request: str, seed: int, texts: list[str]) -> None:
-        if not self.write or self._db is None:
-            return
-        now = time.time()
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                [(model, request, seed, i, t, now) for i, t in enumerate(texts)],
-            )
+        """All n samples of one request, in one transaction."""
+        self.put_many(model, [(request, seed, texts)])
 
     def put_many(self, model: str, rows: list[tuple[str, int, list[str]]]) -> None:
-        """Many (request, seed, texts) in one transaction (bulk imports of judge decisions)."""
+        """Many (request, seed, texts) in one transaction (also bulk imports of judge decisions)."""
         if not self.write or self._db is None:
             return
         now = time.time()

@@ -292,6 +292,60 @@ def _build_owlv2(out: Path) -> None:
     _save(Owlv2ForObjectDetection(config), processor, out)
 
 
+def _clip_tokenizer(folder: Path) -> Any:
+    """A byte-level CLIP tokenizer with one token per byte (no merges), written to ``folder``."""
+    import json
+
+    from transformers import CLIPTokenizer
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    chars = list(bytes_to_unicode().values())
+    vocab = {c: i for i, c in enumerate(chars)}
+    vocab.update({c + "</w>": len(chars) + i for i, c in enumerate(chars)})
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=256)
+
+
+def _build_instruct_pix2pix(out: Path) -> None:
+    """An InstructPix2Pix image editor (UNet with 8 input channels, VAE, CLIP text encoder, a CLIP
+    tokenizer written locally, Euler ancestral): FusionAudit's Nat-Evid path; its edits are noise."""
+    import torch
+    from diffusers import (
+        AutoencoderKL,
+        EulerAncestralDiscreteScheduler,
+        StableDiffusionInstructPix2PixPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tok_dir:
+        tokenizer = _clip_tokenizer(Path(tok_dir))
+    unet = UNet2DConditionModel(
+        block_out_channels=(16, 32), layers_per_block=1, sample_size=16, in_channels=8, out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
+        attention_head_dim=4)
+    vae = AutoencoderKL(
+        block_out_channels=[16, 32], in_channels=3, out_channels=3, latent_channels=4, norm_num_groups=8,
+        down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
+        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"])
+    text_encoder = CLIPTextModel(CLIPTextConfig(
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, hidden_size=32, intermediate_size=37, num_attention_heads=4,
+        num_hidden_layers=2, vocab_size=len(tokenizer), projection_dim=32, max_position_embeddings=256))
+    pipe = StableDiffusionInstructPix2PixPipeline(
+        vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
+        scheduler=EulerAncestralDiscreteScheduler(beta_schedule="scaled_linear"), safety_checker=None,
+        feature_extractor=None, requires_safety_checker=False)
+    pipe.save_pretrained(out)
+    _mark(out)
+
+
 def _save(model: Any, processor: Any, out: Path) -> None:
     model.save_pretrained(out)
     processor.save_pretrained(out)
@@ -313,6 +367,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "idefics3": _build_idefics3,
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
+    "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
     "owlv2": _build_owlv2,  # a detector (harness.models.detector), not a chat model
 }
 
