@@ -5,7 +5,13 @@ The bare forward+backward feeds the real processor's ``pixel_values`` (with grad
 frozen model and back-propagates the same End-PGD loss; a PGD step adds the differentiable
 preprocessing from raw pixels, the sign step and the projection. Items per minute time a full End-PGD
 attack (``--steps`` steps plus the final loss) on the batch, excluding the uint8 re-check.
-Usage: python benchmarks/fusion_pgd.py [--model tiny:qwen2_vl] [--batch 4] [--size 224] [--steps 40]
+
+The preprocessing costs in proportion to the image, the model in proportion to the tokens it sees.
+The tiny Qwen2-VL caps images at 112 x 112 pixels, so a large image costs it a large resize but few
+tokens, which a real model (``max_pixels`` of about 1M) never has; ``--model-args max_pixels=N``
+gives the tiny model a real model's view (e.g. ``--size 448 --model-args max_pixels=200704``).
+Usage: python benchmarks/fusion_pgd.py [--model tiny:qwen2_vl] [--model-args k=v] [--batch 4] [--size 224]
+                                       [--steps 40]
 """
 
 from __future__ import annotations
@@ -94,7 +100,10 @@ def main() -> None:
     pgd(x0, loss, cfg, torch.Generator().manual_seed(0))
     _sync(wb.device)
     attack_s = time.perf_counter() - start
-    print(f"{args.model} on {wb.device} ({backend.dtype}), batch {args.batch}, {args.size}x{args.size} images")
+    seen = wb.pre([x0[0]])["pixel_values"]
+    view = (f"{seen.shape[0]} patches of {wb.pre.patch_size}px" if wb.pre.qwen else f"{tuple(seen.shape[-2:])} pixels")
+    print(f"{args.model} {args.model_args} on {wb.device} ({backend.dtype}), batch {args.batch}, "
+          f"{args.size}x{args.size} images; the model sees {view} per image")
     print(f"bare forward+backward: {t_bare * 1000:.1f} ms; one PGD step: {t_step * 1000:.1f} ms; "
           f"ratio {t_step / t_bare:.3f} (target <= 1.10)")
     print(f"End-PGD, {args.steps} steps: {attack_s:.2f} s for {args.batch} items -> "

@@ -13,7 +13,7 @@ from PIL import Image
 
 from harness.attacks.losses import first_divergence
 from harness.attacks.pgd import PGDConfig, pgd, pgd_step
-from harness.attacks.preprocess import DifferentiablePreprocess, image_to_tensor
+from harness.attacks.preprocess import DifferentiablePreprocess, _QuantisedResize, image_to_tensor
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.metrics.fusion_judge import judge
@@ -35,6 +35,12 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
             assert torch.equal(mine["image_grid_thw"], real["image_grid_thw"])
         mine["pixel_values"].square().sum().backward()
         assert x.grad is not None and x.grad.abs().sum() > 0
+        # the straight-through gradient is autograd's gradient through the processor's float resize
+        images = x.detach()[None].requires_grad_(True)
+        weights = torch.randn(pre._resize(images.detach() * 255).shape, generator=torch.Generator().manual_seed(1))
+        expected, = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
+        got, = torch.autograd.grad((_QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
     # a batch of mixed sizes keeps its order (same-sized images are processed as one stack)
     batch = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56),
                                                                                         (100, 70)]]

@@ -85,11 +85,25 @@ def test_info_and_fingerprint_identify_the_model() -> None:
     assert backend("llava").fingerprint != b.fingerprint
 
 
+def test_pixel_bounds_reach_the_processor_and_the_fingerprint() -> None:
+    bounded = create_backend("tiny:qwen2_vl", {"dtype": "float32", "max_pixels": str(224 * 224)})
+    image = Image.new("RGB", (224, 224), (10, 200, 30))
+    grids = {b: b.processor.image_processor(images=[image], return_tensors="pt")["image_grid_thw"].tolist()
+             for b in (backend("qwen2_vl"), bounded)}
+    assert grids[bounded] == [[1, 16, 16]]  # 224 px at 14 px a patch: the image keeps its size
+    assert grids[backend("qwen2_vl")] == [[1, 8, 8]]  # the tiny default caps it at 112 x 112
+    assert bounded.info()["max_pixels"] == 224 * 224 and bounded.fingerprint != backend("qwen2_vl").fingerprint
+
+
 def test_bad_model_args_and_missing_model_fail_in_one_line(tmp_path) -> None:
     with pytest.raises(ModelSpecError, match="unknown key\\(s\\) colour"):
         create_backend("tiny:llava", {"colour": "red"})
     with pytest.raises(ModelSpecError, match="dtype='float8'"):
         create_backend("tiny:llava", {"dtype": "float8"})
+    with pytest.raises(ModelSpecError, match="max_pixels='lots'"):
+        create_backend("tiny:qwen2_vl", {"max_pixels": "lots"})
+    with pytest.raises(ModelSpecError, match="apply to qwen2_5_vl, qwen2_vl processors, not llava"):
+        create_backend("tiny:llava", {"min_pixels": "3136"})
     with pytest.raises(ModelSpecError, match="cannot load model .*offline"):
         create_backend("hf:no-such-org/no-such-model-xyz")
     with pytest.raises(ModelSpecError, match="cannot load model"):

@@ -9,6 +9,11 @@ takes its gradient through the float resize of the unquantised image (a straight
 estimator). The forward value is then the processor's output on the quantised image, which is what
 an adversarial image becomes when saved. ``tests/test_fusion_attacks.py`` pins this equality.
 
+The float resize is linear, so its gradient does not depend on where it is taken: ``_QuantisedResize``
+applies the resize's adjoint (ATen's antialiased-interpolation backward, the kernel autograd itself
+calls) to the incoming gradient and never runs the float resize forward. A test pins that gradient
+against autograd through the processor's float resize.
+
 Supported families: Qwen2-VL / Qwen2.5-VL (dynamic resolution, patchified ``pixel_values`` with
 ``image_grid_thw``) and LLaVA-1.5 (CLIP: shortest-edge resize, center crop).
 """
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from harness.errors import HarnessError
 
@@ -61,6 +67,7 @@ class DifferentiablePreprocess:
         self.crop = crop if crop is None or isinstance(crop, SizeDict) else SizeDict(**crop)
         self.qwen = model_type in {"qwen2_vl", "qwen2_5_vl"}
         self.patch_size = int(getattr(ip, "patch_size", None) or getattr(processor, "patch_size", None) or 14)
+        self.adjoint = _resize_adjoint(ip.resample)
 
     def _resize(self, x: Any) -> Any:
         if not self.ip.do_resize:
@@ -72,12 +79,7 @@ class DifferentiablePreprocess:
 
     def _pixels(self, images: Any) -> Any:
         """Model pixels of a stack of same-sized images ``(B, 3, H, W)`` in [0, 1]."""
-        import torch
-
-        scaled = images * 255.0
-        exact = self._resize(scaled.detach().clamp(0, 255).round().to(torch.uint8)).float()
-        smooth = self._resize(scaled)
-        x = smooth + (exact - smooth).detach()
+        x = _QuantisedResize.apply(images, self._resize, self.adjoint)
         if not self.qwen and getattr(self.ip, "do_center_crop", False):
             x = self.ip.center_crop(x, self.crop)
         return self.ip.rescale_and_normalize(x, self.ip.do_rescale, self.ip.rescale_factor, self.ip.do_normalize,
@@ -86,33 +88,33 @@ class DifferentiablePreprocess:
     def __call__(self, images: list[Any]) -> dict[str, Any]:
         """Same-sized images are processed as one stack (as the processor groups them); outputs keep
         the input order."""
-        import torch
-
         groups: dict[tuple[int, ...], list[int]] = {}
         for k, img in enumerate(images):
             groups.setdefault(tuple(img.shape), []).append(k)
-        per_image: list[Any] = [None] * len(images)
+        parts: list[Any] = [None] * len(images)
         grids: list[list[int]] = [[]] * len(images)
         for members in groups.values():
             pixels = self._pixels(torch.stack([images[k] for k in members]))
             if self.qwen:
                 pixels, gh, gw = self.ip.patchify(pixels, patch_size=self.ip.patch_size, merge_size=self.ip.merge_size,
                                                   temporal_patch_size=self.ip.temporal_patch_size)
-            for j, k in enumerate(members):
-                per_image[k] = pixels[j]
-                if self.qwen:
+                for k in members:
                     grids[k] = [1, gh, gw]
-        if not self.qwen:
-            pixel_values = torch.stack(per_image)
-            return {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values}
-        pixel_values = torch.cat(per_image)
-        return {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values,
-                "image_grid_thw": torch.tensor(grids, dtype=torch.long, device=pixel_values.device)}
+            if len(groups) == 1:  # one stack, already in input order: no per-image split and re-join
+                parts = [pixels]
+            else:
+                for k, item in zip(members, pixels.unbind(0), strict=True):
+                    parts[k] = item[None]
+        # Qwen takes every image's patches as one (tokens, dim) sequence; LLaVA a (B, 3, H, W) stack.
+        parts = [p.flatten(0, 1) if self.qwen else p for p in parts]
+        pixel_values = parts[0] if len(parts) == 1 else torch.cat(parts)
+        out = {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values}
+        if self.qwen:
+            out["image_grid_thw"] = torch.tensor(grids, dtype=torch.long, device=pixel_values.device)
+        return out
 
     def geometry(self, width: int, height: int) -> Geometry:
         """The footprint of every image token (in the order the model sees them) on the original image."""
-        import torch
-
         probe = torch.zeros(1, 3, height, width)
         rh, rw = self._resize(probe).shape[-2:] if self.ip.do_resize else (height, width)
         sx, sy = width / rw, height / rh
@@ -129,10 +131,39 @@ class DifferentiablePreprocess:
         return Geometry(np.asarray(boxes, dtype=float))
 
 
+def _resize_adjoint(resample: Any) -> Any:
+    """The ATen kernel that applies the adjoint of torchvision's antialiased float resize."""
+    from torchvision.transforms.v2 import InterpolationMode
+    from transformers.image_utils import pil_torch_interpolation_mapping
+
+    mode = pil_torch_interpolation_mapping.get(resample, resample)
+    kernels = {InterpolationMode.BICUBIC: torch.ops.aten._upsample_bicubic2d_aa_backward,
+               InterpolationMode.BILINEAR: torch.ops.aten._upsample_bilinear2d_aa_backward}
+    if mode not in kernels:
+        raise HarnessError(f"white-box attacks support bicubic and bilinear resizing, not {mode}")
+    return kernels[mode]
+
+
+class _QuantisedResize(torch.autograd.Function):
+    """``images`` in [0, 1] -> ``resize(uint8(255 images)).float()``, with the gradient of
+    ``resize(255 images)`` (the straight-through estimator described above)."""
+
+    @staticmethod
+    def forward(ctx: Any, images: Any, resize: Any, adjoint: Any) -> Any:
+        quantised = images.detach().mul(255.0).round_().clamp_(0, 255).to(torch.uint8)
+        ctx.adjoint, ctx.in_shape = adjoint, tuple(images.shape)
+        return resize(quantised).float()
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> tuple[Any, None, None]:
+        if tuple(grad.shape) == ctx.in_shape:  # the processor kept the size: the resize is the identity
+            return grad * 255.0, None, None
+        back = ctx.adjoint(grad.contiguous(), list(grad.shape[-2:]), list(ctx.in_shape), False, None, None)
+        return back * 255.0, None, None
+
+
 def image_to_tensor(image: Any) -> Any:
     """A PIL image as a ``(3, H, W)`` float tensor in [0, 1] (exact multiples of 1/255)."""
-    import torch
-
     array = np.asarray(image.convert("RGB"), dtype=np.uint8)
     return torch.from_numpy(array.copy()).permute(2, 0, 1).float() / 255.0
 

@@ -24,7 +24,9 @@ LMMS_FAMILY = {
     "llava_next": "llava_hf", "llava_onevision": "llava_onevision", "gemma3": "gemma3",
     "idefics3": "idefics3", "smolvlm": "smolvlm", "idefics2": "idefics2",
 }
-_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code"}
+_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code", "min_pixels", "max_pixels"}
+# Processors whose dynamic resolution takes pixel-count bounds (``smart_resize``'s min/max_pixels).
+_PIXEL_BOUNDED = {"qwen2_vl", "qwen2_5_vl"}
 _DTYPES = {"float32", "float16", "bfloat16"}
 _FULL_HASH_LIMIT = 256 * 1024 * 1024
 
@@ -61,6 +63,12 @@ def folder_fingerprint(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _positive_int(key: str, value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise ModelSpecError(f"--model-args {key}={value!r}: expected a positive whole number of pixels")
+    return int(value)
+
+
 class HFBackend(Backend):
     """Transformers generation with chat templates, left-padded batches and native n-sampling."""
 
@@ -80,6 +88,8 @@ class HFBackend(Backend):
         self.dtype = dtype
         self.revision = model_args.get("revision")
         self.attn_implementation = model_args.get("attn_implementation")
+        self.pixel_bounds = {key: _positive_int(key, model_args[key]) for key in ("min_pixels", "max_pixels")
+                             if key in model_args}
         trust = model_args.get("trust_remote_code", "false").lower() in {"1", "true", "yes"}
         self._load(trust)
 
@@ -114,12 +124,15 @@ class HFBackend(Backend):
         self.model_type = config.model_type
         self.is_multimodal = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
         self.model_family = LMMS_FAMILY.get(config.model_type, config.model_type)
+        if self.pixel_bounds and self.model_type not in _PIXEL_BOUNDED:
+            raise ModelSpecError(f"--model-args min_pixels/max_pixels apply to {', '.join(sorted(_PIXEL_BOUNDED))} "
+                                 f"processors, not {self.model_type}")
         load_kwargs: dict[str, Any] = {**common, "dtype": getattr(torch, self.dtype)}
         if self.attn_implementation:
             load_kwargs["attn_implementation"] = self.attn_implementation
         try:
             if self.is_multimodal:
-                self.processor = AutoProcessor.from_pretrained(self.name, **common)
+                self.processor = AutoProcessor.from_pretrained(self.name, **common, **self.pixel_bounds)
                 self.tokenizer = self.processor.tokenizer
                 self.model = AutoModelForImageTextToText.from_pretrained(self.name, **load_kwargs)
             else:
@@ -135,7 +148,7 @@ class HFBackend(Backend):
         local = Path(self.name)
         self._fingerprint = hashlib.sha256(json.dumps({
             "model": folder_fingerprint(local) if local.is_dir() else f"{self.name}@{self.commit or self.revision}",
-            "dtype": self.dtype, "attn": self.attn_implementation,
+            "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
         }, sort_keys=True).encode()).hexdigest()[:16]
 
     @property
@@ -151,7 +164,7 @@ class HFBackend(Backend):
             "attn_implementation": self.attn_implementation or getattr(
                 self.model.config, "_attn_implementation", None),
             "parameters": sum(p.numel() for p in self.model.parameters()),
-            "smoke_test_model": self.is_smoke_model,
+            "smoke_test_model": self.is_smoke_model, **self.pixel_bounds,
         }
 
     # -- preprocessing -------------------------------------------------------------------------
