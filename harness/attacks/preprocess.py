@@ -159,7 +159,7 @@ class _QuantisedResize(torch.autograd.Function):
         if tuple(grad.shape) == ctx.in_shape:  # the processor kept the size: the resize is the identity
             return grad * 255.0, None, None
         back = ctx.adjoint(grad.contiguous(), list(grad.shape[-2:]), list(ctx.in_shape), False, None, None)
-        return back * 255.0, None, None
+        return back.mul_(255.0), None, None
 
 
 def image_to_tensor(image: Any) -> Any:
