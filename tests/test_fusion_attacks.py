@@ -20,7 +20,7 @@ from harness.metrics.fusion_judge import judge
 from harness.models.base import create_backend
 
 
-@pytest.mark.parametrize("arch", ["qwen2_vl", "llava"])
+@pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
 def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
     backend = create_backend(f"tiny:{arch}")
     pre = DifferentiablePreprocess(backend.processor, backend.model_type)
@@ -52,6 +52,10 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         assert boxes.tolist() == [[0, 0, 28, 28], [28, 0, 56, 28], [0, 28, 28, 56], [28, 28, 56, 56]]
         coverage, areas = pre.geometry(56, 56).coverage((0, 0, 14, 28))
         assert coverage.tolist() == [0.5, 0, 0, 0] and areas.tolist() == [784] * 4
+    # Gemma 3 squashes any image to 28 x 28 and pools it to 2 x 2 tokens: each covers a quarter
+    if arch == "gemma3":
+        assert pre.geometry(56, 28).boxes.tolist() == [[0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28],
+                                                       [28, 14, 56, 28]]
 
 
 def test_pgd_step_by_hand() -> None:
@@ -91,7 +95,7 @@ def test_first_divergence_token() -> None:
         first_divergence([1, 9], [1, 9])
 
 
-@pytest.mark.parametrize("arch", ["qwen2_vl", "llava"])
+@pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
 def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Path) -> None:
     from tests.fusion_fixtures import model_matched_copy
 
@@ -134,10 +138,14 @@ def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["attack", "--model", "tiny:qwen2_vl", "--eps", "8/0"]) == 2
     assert "fraction" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
-    assert main(["attack", "--model", "tiny:gemma3", "--output", str(tmp_path)]) == 2  # before any work
-    assert "not 'gemma3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    assert main(["attack", "--model", "tiny:idefics3", "--output", str(tmp_path)]) == 2  # before any work
+    assert "not 'idefics3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
     with pytest.raises(HarnessError, match="not supported yet"):
-        DifferentiablePreprocess(create_backend("tiny:gemma3").processor, "gemma3")
+        DifferentiablePreprocess(create_backend("tiny:idefics3").processor, "idefics3")
+    gemma = create_backend("tiny:gemma3").processor
+    gemma.image_processor.do_pan_and_scan = True
+    with pytest.raises(HarnessError, match="do_pan_and_scan"):
+        DifferentiablePreprocess(gemma, "gemma3")
 
 
 def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:

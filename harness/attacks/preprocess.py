@@ -15,7 +15,8 @@ calls) to the incoming gradient and never runs the float resize forward. A test 
 against autograd through the processor's float resize.
 
 Supported families: Qwen2-VL / Qwen2.5-VL (dynamic resolution, patchified ``pixel_values`` with
-``image_grid_thw``) and LLaVA-1.5 (CLIP: shortest-edge resize, center crop).
+``image_grid_thw``), LLaVA-1.5 (CLIP: shortest-edge resize, center crop) and Gemma 3 (SigLIP: a
+fixed-size resize, patches average-pooled to ``image_seq_length`` tokens; pan-and-scan is refused).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import torch
 
 from harness.errors import HarnessError
 
-SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "llava")
+SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "llava", "gemma3")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ class DifferentiablePreprocess:
         if getattr(ip, "backend", None) != "torchvision":
             raise HarnessError(f"the {type(ip).__name__} image processor is not torchvision-backed; "
                                "load the model with torchvision installed")
+        if getattr(ip, "do_pan_and_scan", False):
+            raise HarnessError("white-box attacks need one view per image; load the Gemma 3 processor without "
+                               "do_pan_and_scan")
         from transformers.image_utils import SizeDict
 
         self.ip = ip
@@ -67,6 +71,8 @@ class DifferentiablePreprocess:
         self.crop = crop if crop is None or isinstance(crop, SizeDict) else SizeDict(**crop)
         self.qwen = model_type in {"qwen2_vl", "qwen2_5_vl"}
         self.patch_size = int(getattr(ip, "patch_size", None) or getattr(processor, "patch_size", None) or 14)
+        # Gemma 3 pools its patch grid to image_seq_length tokens, a square grid over the resized image
+        self.tokens_per_side = round(processor.image_seq_length ** 0.5) if model_type == "gemma3" else None
         self.adjoint = _resize_adjoint(ip.resample)
 
     def _resize(self, x: Any) -> Any:
@@ -118,16 +124,19 @@ class DifferentiablePreprocess:
         probe = torch.zeros(1, 3, height, width)
         rh, rw = self._resize(probe).shape[-2:] if self.ip.do_resize else (height, width)
         sx, sy = width / rw, height / rh
+        top = left = 0
         if self.qwen:
-            cell = self.ip.patch_size * self.ip.merge_size
-            top = left = 0
-            rows, cols = rh // cell, rw // cell
+            cell_h = cell_w = self.ip.patch_size * self.ip.merge_size
+            rows, cols = rh // cell_h, rw // cell_w
+        elif self.tokens_per_side:
+            rows = cols = self.tokens_per_side
+            cell_h, cell_w = rh / rows, rw / cols
         else:
-            cell = self.patch_size
+            cell_h = cell_w = self.patch_size
             top, left = int((rh - self.crop.height) / 2.0), int((rw - self.crop.width) / 2.0)
-            rows, cols = self.crop.height // cell, self.crop.width // cell
-        boxes = [((left + c * cell) * sx, (top + r * cell) * sy, (left + (c + 1) * cell) * sx,
-                  (top + (r + 1) * cell) * sy) for r in range(rows) for c in range(cols)]
+            rows, cols = self.crop.height // cell_h, self.crop.width // cell_w
+        boxes = [((left + c * cell_w) * sx, (top + r * cell_h) * sy, (left + (c + 1) * cell_w) * sx,
+                  (top + (r + 1) * cell_h) * sy) for r in range(rows) for c in range(cols)]
         return Geometry(np.asarray(boxes, dtype=float))
 
 
