@@ -6,8 +6,8 @@
   by the region's share of the image area (:func:`harness.metrics.fusion.oar`). Needs eager attention
   (sdpa returns no attention weights); the model is switched to eager for the measurement. Token
   footprints come from the processor geometry (Qwen2-VL's resized grid of merged patches, Gemma 3's
-  pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees (cropped away) does not count, and OAR is None
-  when the whole region lies outside the model's view.
+  pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees
+  (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
 - **Layer restoration** of an End-PGD flip: at one decoder depth ``l``, the hidden states at the image
   positions of the adversarial run are replaced by the clean run's (prompt pass only), and the answer
   is decoded greedily; the flip is recovered if any depth gives an answer J judges correct.
