@@ -1,20 +1,29 @@
-"""The openai backend against a real OpenAI-compatible server on loopback (``transformers serve``)."""
+"""The openai backend against real OpenAI-compatible servers on loopback: ``transformers serve``, and a
+small stdlib HTTP server that answers the way misbehaving servers do (no choices, null content, refusals)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
 
+from harness.cli import main
 from harness.engine.runner import EvalOptions, evaluate
+from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
 from harness.models.openai_api import to_openai_messages
 from harness.models.tiny import tiny_model_path
@@ -85,3 +94,126 @@ def test_unsupported_settings_and_a_dead_server_become_sample_errors(server) -> 
                                               "max_retries": "0", "timeout": "5"})
     failed = dead.generate([GenerationRequest("k", ask, GenerationParams(max_new_tokens=4))])
     assert isinstance(failed[0], Exception)
+
+
+class ScriptedServer:
+    """``/v1/chat/completions`` on a free loopback port; ``choices(body)`` builds each answer's choices
+    and ``bodies`` keeps every request the server received."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.choices: Callable[[dict[str, Any]], list[dict[str, Any]]] = lambda body: []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.bodies.append(body)
+                reply = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                    "choices": server.choices(body)}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+def choice(content: str | None, finish_reason: str = "stop", index: int = 0) -> dict[str, Any]:
+    return {"index": index, "finish_reason": finish_reason,
+            "message": {"role": "assistant", "content": content, "refusal": None}}
+
+
+@pytest.fixture()
+def scripted() -> Iterator[ScriptedServer]:
+    pytest.importorskip("openai")
+    server = ScriptedServer()
+    yield server
+    server.httpd.shutdown()
+    server.httpd.server_close()
+
+
+def _ask(server: ScriptedServer, n: int, temperature: float) -> list[str] | Exception:
+    backend = create_backend("openai:scripted", {"base_url": server.base_url, "max_retries": "0", "timeout": "10"})
+    params = GenerationParams(max_new_tokens=4, temperature=temperature)
+    return backend.generate([GenerationRequest("k", [{"role": "user", "content": "hi"}], params, n=n, seed=7)])[0]
+
+
+def test_zero_choices_end_the_request_after_one_call(scripted: ScriptedServer) -> None:
+    out = _ask(scripted, n=3, temperature=0.7)
+    assert isinstance(out, Exception) and "no choices" in str(out)
+    assert len(scripted.bodies) == 1
+
+
+def test_top_up_calls_are_bounded_by_n(scripted: ScriptedServer) -> None:
+    scripted.choices = lambda body: [choice(f"seed {body['seed']}")]  # ignores n, as many local servers do
+    assert _ask(scripted, n=3, temperature=0.7) == ["seed 7", "seed 8", "seed 9"]
+    assert [b["n"] for b in scripted.bodies] == [3, 2, 1]
+    answers = iter([[choice("a")], []])  # one choice, then none: the request fails instead of looping
+    scripted.choices = lambda body: next(answers)
+    scripted.bodies.clear()
+    out = _ask(scripted, n=3, temperature=0.7)
+    assert isinstance(out, Exception) and "1 of 3 completions" in str(out) and len(scripted.bodies) == 2
+
+
+@pytest.mark.parametrize("bad", [choice(None), choice("partial", "content_filter"),
+                                 {**choice(None, "stop"), "message": {"role": "assistant", "content": None,
+                                                                      "refusal": "I can't help with that."}}])
+def test_a_choice_without_text_is_an_error(scripted: ScriptedServer, bad: dict[str, Any]) -> None:
+    scripted.choices = lambda body: [bad]
+    out = _ask(scripted, n=1, temperature=0.0)
+    assert isinstance(out, Exception) and "no text" in str(out)
+    if bad["message"]["refusal"]:
+        assert "I can't help with that." in str(out)
+
+
+def test_refusals_are_sample_errors_not_cached_answers(scripted: ScriptedServer, data_dir: Path,
+                                                       tmp_path: Path) -> None:
+    argv = ["eval", "--model", "openai:scripted", "--model-args", f"base_url={scripted.base_url},max_retries=0",
+            "--tasks", "shapes_color", "--limit", "2", "--cache", str(tmp_path / "store.sqlite"),
+            "--output", str(tmp_path / "runs")]
+
+    def run() -> dict[str, Any]:
+        main(argv)
+        latest = sorted((tmp_path / "runs").glob("*/*/results.json"))[-1]
+        return json.loads(latest.read_text())
+
+    scripted.choices = lambda body: [choice(None, "content_filter")]
+    first = run()
+    assert first["counts"]["shapes_color"]["errors"] == 2 and len(scripted.bodies) == 2
+    rows = [json.loads(line) for line in next(Path(tmp_path / "runs").glob("*/*/samples_shapes_color.jsonl")).open()]
+    assert all("content_filter" in row["error"] and not row["responses"] for row in rows)
+    scripted.choices = lambda body: [choice("red")]
+    second = run()  # nothing was cached: both docs are asked again, and answered
+    assert len(scripted.bodies) == 4 and second["counts"]["shapes_color"]["errors"] == 0
+    run()
+    assert len(scripted.bodies) == 4  # the answers are cached
+
+
+@pytest.mark.parametrize(("arg", "expected"), [
+    ("concurrency=abc", "concurrency='abc': expected a whole number >= 1"),
+    ("concurrency=0", "concurrency='0': expected a whole number >= 1"),
+    ("concurrency=-2", "concurrency='-2': expected a whole number >= 1"),
+    ("timeout=abc", "timeout='abc': expected a number of seconds > 0"),
+    ("timeout=0", "timeout='0': expected a number of seconds > 0"),
+    ("timeout=-1.5", "timeout='-1.5': expected a number of seconds > 0"),
+    ("timeout=nan", "timeout='nan': expected a number of seconds > 0"),
+    ("max_retries=-1", "max_retries='-1': expected a whole number >= 0"),
+    ("max_retries=two", "max_retries='two': expected a whole number >= 0"),
+    ("send_stop=maybe", "send_stop='maybe': expected true or false"),
+])
+def test_bad_model_args_fail_with_one_line(arg: str, expected: str, capsys: pytest.CaptureFixture,
+                                           data_dir: Path) -> None:
+    key, _, value = arg.partition("=")
+    with pytest.raises(ModelSpecError, match=re.escape(expected)) as caught:
+        create_backend("openai:m", {key: value})
+    assert "\n" not in str(caught.value)
+    assert main(["eval", "--model", "openai:m", "--model-args", arg, "--tasks", "shapes_color"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: --model-args {expected}" and not any("Traceback" in line for line in err)
