@@ -146,7 +146,7 @@ class OpenAIBackend(Backend):
                                             f"{len(texts)} of {request.n} completions so far)")
                 texts += [_choice_text(choice, params.until) for choice in response.choices]
                 call += 1
-                if not params.do_sample and texts:  # greedy: one completion stands for all n
+                if not params.do_sample:  # greedy: one completion stands for all n
                     texts = [texts[0]] * request.n
             return texts[: request.n]
         except Exception as exc:  # recorded on the sample; the run goes on
