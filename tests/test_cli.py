@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import HarnessError
 from tests.conftest import ROOT, write
 
 
@@ -111,3 +112,15 @@ def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path,
     assert sorted(resumed_samples) == list(range(48))
     assert resumed_samples == fresh_samples
     assert _rows(store) == 48
+
+
+@pytest.mark.parametrize(("arch", "purpose"), [("owlv2", "detector for diavlo"), ("sdxl_turbo", "generator for vista"),
+                                               ("instruct_pix2pix", "editor for fusionaudit")])
+def test_non_chat_tiny_models_are_refused_as_models(capsys: pytest.CaptureFixture, arch: str, purpose: str,
+                                                    data_dir: Path) -> None:
+    from harness.models.base import create_backend
+
+    with pytest.raises(HarnessError, match=purpose):
+        create_backend(f"tiny:{arch}")
+    err = one_line_error(capsys, ["eval", "--model", f"tiny:{arch}", "--tasks", "shapes_color", "--limit", "1"])
+    assert f"tiny:{arch} is not a chat model" in err
