@@ -92,7 +92,7 @@ def _vista_audit(records: dict[str, list[Any]], args: argparse.Namespace, task: 
     from harness.judges.entailment import make_judge
 
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store())
-    result = audit_records(records, judge, AuditConfig(task=task))
+    result = audit_records(records, judge, AuditConfig(task=task), show_progress=args.verbosity != "quiet")
     print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
     _print_audit(result)
     if output is not None:
@@ -237,7 +237,9 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     prompt = Path(args.judge_prompt).read_text(encoding="utf-8") if args.judge_prompt else None
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store(),
                        parse_model_args(args.judge_args), prompt)
-    result = run_audit(run_dirs, judge, config)
+    result = run_audit(run_dirs, judge, config, show_progress=args.verbosity != "quiet")
+    if result.skipped_runs:
+        print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = write_audit(result, Path(args.output) if args.output else run_dirs[0].parent.parent / f"audit-vista-{stamp}",
                       getattr(judge, "name", args.judge))
@@ -500,8 +502,14 @@ def build_parser() -> argparse.ArgumentParser:
     ts.add_argument("--include-path", action="append")
     ts.set_defaults(func=cmd_tasks)
 
-    bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)")
-    bd.add_argument("name")
+    from builders import builders_help
+
+    bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)",
+                        description="Build a dataset into the data dir, where harness eval looks for it.",
+                        epilog=f"builders:\n{builders_help()}\n\nan extra installs a builder's optional "
+                        'dependencies: pip install "vlm-audit-harness[EXTRA]"',
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bd.add_argument("name", help="the builder (listed below)")
     bd.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
     bd.add_argument("--seed", type=int, help="selection / rendering seed (default: the builder's own)")
     bd.add_argument("--push-to-hub", metavar="ORG/NAME")
@@ -589,10 +597,13 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_libraries()
     try:
         return args.func(args)
-    except HarnessError as exc:
-        if args.verbosity == "debug":
+    except (HarnessError, ModuleNotFoundError) as exc:
+        from harness.extras import missing_extra
+
+        error = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else exc
+        if error is None or args.verbosity == "debug":
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: finished requests are in the response store; rerun the same command to resume",
