@@ -123,13 +123,37 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _yaml_description(path: Path) -> str:
+    """A task's description: the comment lines at the top of its YAML file (its docstring)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(lines) or "(no description: start the task's YAML with a # comment line)"
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
+    from builders import build_command, builder_for
+    from harness.data import default_data_dir, resolve_path
     from harness.taskspec.registry import TaskRegistry
 
     registry = TaskRegistry.discover(args.include_path or [])
-    print("Tasks:")
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    print(f"Tasks (datasets looked up in {data_dir}):")
+    width = max((len(name) for name in registry.tasks), default=0)
     for name in registry.tasks:
-        print(f"  {name}")
+        try:
+            config = registry.get(name)
+        except HarnessError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
+            continue
+        path, local = resolve_path(config.dataset_path or "", data_dir)
+        builder = None if local or not config.dataset_path else builder_for(config.dataset_path)
+        state = (f"local ({path})" if local else f"not local (build: {build_command(builder)})" if builder
+                 else "not local (read from the Hub)")
+        print(f"  {name:<{width}}  {_yaml_description(config.source)}")
+        print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
     if registry.groups:
         print("Groups:")
         for name, spec in sorted(registry.groups.items()):
@@ -498,8 +522,10 @@ def build_parser() -> argparse.ArgumentParser:
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
     fu.set_defaults(func=cmd_audit_fusion)
 
-    ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
+    ts = sub.add_parser("tasks", parents=[common],
+                        help="list tasks (description, dataset, whether it is local), groups and tags")
     ts.add_argument("--include-path", action="append")
+    ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
     ts.set_defaults(func=cmd_tasks)
 
     from builders import builders_help

@@ -61,10 +61,27 @@ def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: P
         capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"])
 
 
-def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture) -> None:
+def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
     assert "shapes_color" in out and "shapes: shapes_color, shapes_kind" in out and "shapes_demo:" in out
+    lines = out.splitlines()
+    color = lines.index(next(line for line in lines if line.strip().startswith("shapes_color ")))
+    assert "name the shape's color" in lines[color]
+    assert f"dataset vlm-audit/shapes: local ({data_dir / 'vlm-audit/shapes'})" in lines[color + 1]
+    vista = lines.index(next(line for line in lines if line.strip().startswith("vista ")))
+    assert "dataset vlm-audit/vista: not local (build: harness build vista)" in lines[vista + 1]
+    assert "no description" not in out  # every bundled task's YAML starts with its description comment
+
+
+def test_build_help_lists_every_builder_with_its_extra() -> None:
+    from builders import BUILDERS
+
+    done = harness("build", "--help")
+    assert done.returncode == 0
+    for name, builder in BUILDERS.items():
+        (line,) = [x for x in done.stdout.splitlines() if x.strip().startswith(name + " ")]
+        assert builder.description in line and (f"[extra: {builder.extra}]" in line) == bool(builder.extra)
 
 
 def test_run_that_fails_entirely_exits_non_zero(tmp_path: Path, data_dir: Path) -> None:
