@@ -23,6 +23,14 @@ def test_wheel_ships_tasks_and_cards(tmp_path: Path) -> None:
                      "harness/_bundled/tasks/shapes/_default_template_yaml", "harness/_bundled/cards/shapes.md",
                      "harness/cli.py", "builders/shapes.py"):
         assert expected in names
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    requires: dict[str, set[str]] = {}
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist:") and "; extra == " in line:
+            req, extra = line.removeprefix("Requires-Dist:").strip().split("; extra == ")
+            requires.setdefault(extra.strip("'\""), set()).add(req)
+    runtime = ("stealth", "openai", "vista", "diavlo", "fusion", "leaderboard", "serving")
+    assert requires["all"] == set().union(*(requires[e] for e in runtime))  # [all]: every runtime part
     # Installed inside some other git checkout (a venv in a project folder): that checkout's HEAD is not ours.
     other = tmp_path / "project"
     subprocess.run(["git", "init", "-q", str(other)], check=True)
