@@ -4,14 +4,55 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 
-BUILDERS = {"shapes": "builders.shapes", "stealth": "builders.stealth", "mist": "builders.mist",
-            "vista": "builders.vista", "diavlo": "builders.diavlo",
-            "fusionaudit": "builders.fusion.build"}
+
+@dataclass(frozen=True)
+class Builder:
+    """A dataset builder as ``harness build --help`` lists it and a missing-dataset error names it."""
+
+    module: str
+    description: str
+    extra: str | None = None  # the pip extra its optional dependencies come from
+    inputs: str = ""  # the source options a build needs (the builder fetches nothing else)
+
+
+BUILDERS = {
+    "shapes": Builder("builders.shapes", "synthetic colored shapes for offline demos and tests"),
+    "stealth": Builder("builders.stealth", "Stealth Prompt Testset: text rendered in styles that alone change it",
+                       "stealth", "[--squad FILE]"),
+    "mist": Builder("builders.mist", "Misleading-Image Stress Test from AdMIRe-format rows", None,
+                    "--admire ROWS --images DIR --humans FILE"),
+    "vista": Builder("builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
+    "diavlo": Builder("builders.diavlo", "DiaVLo SHOULD-KNOW triplets with boxes over four VQA sources", "diavlo",
+                      "--sources NAME=PATH,..."),
+    "fusionaudit": Builder("builders.fusion.build", "FusionAudit items with their rendered-text variants", "fusion",
+                           "[--chartqa SRC --docvqa SRC --mme SRC]"),
+}
+
+
+def builders_help() -> str:
+    """One line per builder (name, what it builds, its extra) for ``harness build --help``."""
+    return "\n".join(f"  {name:<12} {b.description}" + (f" [extra: {b.extra}]" if b.extra else "")
+                     for name, b in BUILDERS.items())
+
+
+def builder_for(dataset_path: str) -> str | None:
+    """The builder whose dataset is ``dataset_path`` (a Hub id such as vlm-audit/vista), if any."""
+    for name, b in BUILDERS.items():
+        if getattr(importlib.import_module(b.module), "REPO_ID", None) == dataset_path:
+            return name
+    return None
+
+
+def build_command(name: str, out: Path | None = None) -> str:
+    """The ``harness build`` command line that makes dataset ``name`` (into ``out`` when not the default)."""
+    parts = ["harness build", name, BUILDERS[name].inputs, f"--out {out}" if out else ""]
+    return " ".join(p for p in parts if p)
 
 
 def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
@@ -24,7 +65,7 @@ def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_
     ``editor``, ``chartqa``, ``docvqa``, ``mme``)."""
     if name not in BUILDERS:
         raise HarnessError(f"unknown dataset {name!r}; builders: {', '.join(sorted(BUILDERS))}")
-    module = importlib.import_module(BUILDERS[name])
+    module = importlib.import_module(BUILDERS[name].module)
     if out is None:
         from harness.data import default_data_dir
 

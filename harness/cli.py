@@ -92,7 +92,7 @@ def _vista_audit(records: dict[str, list[Any]], args: argparse.Namespace, task: 
     from harness.judges.entailment import make_judge
 
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store())
-    result = audit_records(records, judge, AuditConfig(task=task))
+    result = audit_records(records, judge, AuditConfig(task=task), show_progress=args.verbosity != "quiet")
     print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
     _print_audit(result)
     if output is not None:
@@ -123,13 +123,37 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _yaml_description(path: Path) -> str:
+    """A task's description: the comment lines at the top of its YAML file (its docstring)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(lines) or "(no description: start the task's YAML with a # comment line)"
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
+    from builders import build_command, builder_for
+    from harness.data import default_data_dir, resolve_path
     from harness.taskspec.registry import TaskRegistry
 
     registry = TaskRegistry.discover(args.include_path or [])
-    print("Tasks:")
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    print(f"Tasks (datasets looked up in {data_dir}):")
+    width = max((len(name) for name in registry.tasks), default=0)
     for name in registry.tasks:
-        print(f"  {name}")
+        try:
+            config = registry.get(name)
+        except HarnessError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
+            continue
+        path, local = resolve_path(config.dataset_path or "", data_dir)
+        builder = None if local or not config.dataset_path else builder_for(config.dataset_path)
+        state = (f"local ({path})" if local else f"not local (build: {build_command(builder)})" if builder
+                 else "not local (read from the Hub)")
+        print(f"  {name:<{width}}  {_yaml_description(config.source)}")
+        print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
     if registry.groups:
         print("Groups:")
         for name, spec in sorted(registry.groups.items()):
@@ -237,7 +261,9 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     prompt = Path(args.judge_prompt).read_text(encoding="utf-8") if args.judge_prompt else None
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store(),
                        parse_model_args(args.judge_args), prompt)
-    result = run_audit(run_dirs, judge, config)
+    result = run_audit(run_dirs, judge, config, show_progress=args.verbosity != "quiet")
+    if result.skipped_runs:
+        print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = write_audit(result, Path(args.output) if args.output else run_dirs[0].parent.parent / f"audit-vista-{stamp}",
                       getattr(judge, "name", args.judge))
@@ -496,12 +522,20 @@ def build_parser() -> argparse.ArgumentParser:
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
     fu.set_defaults(func=cmd_audit_fusion)
 
-    ts = sub.add_parser("tasks", parents=[common], help="list tasks, groups and tags")
+    ts = sub.add_parser("tasks", parents=[common],
+                        help="list tasks (description, dataset, whether it is local), groups and tags")
     ts.add_argument("--include-path", action="append")
+    ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
     ts.set_defaults(func=cmd_tasks)
 
-    bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)")
-    bd.add_argument("name")
+    from builders import builders_help
+
+    bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)",
+                        description="Build a dataset into the data dir, where harness eval looks for it.",
+                        epilog=f"builders:\n{builders_help()}\n\nan extra installs a builder's optional "
+                        'dependencies: pip install "vlm-audit-harness[EXTRA]"',
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    bd.add_argument("name", help="the builder (listed below)")
     bd.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
     bd.add_argument("--seed", type=int, help="selection / rendering seed (default: the builder's own)")
     bd.add_argument("--push-to-hub", metavar="ORG/NAME")
@@ -589,10 +623,13 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_libraries()
     try:
         return args.func(args)
-    except HarnessError as exc:
-        if args.verbosity == "debug":
+    except (HarnessError, ModuleNotFoundError) as exc:
+        from harness.extras import missing_extra
+
+        error = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else exc
+        if error is None or args.verbosity == "debug":
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: finished requests are in the response store; rerun the same command to resume",

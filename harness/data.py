@@ -1,7 +1,9 @@
 """Load a task's dataset: Hub id, local parquet folder or ``save_to_disk`` folder, with offline mapping.
 
 ``--data-dir DIR`` (or ``HARNESS_DATA_DIR``) maps a Hub id ``org/name`` to ``DIR/org/name`` when that
-folder exists, so the same task YAML runs from a local copy without network access.
+folder exists, so the same task YAML runs from a local copy without network access. Offline
+(``HF_HUB_OFFLINE=1``, or a Hub found unreachable by one quick probe) only the Hub cache is read, and
+every missing dataset of a run is reported at once with the command that builds it.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ import functools
 import hashlib
 import logging
 import os
+import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from harness.errors import DatasetError
 from harness.taskspec.config import TaskConfig
@@ -22,6 +27,15 @@ DATA_DIR_ENV = "HARNESS_DATA_DIR"
 # lmms-eval dataset_kwargs that are not load_dataset arguments.
 _NON_LOADER_KWARGS = {"load_from_disk", "token", "video", "force_download", "force_unzip", "cache_dir",
                       "local_files_only", "create_link"}
+
+
+class MissingDatasetError(DatasetError):
+    """A task's dataset is neither a local folder nor obtainable from the Hub."""
+
+    def __init__(self, config: TaskConfig, data_dir: Path | None, reason: str) -> None:
+        self.config, self.data_dir, self.reason = config, data_dir, reason
+        super().__init__(f"task {config.task}: dataset {config.dataset_path!r} is not available ({reason}); "
+                         f"{_remedy(str(config.dataset_path), data_dir)}")
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,68 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
     return h.hexdigest()[:16]
 
 
+def offline_reason() -> str | None:
+    """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or unreachable), or None; probed once per process
+    so an unreachable Hub costs one short connection attempt instead of every library's retries."""
+    return _offline_reason()
+
+
+@functools.lru_cache(maxsize=1)
+def _offline_reason() -> str | None:
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}:
+        return "offline: HF_HUB_OFFLINE is set"
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=3).close()
+    except OSError:
+        _work_offline()
+        return "the Hugging Face Hub is not reachable; set HF_HUB_OFFLINE=1 to skip this check"
+    return None
+
+
+def _work_offline() -> None:
+    """Switch the Hub libraries to their offline mode (cache only, no retries) for the rest of the process."""
+    import datasets
+    import huggingface_hub.constants
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    datasets.config.HF_HUB_OFFLINE = True
+
+
+def _remedy(dataset_path: str, data_dir: Path | None) -> str:
+    """How to get ``dataset_path``: the exact ``harness build`` command when a builder makes it, else where to
+    put a copy."""
+    from builders import build_command, builder_for
+
+    target = (data_dir or default_data_dir()) / dataset_path
+    builder = builder_for(dataset_path)
+    if builder is None:
+        return f"put a copy at {target} (see --data-dir)"
+    return f"build it: {build_command(builder, None if target == default_data_dir() / dataset_path else target)}"
+
+
+def load_task_datasets(configs: Sequence[TaskConfig], data_dir: Path | None) -> dict[str, LoadedDataset]:
+    """Each task's dataset, or one error naming every missing dataset of the run with how to get each."""
+    loaded: dict[str, LoadedDataset] = {}
+    missing: dict[str, list[MissingDatasetError]] = {}
+    for config in configs:
+        try:
+            loaded[config.task] = load_task_dataset(config, data_dir)
+        except MissingDatasetError as exc:
+            missing.setdefault(str(config.dataset_path), []).append(exc)
+    if not missing:
+        return loaded
+    if len(missing) == 1 and len(next(iter(missing.values()))) == 1:
+        raise next(iter(missing.values()))[0]
+    reasons = {exc.reason for errors in missing.values() for exc in errors}
+    parts = [f"{path!r} (task{'s' if len(errors) > 1 else ''} {', '.join(e.config.task for e in errors)}): "
+             f"{_remedy(path, data_dir)}" for path, errors in missing.items()]
+    raise DatasetError(f"{len(missing)} datasets are not available ({'; '.join(sorted(reasons))}): "
+                       + "; ".join(parts))
+
+
 def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDataset:
     """The test split of a task's dataset, with a fingerprint of exactly what was read."""
     import datasets
@@ -79,6 +155,7 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
     kwargs = {k: v for k, v in config.dataset_kwargs.items() if k not in _NON_LOADER_KWARGS}
     path, local = resolve_path(config.dataset_path, data_dir)
     sha = _content_hash(Path(path)) if local else None
+    offline = None if local else offline_reason()
     try:
         if local and (config.dataset_kwargs.get("load_from_disk") or _is_saved_to_disk(Path(path))):
             loaded = datasets.load_from_disk(path)
@@ -93,16 +170,12 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
     except (FileNotFoundError, ConnectionError, OSError, ValueError) as exc:
         if local:
             raise DatasetError(f"task {config.task}: cannot read {path}: {str(exc).splitlines()[0]}") from None
-        where = data_dir / config.dataset_path if data_dir else "DIR/" + config.dataset_path
-        raise DatasetError(
-            f"task {config.task}: dataset {config.dataset_path!r} is not available "
-            f"({type(exc).__name__}); offline, put a copy at {where} (see --data-dir) "
-            f"or build it with `harness build`"
-        ) from None
+        raise MissingDatasetError(config, data_dir, offline or type(exc).__name__) from None
     if local:
         fingerprint = {"kind": "local", "path": path, "sha256": sha}
     else:
-        fingerprint = {"kind": "hub", "repo": config.dataset_path, "revision": _hub_revision(config.dataset_path)}
+        revision = None if offline else _hub_revision(config.dataset_path)
+        fingerprint = {"kind": "hub", "repo": config.dataset_path, "revision": revision}
     fingerprint.update(split=split, num_rows=len(docs), datasets_fingerprint=getattr(docs, "_fingerprint", None))
     return LoadedDataset(docs=docs, source=path, fingerprint=fingerprint)
 

@@ -15,16 +15,25 @@ _PACKAGES = ("torch", "torchvision", "transformers", "datasets", "tokenizers", "
 
 
 def git_revision() -> str | None:
-    """The commit of the harness source tree, with ``-dirty`` when it has local changes."""
+    """The commit of the harness source: the checkout's HEAD (``-dirty`` with local changes) when run from
+    one, else the commit recorded at build time (harness/_build_info.py, written by hatch_build.py)."""
     root = Path(harness.__file__).resolve().parent.parent
     try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness", "tasks"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=5)
+        if top.returncode == 0 and Path(top.stdout.strip()).resolve() == root:
+            rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=5, check=True).stdout.strip()
+            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness", "tasks"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        from harness._build_info import GIT_COMMIT  # type: ignore[import-not-found]
+    except ImportError:
         return None
-    return rev + ("-dirty" if dirty else "")
+    return GIT_COMMIT
 
 
 def package_versions() -> dict[str, str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import HarnessError
 from tests.conftest import ROOT, write
 
 
@@ -60,10 +61,27 @@ def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: P
         capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"])
 
 
-def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture) -> None:
+def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
     assert "shapes_color" in out and "shapes: shapes_color, shapes_kind" in out and "shapes_demo:" in out
+    lines = out.splitlines()
+    color = lines.index(next(line for line in lines if line.strip().startswith("shapes_color ")))
+    assert "name the shape's color" in lines[color]
+    assert f"dataset vlm-audit/shapes: local ({data_dir / 'vlm-audit/shapes'})" in lines[color + 1]
+    vista = lines.index(next(line for line in lines if line.strip().startswith("vista ")))
+    assert "dataset vlm-audit/vista: not local (build: harness build vista)" in lines[vista + 1]
+    assert "no description" not in out  # every bundled task's YAML starts with its description comment
+
+
+def test_build_help_lists_every_builder_with_its_extra() -> None:
+    from builders import BUILDERS
+
+    done = harness("build", "--help")
+    assert done.returncode == 0
+    for name, builder in BUILDERS.items():
+        (line,) = [x for x in done.stdout.splitlines() if x.strip().startswith(name + " ")]
+        assert builder.description in line and (f"[extra: {builder.extra}]" in line) == bool(builder.extra)
 
 
 def test_run_that_fails_entirely_exits_non_zero(tmp_path: Path, data_dir: Path) -> None:
@@ -111,3 +129,15 @@ def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path,
     assert sorted(resumed_samples) == list(range(48))
     assert resumed_samples == fresh_samples
     assert _rows(store) == 48
+
+
+@pytest.mark.parametrize(("arch", "purpose"), [("owlv2", "detector for diavlo"), ("sdxl_turbo", "generator for vista"),
+                                               ("instruct_pix2pix", "editor for fusionaudit")])
+def test_non_chat_tiny_models_are_refused_as_models(capsys: pytest.CaptureFixture, arch: str, purpose: str,
+                                                    data_dir: Path) -> None:
+    from harness.models.base import create_backend
+
+    with pytest.raises(HarnessError, match=purpose):
+        create_backend(f"tiny:{arch}")
+    err = one_line_error(capsys, ["eval", "--model", f"tiny:{arch}", "--tasks", "shapes_color", "--limit", "1"])
+    assert f"tiny:{arch} is not a chat model" in err

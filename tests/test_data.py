@@ -41,7 +41,8 @@ def test_save_to_disk_folder_and_data_files(data_dir: Path, tmp_path: Path) -> N
 
 
 def test_missing_dataset_and_split_fail_clearly(data_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match=r"'nobody/nothing' is not available .*offline, put a copy at"):
+    with pytest.raises(DatasetError, match=r"'nobody/nothing' is not available \(offline: HF_HUB_OFFLINE is set\); "
+                                           "put a copy at"):
         load_task_dataset(cfg(dataset_path="nobody/nothing"), tmp_path)
     with pytest.raises(DatasetError, match="no split 'validation'|cannot read"):
         load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="validation"), data_dir)
@@ -59,3 +60,35 @@ def test_a_folder_rebuilt_in_place_is_not_served_from_a_stale_cache(tmp_path: Pa
     second = load_task_dataset(cfg(dataset_path="org/shapes"), tmp_path)
     assert (len(first.docs), len(second.docs)) == (5, 7)
     assert first.fingerprint["sha256"] != second.fingerprint["sha256"]
+
+
+def test_unreachable_hub_reports_every_missing_dataset_at_once_with_its_build_command(tmp_path: Path) -> None:
+    """No HF_HUB_OFFLINE, a Hub that does not answer: found out once, fast, and every dataset is named."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, write
+
+    write(tmp_path / "extra" / "t.yaml", "# a task on a dataset nobody builds\ntask: nodata\n"
+          "dataset_path: someorg/not-here\ndoc_to_text: q\nmetric_list:\n  - metric: exact_match\n")
+    with socket.socket() as sock:  # a loopback port nothing listens on: the Hub is unreachable
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf"))
+    data = tmp_path / "data"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--model", "tiny:qwen2_vl", "--tasks",
+                           "vista,mist,nodata", "--data-dir", str(data), "--include-path", str(tmp_path / "extra")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    elapsed = time.monotonic() - start
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: 3 datasets are not available (the Hugging Face Hub is not reachable")
+    assert f"build it: harness build vista --out {data / 'vlm-audit/vista'}" in line
+    assert f"harness build mist --admire ROWS --images DIR --humans FILE --out {data / 'vlm-audit/mist'}" in line
+    assert f"'someorg/not-here' (task nodata): put a copy at {data / 'someorg/not-here'}" in line
+    assert elapsed < 30, elapsed

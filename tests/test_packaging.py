@@ -23,11 +23,30 @@ def test_wheel_ships_tasks_and_cards(tmp_path: Path) -> None:
                      "harness/_bundled/tasks/shapes/_default_template_yaml", "harness/_bundled/cards/shapes.md",
                      "harness/cli.py", "builders/shapes.py"):
         assert expected in names
-    site = tmp_path / "site"
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    requires: dict[str, set[str]] = {}
+    for line in metadata.splitlines():
+        if line.startswith("Requires-Dist:") and "; extra == " in line:
+            req, extra = line.removeprefix("Requires-Dist:").strip().split("; extra == ")
+            requires.setdefault(extra.strip("'\""), set()).add(req)
+    runtime = ("stealth", "openai", "vista", "diavlo", "fusion", "leaderboard", "serving")
+    assert requires["all"] == set().union(*(requires[e] for e in runtime))  # [all]: every runtime part
+    # Installed inside some other git checkout (a venv in a project folder): that checkout's HEAD is not ours.
+    other = tmp_path / "project"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run(["git", "-C", str(other), "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    site = other / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = ("from harness.taskspec.registry import bundled_tasks_dir; from builders.publish import bundled_cards_dir;"
-            "print(bundled_tasks_dir()); print(bundled_cards_dir())")
+            "from harness.provenance import environment; import json;"
+            "print(bundled_tasks_dir()); print(bundled_cards_dir()); env = environment();"
+            "print(env['git_revision']); print(env['harness_version'])")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(site)},
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(site / "harness/_bundled/tasks"), str(site / "harness/_bundled/cards")]
+    tasks, cards, revision, version = out.stdout.split()
+    assert [tasks, cards] == [str(site / "harness/_bundled/tasks"), str(site / "harness/_bundled/cards")]
+    # Installed without .git, the results still name the source commit the wheel was built from.
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert revision.removesuffix("-dirty") == head.strip() and version == wheel.name.split("-")[1]

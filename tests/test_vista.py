@@ -150,3 +150,24 @@ def test_nli_judge(tiny_nli: Path) -> None:
     assert cluster_responses(["a", "b", "c"], judge).ids == [0, 0, 0]
     with pytest.raises(HarnessError, match="cannot be loaded"):
         make_judge(f"nli:{tiny_nli / 'missing'}")
+
+
+def test_image_build_shows_progress_and_no_clip_truncation_warnings(tmp_path: Path) -> None:
+    """Through the CLI: one bar over the images; prompts past CLIP's 77 tokens leave no warning; quiet hides it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    long_prompt = " ".join(["a photograph of a long and detailed scene"] * 20)
+    code = ("import sys, logging\nfrom harness.cli import main\nfrom builders.vista import images\n"
+            f"generate = images.Text2ImageGenerator.generate\n"
+            f"images.Text2ImageGenerator.generate = lambda self, p, s: generate(self, [{long_prompt!r}] * len(p), s)\n"
+            "sys.exit(main(sys.argv[1:]))")
+    for verbosity, bar in (("info", True), ("quiet", False)):
+        done = subprocess.run([sys.executable, "-c", code, "build", "vista", "--generator", "tiny:sdxl_turbo",
+                               "--topics", "ai", "--out", str(tmp_path / verbosity), "--verbosity", verbosity],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "truncated" not in done.stderr
+        assert ("vista images: 100%" in done.stderr) is bar, done.stderr

@@ -64,4 +64,23 @@ def test_cli_audit_and_its_errors(runs: list[Path], tmp_path: Path, capsys: pyte
     assert main(["audit", "vista", str(runs[0]), "--task", "shapes_color"]) == 2
     assert "at least two models" in capsys.readouterr().err
     assert main(["audit", "vista", *map(str, runs)]) == 2
-    assert "has no task 'vista'" in capsys.readouterr().err
+    assert "0 of 2 run(s) have it; the skipped runs hold shapes_color" in capsys.readouterr().err
+
+
+def test_cli_audit_skips_runs_of_other_tasks(runs: list[Path], data_dir: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    opts = EvalOptions(tasks=["shapes_kind"], data_dir=data_dir, limit=1, output=runs[0].parent.parent,
+                       use_cache=False, show_progress=False, gen_overrides={"max_new_tokens": 2})
+    other = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)[2]
+    everything = sorted({*runs, other})
+    assert main(["audit", "vista", *map(str, everything), "--task", "shapes_color", "--output",
+                 str(tmp_path / "a"), "--no-stability"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 1 run(s) without task 'shapes_color'; auditing 2" in captured.out
+    assert "audit: 100%" in captured.err  # the progress bar, hidden by --verbosity quiet:
+    assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(tmp_path / "q"),
+                 "--verbosity", "quiet"]) == 0
+    assert "audit:" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "a" / "audit.json").read_text())["skipped_runs"] == 1
+    assert main(["audit", "vista", str(runs[0]), str(other), "--task", "shapes_color"]) == 2
+    assert "1 of 2 run(s) have it" in capsys.readouterr().err

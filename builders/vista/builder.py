@@ -83,7 +83,8 @@ def build(out: Path, seed: int = 0, images: str | None = None, generator: str = 
     if need_generator:
         if generator == "none":
             raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
-        pipe = Text2ImageGenerator(generator, steps, guidance, image_size)
+        pipe = Text2ImageGenerator(generator, steps, guidance, image_size,
+                                   total=len(need_generator) * IMAGES_PER_TOPIC)
     records = []
     for topic in chosen:
         pictures = (_folder_images(topic, files[topic.slug], rejected) if files[topic.slug]

@@ -8,6 +8,7 @@ attempt (a new seed, or the folder's next unused file), so a reject list is all 
 from __future__ import annotations
 
 import io
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.hashing import derive_seed
 
+log = logging.getLogger(__name__)
 DEFAULT_GENERATOR = "stabilityai/sdxl-turbo"
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
 
@@ -29,12 +31,23 @@ class VistaImage:
     attempt: int  # 0 unless earlier attempts were rejected
 
 
+def _drop_clip_truncation(record: logging.LogRecord) -> bool:
+    """VISTA's image prompts may exceed CLIP's 77 tokens by design; the per-batch truncation warning is noise."""
+    return "CLIP can only handle sequences" not in record.getMessage()
+
+
 class Text2ImageGenerator:
-    """A diffusers text-to-image pipeline; ``tiny:sdxl_turbo`` builds a random-weight one offline."""
+    """A diffusers text-to-image pipeline; ``tiny:sdxl_turbo`` builds a random-weight one offline. ``total``
+    (images expected) sizes the progress bar, which ``--verbosity quiet`` (log level above warnings) hides."""
 
     def __init__(self, spec: str = DEFAULT_GENERATOR, steps: int = 4, guidance: float = 0.0,
-                 size: int | None = None, device: str | None = None) -> None:
+                 size: int | None = None, device: str | None = None, total: int | None = None) -> None:
         import torch
+        from tqdm.auto import tqdm
+
+        from harness.extras import require
+
+        require("diffusers", "vista", "generating VISTA's images")
         from diffusers import AutoPipelineForText2Image
 
         path: str | Path = spec
@@ -52,6 +65,8 @@ class Text2ImageGenerator:
             raise HarnessError(f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]}); offline, pass "
                                "a local pipeline folder, tiny:sdxl_turbo, or --images with --generator none") from None
         self.pipeline.set_progress_bar_config(disable=True)
+        logging.getLogger(type(self.pipeline).__module__).addFilter(_drop_clip_truncation)
+        self.bar = tqdm(total=total, desc="vista images", unit="image", disable=not log.isEnabledFor(logging.WARNING))
         self.spec, self.steps, self.guidance, self.size = spec, steps, guidance, size
 
     def settings(self) -> dict[str, Any]:
@@ -71,6 +86,7 @@ class Text2ImageGenerator:
             buffer = io.BytesIO()
             image.convert("RGB").save(buffer, format="JPEG", quality=95)
             out.append(buffer.getvalue())
+        self.bar.update(len(out))
         return out
 
 

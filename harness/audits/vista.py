@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
 from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
@@ -66,6 +67,7 @@ class AuditResult:
     judge_model_calls: int = 0  # of those, the ones the judge had to compute (not cached)
     all_pairs_calls: int = 0  # what asking every ordered pair of distinct responses would cost
     skipped_queries: int = 0
+    skipped_runs: int = 0  # run folders given that do not hold the task
 
     def summary(self) -> dict[str, Any]:
         return {"config": asdict(self.config), "models": self.models, "per_model": self.per_model,
@@ -73,6 +75,7 @@ class AuditResult:
                 "selective_refusal": self.selective_refusal, "stability": self.stability, "sweeps": self.sweeps,
                 "judge_decisions": self.judge_decisions, "judge_model_calls": self.judge_model_calls,
                 "all_pairs_calls": self.all_pairs_calls, "skipped_queries": self.skipped_queries,
+                "skipped_runs": self.skipped_runs,
                 "flagged": len(self.flagged)}
 
 
@@ -94,32 +97,51 @@ def pool_records(records_by_model: Mapping[str, Sequence[SampleRecord]]) -> tupl
     return queries, skipped
 
 
-def load_runs(run_dirs: Sequence[Path], task: str) -> dict[str, list[SampleRecord]]:
-    """{model name: samples of ``task``} from run folders (a repeated model gets its folder name appended)."""
+def load_runs(run_dirs: Sequence[Path], task: str) -> tuple[dict[str, list[SampleRecord]], list[Path]]:
+    """{model name: samples of ``task``} from run folders (a repeated model gets its folder name appended),
+    and the runs skipped for lacking ``task``: a glob over runs/ also matches other tasks' runs."""
     out: dict[str, list[SampleRecord]] = {}
+    skipped: list[Path] = []
+    others: set[str] = set()
     for run_dir in map(Path, run_dirs):
         run = read_run(run_dir)
         if task not in run.configs:
-            raise HarnessError(f"{run_dir}: the run has no task {task!r} (tasks: {', '.join(run.configs)})")
+            skipped.append(run_dir)
+            others.update(run.configs)
+            continue
         name = str(run.config.get("model"))
         out[f"{name}@{run_dir.name}" if name in out else name] = read_samples(run_dir, task)
-    return out
+    if len(out) < 2:
+        seen = f"; the skipped runs hold {', '.join(sorted(others))}" if others else ""
+        raise HarnessError(f"a VISTA audit compares at least two models' runs of task {task!r}: {len(out)} of "
+                           f"{len(out) + len(skipped)} run(s) have it{seen} (choose with --task)")
+    return out, skipped
 
 
-def run_audit(run_dirs: Sequence[Path], judge: Callable[[str, str], bool], config: AuditConfig) -> AuditResult:
-    return audit_records(load_runs(run_dirs, config.task), judge, config)
+def run_audit(run_dirs: Sequence[Path], judge: Callable[[str, str], bool], config: AuditConfig,
+              show_progress: bool = False) -> AuditResult:
+    """The audit of ``config.task`` over the runs that hold it; the others are counted in ``skipped_runs``."""
+    records, skipped = load_runs(run_dirs, config.task)
+    result = audit_records(records, judge, config, show_progress)
+    result.skipped_runs = len(skipped)
+    return result
 
 
 def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge: Callable[[str, str], bool],
-                  config: AuditConfig) -> AuditResult:
-    """The whole audit over already-loaded records (what ``harness eval --model A --model B`` calls)."""
+                  config: AuditConfig, show_progress: bool = False) -> AuditResult:
+    """The whole audit over already-loaded records (what ``harness eval --model A --model B`` calls); the
+    progress bar counts query clusterings, leave-one-peer-out re-clusterings included."""
     queries, skipped = pool_records(records_by_model)
     models = list(records_by_model)
     result = AuditResult(config, models, skipped_queries=skipped)
     cache = DecisionCache(judge)
     model_calls_before = getattr(judge, "calls", 0)
     assignments_by_query = []
+    stability = config.stability and len(models) >= 3
+    bar = tqdm(total=len(queries) * (1 + (len(models) if stability else 0)), desc="audit", unit="query",
+               disable=not show_progress)
     for query in queries:
+        bar.update()
         assignments = _cluster(query, models, judge, config.clustering, cache)
         assignments_by_query.append(assignments)
         unique = len({t.strip() for texts in query.responses.values() for t in texts if t.strip()})
@@ -131,8 +153,9 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
     result.prompt_types = _prompt_type_table(result.rows, models)
     result.selective_refusal = _selective_refusal(queries, models)
     result.sweeps = _sweeps(assignments_by_query, models, config)
-    if config.stability and len(models) >= 3:
-        result.stability = _leave_one_peer_out(result, queries, judge, cache)
+    if stability:
+        result.stability = _leave_one_peer_out(result, queries, judge, cache, bar)
+    bar.close()
     result.judge_decisions = len(cache.cache)
     result.judge_model_calls = getattr(judge, "calls", 0) - model_calls_before
     return result
@@ -281,7 +304,7 @@ def jaccard(a: set[Any], b: set[Any]) -> float:
 
 
 def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: Callable[[str, str], bool],
-                        cache: DecisionCache) -> dict[str, dict[str, float]]:
+                        cache: DecisionCache, bar: tqdm) -> dict[str, dict[str, float]]:
     """For each model p left out: re-cluster every query without p's responses, re-score the others, and
     compare with the full audit restricted to the same models (top-10/top-20 overlap of the S ranking,
     Jaccard of the flagged sets). Decisions come from the shared cache, so this asks the judge only about
@@ -297,6 +320,7 @@ def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: Ca
         full = [(r["model"], r["doc_hash"], r["suspicion"]) for r in result.rows if r["model"] != left_out]
         reduced = []
         for query in queries:
+            bar.update()
             scores = suspicion_scores(_cluster(query, keep, judge, config.clustering, cache), config.alpha,
                                       config.reference)
             reduced += [(m, query.doc_hash, scores[m]["suspicion"]) for m in keep]

