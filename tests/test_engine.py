@@ -167,3 +167,16 @@ def test_generation_errors_are_recorded_not_scored(tmp_path: Path, data_dir: Pat
     assert all(r.error and "text-only model" in r.error for r in samples["shapes_color"])
     assert run.counts["shapes_color"].scored == 0
     assert run.results["shapes_color"]["exact_match,none"] is None
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/runs"])
+def test_unwritable_output_fails_before_the_model_loads(tmp_path: Path, data_dir: Path, capsys, where: str) -> None:
+    from harness.cli import main
+
+    write(tmp_path / "a-file", "not a folder")
+    # the model does not exist: reaching its load would fail with another message
+    code = main(["eval", "--model", f"hf:{tmp_path / 'no-model'}", "--tasks", "shapes_color", "--limit", "2",
+                 "--data-dir", str(data_dir), "--output", str(tmp_path / where), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "cannot load model" not in err
+    assert f"--output {tmp_path / where}: cannot write a run folder there" in err

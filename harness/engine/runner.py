@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -245,6 +246,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
 
     ``datasets`` may carry datasets already loaded by :func:`validate_tasks`."""
     started = time.time()
+    check_output(opts.output)
     registry = TaskRegistry.discover(opts.include_paths)
     names = registry.expand(opts.tasks)
     prepared: list[_PreparedTask] = []
@@ -396,9 +398,24 @@ def model_family_of(run: RunResults) -> str | None:
     return LMMS_FAMILY.get(model_type, model_type) if model_type else None
 
 
+def check_output(output: Path | None) -> None:
+    """Fail in one line when no run folder can be written under ``output`` (a file in the way, no
+    permission, a read-only disk), by creating it and a probe file, before any model loads or generates."""
+    if output is None:
+        return
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=output, prefix=".harness-write-check-"):
+            pass
+    except OSError as exc:
+        raise HarnessError(f"--output {output}: cannot write a run folder there ({exc.strerror or exc}); "
+                           "choose another folder") from None
+
+
 def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
-    """Check every requested task (config, functions, generation settings) and load its dataset,
-    so a task's mistake or a missing dataset fails before a (possibly large) model is loaded."""
+    """Check the output folder and every requested task (config, functions, generation settings) and load
+    its dataset, so a mistake or a missing dataset fails before a (possibly large) model is loaded."""
+    check_output(opts.output)
     registry = TaskRegistry.discover(opts.include_paths)
     loaded = {}
     for name in registry.expand(opts.tasks):
