@@ -118,8 +118,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
 
-    run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None)
+    run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
+                       Path(args.output) if args.output else None)
     print(summary_table(run))
+    rescored = run.provenance["rescored"]
+    if rescored["originals"] is None:
+        print(f"\nwrote to {args.output}: {', '.join(rescored['files'])} (the run folder is unchanged)")
+    else:
+        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored['files'])}; the run's files as first written "
+              f"are kept in {rescored['originals']}")
     return 0
 
 
@@ -443,6 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
     sc.add_argument("run_dir")
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
+    sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
+                    "(in place, the run's first files are kept in RUN_DIR/original/)")
     sc.set_defaults(func=cmd_score)
 
     au = sub.add_parser("audit", parents=[common], help="protocol audits over saved runs")

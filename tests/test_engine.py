@@ -167,3 +167,40 @@ def test_generation_errors_are_recorded_not_scored(tmp_path: Path, data_dir: Pat
     assert all(r.error and "text-only model" in r.error for r in samples["shapes_color"])
     assert run.counts["shapes_color"].scored == 0
     assert run.results["shapes_color"]["exact_match,none"] is None
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/runs"])
+def test_unwritable_output_fails_before_the_model_loads(tmp_path: Path, data_dir: Path, capsys, where: str) -> None:
+    from harness.cli import main
+
+    write(tmp_path / "a-file", "not a folder")
+    # the model does not exist: reaching its load would fail with another message
+    code = main(["eval", "--model", f"hf:{tmp_path / 'no-model'}", "--tasks", "shapes_color", "--limit", "2",
+                 "--data-dir", str(data_dir), "--output", str(tmp_path / where), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "cannot load model" not in err
+    assert f"--output {tmp_path / where}: cannot write a run folder there" in err
+
+
+def test_a_store_locked_by_another_writer_neither_fails_nor_loses_the_run(
+        tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+    import sqlite3
+
+    from harness.engine import store as store_module
+
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(store_module, "LOCK_WAIT_S", 0.2)
+    run_opts = opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2)
+    store_module.ResponseStore(run_opts.store_path).close()
+    other = sqlite3.connect(run_opts.store_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    with caplog.at_level(logging.WARNING, logger="harness.engine.store"):
+        run, samples, run_dir = evaluate(qwen(), "tiny:qwen2_vl", run_opts)
+    assert run_dir is not None and all(r.responses for r in read_samples(run_dir, "shapes_color"))
+    assert any("locked by another process" in r.getMessage() for r in caplog.records)
+    assert list(tmp_path.glob("store.sqlite.pending-*.jsonl"))
+    other.rollback()
+    other.close()
+    again, _, _ = evaluate(qwen(), "tiny:qwen2_vl", run_opts)  # the kept answers were merged: nothing to generate
+    assert again.provenance["requests"]["generated"] == 0 and again.provenance["requests"]["cached"] == 2

@@ -108,3 +108,17 @@ def test_bad_model_args_and_missing_model_fail_in_one_line(tmp_path) -> None:
         create_backend("hf:no-such-org/no-such-model-xyz")
     with pytest.raises(ModelSpecError, match="cannot load model"):
         create_backend(f"hf:{tmp_path}")
+
+
+@pytest.mark.parametrize(("device", "message"), [
+    ("banana", "device='banana': not a device; choose auto, cpu, cuda, cuda:N, mps, xpu or xpu:N"),
+    ("cuda:7", "device='cuda:7': .*(no cuda device|has cuda devices 0)"),
+    ("meta", "device='meta': not a device"),
+])
+def test_unusable_device_fails_in_one_line_before_loading(device: str, message: str) -> None:
+    with pytest.raises(ModelSpecError, match=message):
+        create_backend("tiny:qwen3", {"device": device})
+
+
+def test_cpu_device_is_accepted() -> None:
+    assert create_backend("tiny:qwen3", {"device": "cpu"}).info()["device"] == "cpu"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -245,6 +248,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
 
     ``datasets`` may carry datasets already loaded by :func:`validate_tasks`."""
     started = time.time()
+    check_output(opts.output)
     registry = TaskRegistry.discover(opts.include_paths)
     names = registry.expand(opts.tasks)
     prepared: list[_PreparedTask] = []
@@ -363,9 +367,20 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
     return runtime, rescored, results, counts
 
 
-def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
-    """Recompute every per-sample metric and aggregate from saved samples; no model is loaded."""
+def score_run(run_dir: Path, data_dir: Path | None = None,
+              output: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
+    """Recompute every per-sample metric and aggregate from saved samples; no model is loaded.
+
+    The run's claim is never lost: with ``output`` (another folder) the rescored results, samples and
+    reports go there and the run folder is untouched; in place, the files about to be replaced are first
+    copied to ``run_dir/original/`` (once: a later score keeps that first copy). ``provenance.rescored``
+    lists the files written and where the originals are."""
+    run_dir = Path(run_dir)
     run = read_run(run_dir)
+    dest = run_dir if output is None else Path(output)
+    in_place = dest.resolve() == run_dir.resolve()
+    if not in_place and (dest / "results.json").exists():
+        raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
     registry = TaskRegistry.discover(run.config.get("include_paths", []))
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
@@ -376,13 +391,46 @@ def score_run(run_dir: Path, data_dir: Path | None = None) -> tuple[RunResults, 
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
             registry.get(task), family, read_samples(run_dir, task), data_dir)
     groups, group_subtasks = group_results(registry, run.config.get("tasks", []), results, counts)
+    check_output(dest)
+    originals = _keep_originals(run_dir) if in_place else None
+    before = _file_stamps(dest)
+    reports = _reports(runtimes, samples, dest)
+    written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
+                      *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
     updated = run.model_copy(update={
         "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
-        "reports": _reports(runtimes, samples, Path(run_dir)),
-        "provenance": {**run.provenance, "rescored": environment()},
+        "reports": reports,
+        "provenance": {**run.provenance, "rescored": {
+            **environment(), "source": str(run_dir.resolve()), "files": written,
+            "originals": None if originals is None else str(originals)}},
     })
-    write_run(Path(run_dir), updated, samples)
+    write_run(dest, updated, samples)
     return updated, samples
+
+
+_ORIGINALS = "original"
+
+
+def _file_stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in folder.iterdir() if p.is_file()}
+
+
+def _keep_originals(run_dir: Path) -> Path:
+    """Copy the run's claim (results.json, samples, plots) to ``run_dir/original/`` unless a copy is there
+    already; the copy is made in a temporary folder and renamed, so it is whole or absent."""
+    kept = run_dir / _ORIGINALS
+    if (kept / "results.json").is_file():
+        return kept
+    tmp = run_dir / f".{_ORIGINALS}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for path in run_dir.iterdir():
+        if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
+                               or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
+            shutil.copy2(path, tmp / path.name)
+    shutil.rmtree(kept, ignore_errors=True)  # an incomplete copy (no results.json) is replaced
+    os.replace(tmp, kept)
+    return kept
 
 
 def model_family_of(run: RunResults) -> str | None:
@@ -396,9 +444,24 @@ def model_family_of(run: RunResults) -> str | None:
     return LMMS_FAMILY.get(model_type, model_type) if model_type else None
 
 
+def check_output(output: Path | None) -> None:
+    """Fail in one line when no run folder can be written under ``output`` (a file in the way, no
+    permission, a read-only disk), by creating it and a probe file, before any model loads or generates."""
+    if output is None:
+        return
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=output, prefix=".harness-write-check-"):
+            pass
+    except OSError as exc:
+        raise HarnessError(f"--output {output}: cannot write a run folder there ({exc.strerror or exc}); "
+                           "choose another folder") from None
+
+
 def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
-    """Check every requested task (config, functions, generation settings) and load its dataset,
-    so a task's mistake or a missing dataset fails before a (possibly large) model is loaded."""
+    """Check the output folder and every requested task (config, functions, generation settings) and load
+    its dataset, so a mistake or a missing dataset fails before a (possibly large) model is loaded."""
+    check_output(opts.output)
     registry = TaskRegistry.discover(opts.include_paths)
     configs = []
     for name in registry.expand(opts.tasks):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,27 @@ from harness.errors import ModelSpecError, UnsupportedRequestError
 Message = dict[str, Any]
 
 _GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
+
+
+def _is_whole(value: Any) -> bool:
+    """An int, or a float without a fraction (YAML and JSON may spell 64 as 64.0); never a bool."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# Each setting's check and what it expects; null (None) always means the default.
+_SETTING_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "max_new_tokens": (lambda v: _is_whole(v) and v >= 1, "a whole number >= 1"),
+    "temperature": (lambda v: _is_finite(v) and v >= 0, "a finite number >= 0"),
+    "top_p": (lambda v: _is_finite(v) and 0 < v <= 1, "a finite number > 0 and <= 1"),
+    "top_k": (lambda v: _is_whole(v) and v >= 1, "a whole number >= 1 or null"),
+    "num_beams": (lambda v: _is_whole(v) and v >= 1, "a whole number >= 1"),
+}
 
 
 @dataclass(frozen=True)
@@ -34,39 +56,50 @@ class GenerationParams:
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any], where: str = "generation_kwargs") -> GenerationParams:
-        """Build from a task's ``generation_kwargs``; unknown keys fail loudly instead of being ignored."""
+        """Build from a task's ``generation_kwargs`` (or ``--gen-kwargs`` on top of them). Every key's type and
+        range is checked, and all problems are reported together, one line each, so a bad value can neither
+        crash a run mid-way nor be recorded silently (``inf`` would be written as ``null``)."""
         kw = dict(kwargs)
-        do_sample = kw.pop("do_sample", None)
-        until = kw.pop("until", ())
+        problems: list[str] = []
+        unknown = sorted(set(kw) - set(_GREEDY_DEFAULTS) - {"do_sample", "until"})
+        if unknown:
+            problems.append(f"unsupported generation setting(s) {', '.join(unknown)} "
+                            f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})")
+        values: dict[str, Any] = {}
+        for key, default in _GREEDY_DEFAULTS.items():
+            value = kw.get(key)
+            ok, expected = _SETTING_CHECKS[key]
+            if value is None:
+                values[key] = default
+            elif ok(value):
+                values[key] = value
+            else:
+                problems.append(f"{key}={value!r}: expected {expected}")
+        until = kw.get("until") or ()
         if isinstance(until, str):
             until = (until,)
-        unknown = sorted(set(kw) - set(_GREEDY_DEFAULTS))
-        if unknown:
-            raise UnsupportedRequestError(
-                f"{where}: unsupported generation setting(s) {', '.join(unknown)} "
-                f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})"
-            )
-        values = {k: kw.get(k, v) for k, v in _GREEDY_DEFAULTS.items()}
-        temperature = float(values["temperature"] or 0.0)
-        if do_sample is False and temperature > 0:
-            raise UnsupportedRequestError(
-                f"{where}: do_sample is false but temperature is {temperature}; set one or the other"
-            )
-        if do_sample is True and temperature == 0.0:
-            raise UnsupportedRequestError(f"{where}: do_sample is true but temperature is 0; set a temperature")
-        params = cls(
-            max_new_tokens=int(values["max_new_tokens"]),
-            temperature=temperature,
-            top_p=float(values["top_p"] if values["top_p"] is not None else 1.0),
-            top_k=None if values["top_k"] is None else int(values["top_k"]),
-            num_beams=int(values["num_beams"] or 1),
-            until=tuple(str(u) for u in until),
+        if not isinstance(until, list | tuple) or not all(isinstance(u, str) for u in until):
+            problems.append(f"until={kw['until']!r}: expected a string or a list of strings")
+            until = ()
+        do_sample = kw.get("do_sample")
+        if do_sample is not None and not isinstance(do_sample, bool):
+            problems.append(f"do_sample={do_sample!r}: expected true or false")
+            do_sample = None
+        if not problems:
+            temperature = float(values["temperature"])
+            if do_sample is False and temperature > 0:
+                problems.append(f"do_sample is false but temperature is {temperature}; set one or the other")
+            if do_sample is True and temperature == 0.0:
+                problems.append("do_sample is true but temperature is 0; set a temperature")
+            if values["num_beams"] > 1 and temperature > 0:
+                problems.append("beam search with sampling is not supported (num_beams > 1 with temperature > 0)")
+        if problems:
+            raise UnsupportedRequestError("\n  ".join([f"{where}: {len(problems)} invalid setting(s):", *problems]))
+        return cls(
+            max_new_tokens=int(values["max_new_tokens"]), temperature=float(values["temperature"]),
+            top_p=float(values["top_p"]), top_k=None if values["top_k"] is None else int(values["top_k"]),
+            num_beams=int(values["num_beams"]), until=tuple(until),
         )
-        if params.max_new_tokens < 1 or not 0 < params.top_p <= 1 or params.num_beams < 1:
-            raise UnsupportedRequestError(f"{where}: out-of-range generation settings {kwargs}")
-        if params.num_beams > 1 and params.do_sample:
-            raise UnsupportedRequestError(f"{where}: beam search with sampling is not supported")
-        return params
 
     @staticmethod
     def merge(task_kwargs: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

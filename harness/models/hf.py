@@ -41,6 +41,36 @@ def _auto_device() -> str:
     return "cpu"
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+
+
+def _check_device(value: str) -> str:
+    """``value`` when torch can place a model there on this machine, else one clear line; checked before
+    the weights load, so a typo or a missing accelerator never costs a model load or a traceback."""
+    import torch
+
+    choices = "choose auto, cpu, cuda, cuda:N, mps, xpu or xpu:N"
+    try:
+        device = torch.device(value)
+    except (RuntimeError, ValueError):
+        raise ModelSpecError(f"--model-args device={value!r}: not a device; {choices}") from None
+    if device.type not in _DEVICE_TYPES:
+        raise ModelSpecError(f"--model-args device={value!r}: not a device; {choices}")
+    if device.type == "cpu":
+        return value
+    if device.type == "mps":
+        count = int(torch.backends.mps.is_available())
+    else:
+        module = getattr(torch, device.type)
+        count = module.device_count() if module.is_available() else 0
+    if count == 0:
+        raise ModelSpecError(f"--model-args device={value!r}: this machine has no {device.type} device "
+                             f"(use device=cpu or device=auto)")
+    if device.index is not None and device.index >= count:
+        raise ModelSpecError(f"--model-args device={value!r}: this machine has {device.type} devices 0..{count - 1}")
+    return value
+
+
 def _auto_dtype(device: str) -> str:
     import torch
 
@@ -80,7 +110,7 @@ class HFBackend(Backend):
         self.name = name
         self.is_smoke_model = smoke
         self.device = model_args.get("device", "auto")
-        self.device = _auto_device() if self.device == "auto" else self.device
+        self.device = _auto_device() if self.device == "auto" else _check_device(self.device)
         dtype = model_args.get("dtype", "auto")
         dtype = _auto_dtype(self.device) if dtype == "auto" else dtype
         if dtype not in _DTYPES:

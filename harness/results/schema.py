@@ -8,11 +8,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import HarnessError
+
+log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
 
@@ -85,15 +90,48 @@ def write_run(run_dir: Path, results: RunResults, samples: dict[str, list[Sample
 
 
 def read_run(run_dir: Path) -> RunResults:
+    """A run's ``results.json``; a missing, truncated or malformed file fails in one line naming it."""
     path = Path(run_dir) / "results.json"
     if not path.is_file():
-        from harness.errors import HarnessError
-
         raise HarnessError(f"{run_dir}: no results.json (is this a run folder?)")
-    return RunResults.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise HarnessError(f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
+                           "rescored run keeps its first version under original/) or rerun harness eval") from None
+    try:
+        return RunResults.model_validate(raw)
+    except ValidationError as exc:
+        raise HarnessError(f"{path}: not a harness results file ({_first_problem(exc)})") from None
 
 
 def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
+    """A task's sample records. A last line cut short (a run killed while writing, a partial copy) is left
+    out with a warning, so the other samples still count; any other unreadable line fails in one line,
+    since it means the file was edited or damaged rather than cut."""
     path = Path(run_dir) / f"samples_{task}.jsonl"
-    with path.open(encoding="utf-8") as fh:
-        return [SampleRecord.model_validate_json(line) for line in fh if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HarnessError(f"{path}: missing; the run folder is incomplete (rerun harness eval)") from None
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"{path}: unreadable ({exc})") from None
+    lines = text.splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(SampleRecord.model_validate_json(line))
+        except ValidationError as exc:
+            if number == len(lines) and not text.endswith("\n"):
+                log.warning("%s: line %d is cut (the file ends mid-record); that sample is left out", path, number)
+                continue
+            raise HarnessError(f"{path}: line {number}: not a sample record ({_first_problem(exc)})") from None
+    return records
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else error["msg"]
