@@ -28,7 +28,7 @@ doc_to_target: {target}
 process_results: !function utils.{process_results}
 metric_list:
   - metric: exact_match
-    aggregation: mean
+    aggregation: {aggregation}
 generation_kwargs:
   max_new_tokens: 4
 metadata:
@@ -67,6 +67,11 @@ def not_a_dict(doc, results):
     return [1.0]
 
 
+def pairs_only(values):
+    assert len(values) % 2 == 0, "only supports pairwise evaluation"  # as MME's aggregation does
+    return sum(values) / len(values)
+
+
 def scores(doc, results):
     return {"exact_match": float(results[0].strip() == doc["color"])}
 """
@@ -78,9 +83,10 @@ def qwen() -> Backend:
 
 
 def task_dir(tmp_path: Path, text: str = '"What color?"', target: str = "color",
-             process_results: str = "scores") -> Path:
+             process_results: str = "scores", aggregation: str = "mean") -> Path:
     folder = tmp_path / "fragile"
-    write(folder / "fragile.yaml", TASK.format(text=text, target=target, process_results=process_results))
+    write(folder / "fragile.yaml", TASK.format(text=text, target=target, process_results=process_results,
+                                               aggregation=aggregation))
     write(folder / "utils.py", UTILS)
     write(folder / "tasks_shapes_utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
     return folder
@@ -161,3 +167,16 @@ def test_a_literal_target_warns_once_naming_task_and_value(
     assert warnings == ["task fragile: doc_to_target 'colour' names no column and is no template; every doc gets "
                         "it as a literal target"]
     assert [r.target for r in samples["fragile"]] == ["colour"] * 3
+
+
+def test_an_aggregation_that_raises_gives_a_null_value_and_one_warning(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        folder = task_dir(tmp_path, aggregation="!function utils.pairs_only")
+        _, samples, run_dir = run(tmp_path, data_dir, folder, limit=3)
+    assert read_run(run_dir).results["fragile"]["exact_match,none"] is None
+    assert all(r.error is None and "exact_match,none" in r.metrics for r in samples["fragile"])  # samples kept
+    warnings = [r.getMessage() for r in caplog.records if "aggregation" in r.getMessage()]
+    assert warnings == ["task fragile: aggregation of exact_match,none failed (AssertionError: only supports "
+                        "pairwise evaluation); its value is null"]

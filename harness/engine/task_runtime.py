@@ -218,7 +218,7 @@ class TaskRuntime:
                     log.warning("%s: no sample has a value for %s; check process_results", self.config.task, key)
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
-                results[key] = to_jsonable(self._aggregations[spec.metric](present)) if present else None
+                results[key] = self._aggregate(key, spec.metric, present) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
@@ -226,6 +226,16 @@ class TaskRuntime:
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
+
+    def _aggregate(self, key: str, metric: str, values: list[Any]) -> Any:
+        """One metric's aggregate; aggregation code that fails (lmms-eval's MME asserts whole pairs, which a
+        ``--limit`` can split) leaves that value null with one warning, and the run and its samples are kept."""
+        try:
+            return to_jsonable(self._aggregations[metric](values))
+        except Exception as exc:
+            log.warning("task %s: aggregation of %s failed (%s: %s); its value is null",
+                        self.config.task, key, type(exc).__name__, exc)
+            return None
 
     def report(self, records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any] | None:
         """The task's extra report (tables, confidence intervals, plots written to ``out_dir``).
