@@ -21,7 +21,7 @@ TASK = """\
 task: fragile
 dataset_path: vlm-audit/shapes
 test_split: test
-process_docs: !function utils.process_docs
+process_docs: !function utils.{process_docs}
 doc_to_visual: !function utils.doc_to_visual
 doc_to_text: {text}
 doc_to_target: {target}
@@ -41,6 +41,10 @@ from tasks_shapes_utils import doc_to_visual  # noqa: F401
 def process_docs(docs):
     # doc 1 has no answer (a null field), as in datasets whose labels are partly missing
     return docs.map(lambda d, i: {"answer": None if i == 1 else d["color"]}, with_indices=True)
+
+
+def drops_a_column(docs):
+    return docs.remove_columns(["nonexistent"])
 
 
 def doc_to_text(doc):
@@ -83,10 +87,11 @@ def qwen() -> Backend:
 
 
 def task_dir(tmp_path: Path, text: str = '"What color?"', target: str = "color",
-             process_results: str = "scores", aggregation: str = "mean") -> Path:
+             process_results: str = "scores", aggregation: str = "mean",
+             process_docs: str = "process_docs") -> Path:
     folder = tmp_path / "fragile"
     write(folder / "fragile.yaml", TASK.format(text=text, target=target, process_results=process_results,
-                                               aggregation=aggregation))
+                                               aggregation=aggregation, process_docs=process_docs))
     write(folder / "utils.py", UTILS)
     write(folder / "tasks_shapes_utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
     return folder
@@ -180,3 +185,12 @@ def test_an_aggregation_that_raises_gives_a_null_value_and_one_warning(
     warnings = [r.getMessage() for r in caplog.records if "aggregation" in r.getMessage()]
     assert warnings == ["task fragile: aggregation of exact_match,none failed (AssertionError: only supports "
                         "pairwise evaluation); its value is null"]
+
+
+def test_process_docs_that_raises_stops_with_one_line(tmp_path: Path, data_dir: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    folder = task_dir(tmp_path, process_docs="drops_a_column")
+    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "fragile", "--include-path", str(folder),
+                 "--data-dir", str(data_dir), "--limit", "2", "--verbosity", "quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: task fragile: process_docs failed (ValueError: ") and "nonexistent" in err

@@ -114,7 +114,17 @@ class TaskRuntime:
         raise TaskConfigError(f"{key} must be a !function reference, got {value!r}")
 
     def process_docs(self, docs: Any) -> Any:
-        return self._process_docs(docs) if self._process_docs else docs
+        """The task's ``process_docs`` over the whole dataset; failing there is the task's error, in one line."""
+        if self._process_docs is None:
+            return docs
+        try:
+            return self._process_docs(docs)
+        except TaskConfigError:
+            raise
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise TaskConfigError(f"task {self.config.task}: process_docs failed ({type(exc).__name__}: {first}); "
+                                  f"check {self.config.source.parent}") from exc
 
     # -- prompts -------------------------------------------------------------------------------
     def _text(self, doc: dict[str, Any]) -> str:
@@ -163,7 +173,8 @@ class TaskRuntime:
     def follow_ups(self, doc: dict[str, Any]) -> list[str]:
         """The user turns that follow the answer, from ``metadata: {harness_turns: [...]}`` (each a doc
         column name or a Jinja2 template over the doc). lmms-eval ignores the key and runs turn 1 only."""
-        return [_render_field(turn, doc) for turn in self.config.harness_turns]
+        with doc_step("harness_turns"):
+            return [_render_field(turn, doc) for turn in self.config.harness_turns]
 
     # -- scoring -------------------------------------------------------------------------------
     def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
