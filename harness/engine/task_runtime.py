@@ -164,7 +164,7 @@ class TaskRuntime:
                 return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
             if isinstance(spec, int):
                 return spec
-            if not self._warned_literal and spec not in doc and not _is_template(spec):
+            if isinstance(spec, str) and spec not in doc and not _is_template(spec) and not self._warned_literal:
                 self._warned_literal = True
                 log.warning("task %s: doc_to_target %r names no column and is no template; every doc gets it "
                             "as a literal target", self.config.task, spec)
