@@ -39,6 +39,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from harness.engine.report import summary_table
     from harness.engine.runner import EvalOptions, evaluate, require_tasks, validate_tasks
     from harness.models.base import create_backend, parse_model_args
+    from harness.taskspec.registry import TaskRegistry
 
     tasks = require_tasks([t for t in (args.tasks or "").split(",") if t.strip()])
     model_args = parse_model_args(args.model_args)
@@ -56,15 +57,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         show_progress=args.verbosity != "quiet",
     )
     datasets = validate_tasks(opts)
+    registry = TaskRegistry.discover(opts.include_paths)
+    # Protocol hooks read the typed task config (metadata normalised there), never the raw YAML.
+    vista_tasks = [t for t in datasets if registry.get(t).harness_audit == "vista"]
     audited: dict[str, dict[str, list[Any]]] = {}  # cross-model audit task -> {model: samples}
     for spec in args.model:
         backend = create_backend(spec, model_args)
         run, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
         del backend
-        for task, config in run.configs.items():
-            if (config.get("metadata") or {}).get("harness_audit") == "vista":
-                group = audited.setdefault(task, {})
-                group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
+        for task in vista_tasks:
+            group = audited.setdefault(task, {})
+            group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
         print(f"\n{spec}")
         print(summary_table(run))
         stats = run.provenance["requests"]

@@ -24,6 +24,27 @@ def test_metadata_dict_and_list_forms() -> None:
         TaskConfig.from_dict({**BASE, "metadata": "v1"}, Path("x"))
 
 
+@pytest.mark.parametrize("form", ["dict", "list"])
+def test_harness_hooks_are_typed_from_either_metadata_form(form: str) -> None:
+    hooks = {"harness_audit": "vista", "harness_report": "utils.report", "harness_turns": ["Why?", "{{ q }}"]}
+    metadata = hooks if form == "dict" else [{k: v} for k, v in hooks.items()]
+    cfg = TaskConfig.from_dict({**BASE, "metadata": metadata}, Path("x"))
+    assert (cfg.harness_audit, cfg.harness_report, cfg.harness_turns) == ("vista", "utils.report", ("Why?", "{{ q }}"))
+    plain = TaskConfig.from_dict({**BASE, "metadata": [{"version": 0.0}]}, Path("x"))
+    assert (plain.harness_audit, plain.harness_report, plain.harness_turns) == (None, None, ())
+
+
+@pytest.mark.parametrize(("hooks", "message"), [
+    ({"harness_audit": "vistaa"}, "harness_audit 'vistaa' is unknown"),
+    ({"harness_report": "report"}, "harness_report must be 'module.function'"),
+    ({"harness_turns": "one string"}, "harness_turns must be a list"),
+    ({"harness_turns": [{"text": "a"}]}, "harness_turns must be a list"),
+])
+def test_bad_harness_hooks_fail_when_the_task_loads(hooks: dict, message: str) -> None:
+    with pytest.raises(TaskConfigError, match=message):
+        TaskConfig.from_dict({**BASE, "metadata": [hooks]}, Path("x"))
+
+
 def test_specific_kwargs_model_block_replaces_default_block() -> None:
     cfg = TaskConfig.from_dict(
         {**BASE, "lmms_eval_specific_kwargs": {"default": {"pre": "a", "post": "b"}, "qwen2_vl": {"post": "q"}}},

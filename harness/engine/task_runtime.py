@@ -6,9 +6,11 @@ samples runs exactly the code that scored them the first time.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,24 @@ log = logging.getLogger(__name__)
 
 
 class BadInputError(Exception):
-    """A doc could not be turned into a prompt (an undecodable image, a missing field)."""
+    """A doc could not be turned into a prompt or scored (an undecodable image, a null or missing field)."""
+
+
+SCORING_ERROR = "scoring failed: "
+
+
+@contextmanager
+def doc_step(step: str) -> Iterator[None]:
+    """Task code failing on one doc is that doc's error (named by the step), not the run's end; a task's
+    configuration mistakes (TaskConfigError) still stop the run."""
+    try:
+        yield
+    except TaskConfigError:
+        raise
+    except BadInputError as exc:
+        raise BadInputError(f"{step}: {exc}") from exc
+    except Exception as exc:
+        raise BadInputError(f"{step}: {type(exc).__name__}: {exc}") from exc
 
 
 def _is_image(value: Any) -> bool:
@@ -59,6 +78,7 @@ class TaskRuntime:
     def __init__(self, config: TaskConfig, model_family: str | None) -> None:
         self.config = config
         self.specific_kwargs = config.specific_kwargs(model_family)
+        self._warned_literal = False
         check_filters(config.filters, str(config.source))
         self._doc_to_visual = self._fn(config.doc_to_visual, "doc_to_visual")
         self._doc_to_messages = self._fn(config.doc_to_messages, "doc_to_messages")
@@ -82,8 +102,6 @@ class TaskRuntime:
                 )
         if not config.metric_list:
             raise TaskConfigError(f"{config.source}: task {config.task} has no metric_list")
-        if not isinstance(config.metadata.get("harness_turns", []), list):
-            raise TaskConfigError(f"{config.source}: metadata harness_turns must be a list of prompts")
         if self._doc_to_messages is None and config.doc_to_text is None:
             raise TaskConfigError(f"{config.source}: task {config.task} needs doc_to_text or doc_to_messages")
 
@@ -96,7 +114,17 @@ class TaskRuntime:
         raise TaskConfigError(f"{key} must be a !function reference, got {value!r}")
 
     def process_docs(self, docs: Any) -> Any:
-        return self._process_docs(docs) if self._process_docs else docs
+        """The task's ``process_docs`` over the whole dataset; failing there is the task's error, in one line."""
+        if self._process_docs is None:
+            return docs
+        try:
+            return self._process_docs(docs)
+        except TaskConfigError:
+            raise
+        except Exception as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise TaskConfigError(f"task {self.config.task}: process_docs failed ({type(exc).__name__}: {first}); "
+                                  f"check {self.config.source.parent}") from exc
 
     # -- prompts -------------------------------------------------------------------------------
     def _text(self, doc: dict[str, Any]) -> str:
@@ -106,14 +134,17 @@ class TaskRuntime:
 
     def build_messages(self, doc: dict[str, Any]) -> list[Message]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
-        try:
-            if self._doc_to_messages is not None:
+        if self._doc_to_messages is not None:
+            with doc_step("doc_to_messages"):
                 messages = _call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs)
-            else:
+        else:
+            with doc_step("doc_to_visual"):
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
                 content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
+            with doc_step("doc_to_text"):
                 content.append({"type": "text", "text": self._text(doc)})
-                messages = [{"role": "user", "content": content}]
+            messages = [{"role": "user", "content": content}]
+        with doc_step("image"):
             for message in messages:
                 for item in message["content"] if isinstance(message["content"], list) else []:
                     if item.get("type") == "image":
@@ -121,34 +152,45 @@ class TaskRuntime:
                         if not _is_image(image):
                             raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
                         image.load()  # force decoding now so a corrupt file is this doc's error
-        except BadInputError:
-            raise
-        except TaskConfigError:
-            raise
-        except Exception as exc:
-            raise BadInputError(f"{type(exc).__name__}: {exc}") from exc
         return messages
 
     def target(self, doc: dict[str, Any]) -> Any:
+        """The doc's target; a field that is null is this doc's bad input, never the string 'None'."""
         spec = self.config.doc_to_target
         if spec is None:
             return None
-        if self._doc_to_target is not None:
-            return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
-        if isinstance(spec, int):
-            return spec
-        return _render_field(spec, doc)
+        with doc_step("doc_to_target"):
+            if self._doc_to_target is not None:
+                return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
+            if isinstance(spec, int):
+                return spec
+            if isinstance(spec, str) and spec not in doc and not _is_template(spec) and not self._warned_literal:
+                self._warned_literal = True
+                log.warning("task %s: doc_to_target %r names no column and is no template; every doc gets it "
+                            "as a literal target", self.config.task, spec)
+            return _render_field(spec, doc)
 
     def follow_ups(self, doc: dict[str, Any]) -> list[str]:
         """The user turns that follow the answer, from ``metadata: {harness_turns: [...]}`` (each a doc
         column name or a Jinja2 template over the doc). lmms-eval ignores the key and runs turn 1 only."""
-        return [_render_field(turn, doc) for turn in self.config.metadata.get("harness_turns") or []]
+        with doc_step("harness_turns"):
+            return [_render_field(turn, doc) for turn in self.config.harness_turns]
 
     # -- scoring -------------------------------------------------------------------------------
     def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
-        """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses."""
-        if record.error is not None or not record.responses:
-            return record.model_copy(update={"filtered": {}, "metrics": {}, "unparsed": []})
+        """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses. Scoring code that
+        fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
+        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
+        if not record.responses or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
+            return record.model_copy(update=empty)
+        try:
+            with doc_step("process_results"):
+                scored = self._score(record, doc)
+        except BadInputError as exc:
+            return record.model_copy(update={**empty, "error": f"{SCORING_ERROR}{exc}"})
+        return record.model_copy(update={**scored, "error": None})
+
+    def _score(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
         filtered: dict[str, Any] = {}
         metrics: dict[str, Any] = {}
         unparsed: list[str] = []
@@ -163,7 +205,7 @@ class TaskRuntime:
             else:
                 values = {"exact_match": float(str(answers[0]).strip() == str(record.target).strip())}
             if not isinstance(values, dict):
-                raise TaskConfigError(f"{self.config.source}: process_results must return a dict")
+                raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
             for spec in self.config.metric_list:
                 key = f"{spec.metric},{pipe.name}"
                 if spec.metric not in values:
@@ -172,7 +214,7 @@ class TaskRuntime:
                 metrics[key] = value
                 if value is None:
                     unparsed.append(key)
-        return record.model_copy(update={"filtered": filtered, "metrics": metrics, "unparsed": unparsed})
+        return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
 
     def aggregate(self, records: list[SampleRecord]) -> tuple[dict[str, Any], TaskCounts]:
         """Task-level values: each metric's aggregation (errors and unparsed samples excluded)."""
@@ -187,7 +229,7 @@ class TaskRuntime:
                     log.warning("%s: no sample has a value for %s; check process_results", self.config.task, key)
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
-                results[key] = to_jsonable(self._aggregations[spec.metric](present)) if present else None
+                results[key] = self._aggregate(key, spec.metric, present) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
@@ -195,6 +237,16 @@ class TaskRuntime:
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
+
+    def _aggregate(self, key: str, metric: str, values: list[Any]) -> Any:
+        """One metric's aggregate; aggregation code that fails (lmms-eval's MME asserts whole pairs, which a
+        ``--limit`` can split) leaves that value null with one warning, and the run and its samples are kept."""
+        try:
+            return to_jsonable(self._aggregations[metric](values))
+        except Exception as exc:
+            log.warning("task %s: aggregation of %s failed (%s: %s); its value is null",
+                        self.config.task, key, type(exc).__name__, exc)
+            return None
 
     def report(self, records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any] | None:
         """The task's extra report (tables, confidence intervals, plots written to ``out_dir``).
@@ -204,20 +256,40 @@ class TaskRuntime:
         ``function(records, out_dir, metadata)``; returns a JSON-able dict stored under ``reports`` in
         results.json.
         """
-        name = self.config.metadata.get("harness_report")
-        if not name:
+        if self.config.harness_report is None:
             return None
-        fn = FunctionRef(str(name), self.config.source.parent).resolve()
+        fn = FunctionRef(self.config.harness_report, self.config.source.parent).resolve()
         return to_jsonable(fn(records, out_dir, self.config.metadata))
 
 
+def _is_template(spec: str) -> bool:
+    return "{{" in spec or "{%" in spec
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise BadInputError("a value it prints is null")
+    return value
+
+
+@functools.cache
+def _template(spec: str) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, finalize=_not_null, autoescape=False)  # noqa: S701
+    return env.from_string(spec)
+
+
 def _render_field(spec: Any, doc: dict[str, Any]) -> str:
-    """A doc_to_text/doc_to_target string: a column name, or a Jinja2 template over the doc."""
+    """A doc_to_text/doc_to_target string: a column name, or a Jinja2 template over the doc. A null value
+    is the doc's bad input: rendering it would score a missing answer as the string 'None'."""
     if isinstance(spec, str) and spec in doc:
+        if doc[spec] is None:
+            raise BadInputError(f"column {spec!r} is null")
         return str(doc[spec])
     import jinja2
 
     try:
-        return jinja2.Template(str(spec), undefined=jinja2.StrictUndefined).render(**doc)
-    except jinja2.TemplateError as exc:
+        return _template(str(spec)).render(**doc)
+    except (jinja2.TemplateError, BadInputError) as exc:
         raise BadInputError(f"template {spec!r}: {exc}") from exc

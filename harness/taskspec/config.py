@@ -21,6 +21,8 @@ _PASSIVE_KEYS = {
     "model_specific_prompt_kwargs", "model_specific_target_kwargs", "doc_to_choice",
 }
 _OUTPUT_TYPES = {"generate_until"}
+# Protocol hooks a task names in its metadata (lmms-eval ignores them); ``harness_audit`` values known.
+_AUDITS = {"vista"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class TaskConfig:
     tags: tuple[str, ...] = ()
     lmms_eval_specific_kwargs: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    harness_turns: tuple[str, ...] = ()
+    harness_report: str | None = None
+    harness_audit: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -118,6 +123,7 @@ class TaskConfig:
         gen = raw.get("generation_kwargs") or {}
         if not isinstance(gen, dict):
             raise TaskConfigError(f"{where}: generation_kwargs must be a mapping")
+        metadata = parse_metadata(raw.get("metadata"), where)
         return cls(
             task=name,
             source=source,
@@ -139,7 +145,8 @@ class TaskConfig:
             repeats=repeats,
             tags=_as_tuple(raw.get("tag")),
             lmms_eval_specific_kwargs=dict(raw.get("lmms_eval_specific_kwargs") or {}),
-            metadata=parse_metadata(raw.get("metadata"), where),
+            metadata=metadata,
+            **_harness_hooks(metadata, where),
             raw=raw,
         )
 
@@ -164,6 +171,20 @@ def parse_metadata(value: Any, where: str) -> dict[str, Any]:
             merged.update(item)
         return merged
     raise TaskConfigError(f"{where}: metadata must be a mapping or a list of mappings")
+
+
+def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
+    """The harness's own metadata keys, typed and checked once, so no hook ever reads raw metadata."""
+    turns = metadata.get("harness_turns") or []
+    if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+        raise TaskConfigError(f"{where}: metadata harness_turns must be a list of prompts (strings)")
+    report = metadata.get("harness_report")
+    if report is not None and (not isinstance(report, str) or "." not in report):
+        raise TaskConfigError(f"{where}: metadata harness_report must be 'module.function', got {report!r}")
+    audit = metadata.get("harness_audit")
+    if audit is not None and audit not in _AUDITS:
+        raise TaskConfigError(f"{where}: metadata harness_audit {audit!r} is unknown (known: {', '.join(_AUDITS)})")
+    return {"harness_turns": tuple(turns), "harness_report": report, "harness_audit": audit}
 
 
 def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
