@@ -129,7 +129,6 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
     dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     summary = curation.summary() if curation else None
     card_vars = {
-        "split_configs": "\n".join(f"  - split: {n}\n    path: data/{n}-*" for n in splits),
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
         "licenses": "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits),
         "curation": json.dumps(summary) if summary else "not curated yet (SK = ranked candidates)",
