@@ -12,7 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.results.jsonl import jsonl_lines
 
 SCHEMA_VERSION = 1
 
@@ -94,6 +96,14 @@ def read_run(run_dir: Path) -> RunResults:
 
 
 def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
+    """The sample records of one task of a run; a malformed line stops with its file and line number."""
+    from harness.errors import HarnessError
+
     path = Path(run_dir) / f"samples_{task}.jsonl"
-    with path.open(encoding="utf-8") as fh:
-        return [SampleRecord.model_validate_json(line) for line in fh if line.strip()]
+    records = []
+    for lineno, line in jsonl_lines(path.read_text(encoding="utf-8")):
+        try:
+            records.append(SampleRecord.model_validate_json(line))
+        except ValidationError as exc:
+            raise HarnessError(f"{path} line {lineno}: not a sample record ({exc.errors()[0]['msg']})") from None
+    return records
