@@ -119,12 +119,21 @@ def select_items(rows: list[dict[str, Any]], images: Path, n: int, seed: int) ->
 
 
 def build(out: Path, seed: int = 123, admire: tuple[str, ...] = (), images: str | None = None,
-          humans: str | None = None, n: int = 200) -> Path:
-    """Build the MIST items with their two images and the human panels' labels into ``out``."""
+          humans: str | None = None, n: int = 200, demo: bool = False) -> Path:
+    """Build the MIST items with their two images and the human panels' labels into ``out``
+    (``demo``: from the self-made AdMIRe-format source of :mod:`builders.mist_demo`)."""
     from datasets import Dataset, DatasetDict, Features, Image, Value
 
+    if demo:
+        from builders.demo import demo_folder
+        from builders.mist_demo import write_admire
+
+        with demo_folder("mist", admire=admire, images=images, humans=humans) as tmp:
+            tsv, image_dir, human_file = write_admire(tmp)
+            return build(out, seed, (str(tsv),), str(image_dir), str(human_file), n)
     if not admire or images is None or humans is None:
-        raise HarnessError("mist needs --admire SOURCE (repeatable), --images DIR and --humans FILE")
+        raise HarnessError("mist needs --admire SOURCE (repeatable), --images DIR and --humans FILE "
+                           "(or --demo for a small self-made source)")
     image_dir = Path(images).expanduser()
     if not image_dir.is_dir():
         raise HarnessError(f"--images {image_dir}: not a folder")

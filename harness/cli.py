@@ -189,7 +189,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                "sources": args.sources, "per_source": args.per_source,
                "scene_graphs": args.scene_graphs, "detector": args.detector, "relation_model": args.relation_model,
                "max_candidates": args.max_candidates, "curation_out": args.curation_out,
-               "curated": tuple(args.curated) if args.curated else None,
+               "curated": tuple(args.curated) if args.curated else None, "demo": args.demo,
                "editor": args.editor, "chartqa": args.chartqa, "docvqa": args.docvqa, "mme": args.mme}
     out = build_dataset(args.name, Path(args.out) if args.out else None, seed=args.seed,
                         push_to_hub=args.push_to_hub, **{k: v for k, v in options.items() if v is not None})
@@ -576,6 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
     bd.add_argument("--max-candidates", type=int, help="diavlo: candidate triplets kept per pair (default 8)")
     bd.add_argument("--curation-out", help="diavlo: write Label Studio verification/expansion tasks here")
     bd.add_argument("--curated", action="append", help="diavlo: Label Studio JSON export to import (repeatable)")
+    bd.add_argument("--demo", action="store_true", default=None, help="mist, fusionaudit, diavlo: self-made source")
     bd.add_argument("--editor", help="fusionaudit: Nat-Evid editor MODEL[,steps=20,...], tiny, or none")
     for src in ("chartqa", "docvqa", "mme"):
         bd.add_argument(f"--{src}", help=f"fusionaudit: {src} source (Hub id, folder or JSON file)")

@@ -48,39 +48,32 @@ def stealth_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 @pytest.fixture(scope="session")
-def mist_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The MIST set built from the AdMIRe-format fixture where eval finds it (six eligible compounds)."""
+def mist_dir(data_dir: Path) -> Path:
+    """The MIST demo set (AdMIRe-format, six eligible compounds) where eval finds it."""
     from builders import build_dataset
-    from tests.mist_fixtures import write_admire
 
-    tsv, images, humans = write_admire(tmp_path_factory.mktemp("admire"))
-    return build_dataset("mist", None, admire=(str(tsv),), images=str(images), humans=str(humans), n=200)
+    return build_dataset("mist", None, demo=True)
 
 
 @pytest.fixture(scope="session")
 def diavlo_sources(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]:
     """The four DiaVLo sources in their release formats, and Visual Genome-format scene graphs."""
-    from tests.diavlo_fixtures import write_sources
+    from builders.diavlo.demo import write_sources
 
     return write_sources(tmp_path_factory.mktemp("diavlo-sources"))
 
 
 @pytest.fixture(scope="session")
-def diavlo_dir(data_dir: Path, diavlo_sources: tuple[dict[str, str], Path]) -> Path:
-    """The uncurated DiaVLo set (annotations, else tiny OWLv2 + tiny Qwen2-VL relations) where eval finds it."""
+def diavlo_dir(data_dir: Path) -> Path:
+    """The uncurated DiaVLo demo set (annotations, else tiny OWLv2 + tiny Qwen2-VL relations) where eval finds it."""
     from builders import build_dataset
-    from tests.diavlo_fixtures import sources_arg
 
-    paths, graphs = diavlo_sources
-    return build_dataset("diavlo", None, sources=sources_arg(paths), scene_graphs=str(graphs),
-                         detector="tiny:owlv2", relation_model="tiny:qwen2_vl")
+    return build_dataset("diavlo", None, demo=True, detector="tiny:owlv2", relation_model="tiny:qwen2_vl")
 
 
 @pytest.fixture(scope="session")
-def fusion_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The FusionAudit set from ChartQA/DocVQA/MME-format fixtures (2 per source) with the tiny editor."""
+def fusion_dir(data_dir: Path) -> Path:
+    """The FusionAudit demo set (ChartQA/DocVQA/MME formats, 2 per source) with the tiny editor."""
     from builders import build_dataset
-    from tests.fusion_fixtures import write_sources
 
-    sources = write_sources(tmp_path_factory.mktemp("fusion-sources"), n=4)
-    return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", **sources)
+    return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", demo=True)

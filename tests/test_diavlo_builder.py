@@ -10,9 +10,9 @@ import pytest
 
 from builders import build_dataset
 from builders.diavlo.curation import import_curated
+from builders.diavlo.demo import sources_arg
 from builders.diavlo.sources import parse_sources, read_source
 from harness.errors import HarnessError
-from tests.diavlo_fixtures import sources_arg
 
 
 def test_readers_parse_each_release_format(diavlo_sources: tuple[dict[str, str], Path]) -> None:

@@ -123,7 +123,7 @@ def test_build_without_editor(tmp_path: Path) -> None:
     from datasets import load_dataset
 
     from builders import build_dataset
-    from tests.fusion_fixtures import write_sources
+    from builders.fusion.demo import write_sources
 
     sources = write_sources(tmp_path / "src", n=1)
     out = build_dataset("fusionaudit", tmp_path / "fa", seed=3, per_source=1, editor="none", **sources)

@@ -114,6 +114,20 @@ def test_card_metadata_validates(stealth_dir: Path) -> None:
     assert "| short | 100 short sentences | 37 | 111 |" in card.text
 
 
+def test_partial_build_card_lists_only_built_splits(tmp_path: Path) -> None:
+    """The README's offline route (no SQuAD): the card must not name a vqa split that has no files."""
+    from datasets import load_dataset
+    from huggingface_hub import DatasetCard
+
+    from builders import build_dataset
+
+    out = build_dataset("stealth", tmp_path / "partial", sentences=1, subsets=("short", "ocr"), workers=1)
+    card = DatasetCard.load(out / "README.md")
+    assert [c["split"] for c in card.data.configs[0]["data_files"]] == ["short", "ocr"]
+    ds = load_dataset(str(out))
+    assert set(ds) == {"short", "ocr"} and len(ds["short"]) == 37
+
+
 def test_context_window_keeps_the_answer_and_word_boundaries() -> None:
     context = " ".join(f"word{i}" for i in range(300))  # 2,190 characters
     start = context.index("word150")

@@ -78,10 +78,20 @@ def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
 
 def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_source: int | None = None,
           scene_graphs: str | None = None, detector: str | None = None, relation_model: str | None = None,
-          max_candidates: int = 8, curation_out: str | None = None, curated: tuple[str, ...] = ()) -> Path:
-    """Build the SK dataset into ``out`` (module docstring); returns the dataset folder."""
+          max_candidates: int = 8, curation_out: str | None = None, curated: tuple[str, ...] = (),
+          demo: bool = False) -> Path:
+    """Build the SK dataset into ``out`` (module docstring); returns the dataset folder. ``demo``: from
+    the self-made sources and scene graphs of :mod:`builders.diavlo.demo`."""
     from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
 
+    if demo:
+        from builders.demo import demo_folder
+        from builders.diavlo.demo import sources_arg, write_sources
+
+        with demo_folder("diavlo", sources=sources, scene_graphs=scene_graphs) as tmp:
+            paths, graphs = write_sources(tmp)
+            return build(out, sources_arg(paths), seed, per_source, str(graphs), detector, relation_model,
+                         max_candidates, curation_out, curated)
     from harness.judges.entailment import MiniLMEncoder
 
     locations = parse_sources(sources)
@@ -129,7 +139,6 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
     dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     summary = curation.summary() if curation else None
     card_vars = {
-        "split_configs": "\n".join(f"  - split: {n}\n    path: data/{n}-*" for n in splits),
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
         "licenses": "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits),
         "curation": json.dumps(summary) if summary else "not curated yet (SK = ranked candidates)",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.results.jsonl import read_jsonl
 
 SOURCES = ("llava_bench", "mmbench", "seed_bench2", "vqav2")
 MULTIPLE_CHOICE, VQA, OPEN = "multiple_choice", "vqa", "open"
@@ -76,8 +77,7 @@ def read_json(path: Path, option: str, expected: str) -> Any:
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise HarnessError(f"{path}: missing (expected in LLaVA-Bench's release layout)")
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return read_jsonl(path)
 
 
 def read_llava_bench(path: Path) -> list[Pair]:

@@ -35,10 +35,17 @@ def select(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]
 
 
 def build(out: Path, seed: int = 0, per_source: int = 500, editor: str | None = None,
-          chartqa: str | None = None, docvqa: str | None = None, mme: str | None = None) -> Path:
-    """Build the item set into ``out`` (sources default to their Hub ids)."""
+          chartqa: str | None = None, docvqa: str | None = None, mme: str | None = None, demo: bool = False) -> Path:
+    """Build the item set into ``out`` (sources default to their Hub ids; ``demo``: the self-made sources
+    of :mod:`builders.fusion.demo`)."""
     from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
 
+    if demo:
+        from builders.demo import demo_folder
+        from builders.fusion.demo import write_sources
+
+        with demo_folder("fusionaudit", chartqa=chartqa, docvqa=docvqa, mme=mme) as tmp:
+            return build(out, seed, per_source, editor, **write_sources(tmp))
     if per_source < 1:
         raise HarnessError(f"--per-source must be at least 1, got {per_source}")
     spec = EditorSpec.parse(editor)

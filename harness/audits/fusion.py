@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.metrics import fusion as fm
+from harness.results.jsonl import read_jsonl
 from harness.results.schema import read_run, read_samples
 
 VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
@@ -70,7 +71,7 @@ def _jsonl(folders: list[Path], name: str) -> list[dict[str, Any]]:
     for folder in folders:
         path = folder / name
         if path.is_file():
-            rows.extend(json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            rows.extend(read_jsonl(path))
     return rows
 
 

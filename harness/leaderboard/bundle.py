@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import HarnessError
+from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SCHEMA_VERSION, RunResults, SampleRecord
 
 RESULTS = "results.json"
@@ -99,9 +100,7 @@ def _json_lines(name: str, data: bytes) -> list[dict[str, Any]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise SubmissionError(f"{name}: not UTF-8 text") from None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(text):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ from harness.audits.vista import AuditConfig, audit_records, write_audit
 from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
 from harness.leaderboard.service import VistaSettings
 from harness.leaderboard.tables import spreadsheet_safe as _safe
+from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
 
 
@@ -48,7 +49,7 @@ def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[st
         for submission_id, model in members:
             content = session.scalar(select(StoredFile.content).where(
                 StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
-            out[model] = [SampleRecord.model_validate_json(line) for line in content.splitlines() if line.strip()]
+            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(content.decode("utf-8"))]
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import HarnessError
+from harness.results.jsonl import jsonl_lines
 
 log = logging.getLogger(__name__)
 
@@ -116,15 +117,13 @@ def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
         raise HarnessError(f"{path}: missing; the run folder is incomplete (rerun harness eval)") from None
     except (OSError, ValueError) as exc:
         raise HarnessError(f"{path}: unreadable ({exc})") from None
-    lines = text.splitlines()
+    last = text.count("\n") + 1
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         try:
             records.append(SampleRecord.model_validate_json(line))
         except ValidationError as exc:
-            if number == len(lines) and not text.endswith("\n"):
+            if number == last and not text.endswith("\n"):
                 log.warning("%s: line %d is cut (the file ends mid-record); that sample is left out", path, number)
                 continue
             raise HarnessError(f"{path}: line {number}: not a sample record ({_first_problem(exc)})") from None

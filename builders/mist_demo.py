@@ -1,4 +1,5 @@
-"""A small AdMIRe-format source (our own sentences, placeholder images) and human panels for MIST."""
+"""The MIST demo source (``harness build mist --demo``): AdMIRe-format rows of our own sentences,
+placeholder images and human panels, small enough to build and run offline in seconds."""
 
 from __future__ import annotations
 

@@ -1,0 +1,107 @@
+"""The DiaVLo demo source (``harness build diavlo --demo``): small copies of the four sources in their
+released formats, plus Visual Genome-format scene graphs for some of their images (the rest are left
+to the detector source, or have no candidates without one)."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+
+def scene_image(k: int) -> Image.Image:
+    """A red box left of a blue ball on a table-coloured strip; positions shift with k."""
+    image = Image.new("RGB", (64, 48), (235, 235, 220))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle([0, 36, 63, 47], fill=(140, 90, 40))
+    draw.rectangle([4 + k, 16, 20 + k, 36], fill=(220, 30, 30))
+    draw.ellipse([36, 20 + k % 3, 52, 36], fill=(30, 60, 220))
+    return image
+
+
+def _rel(subject: str, box_s: tuple[int, int, int, int], predicate: str, obj: str,
+         box_o: tuple[int, int, int, int]) -> dict:
+    def node(name: str, box: tuple[int, int, int, int]) -> dict:
+        return {"name": name, "x": box[0], "y": box[1], "w": box[2], "h": box[3]}
+
+    return {"predicate": predicate, "subject": node(subject, box_s), "object": node(obj, box_o)}
+
+
+GRAPH = [_rel("red box", (4, 16, 16, 20), "left of", "blue ball", (36, 20, 16, 16)),
+         _rel("blue ball", (36, 20, 16, 16), "on", "table", (0, 36, 64, 12)),
+         _rel("red box", (4, 16, 16, 20), "on", "table", (0, 36, 64, 12))]
+
+
+def write_sources(root: Path) -> tuple[dict[str, str], Path]:
+    """Write all four sources (three pairs each) and the scene graphs; returns ({source: path}, graphs)."""
+    paths = {}
+    # LLaVA-Bench in-the-wild: questions.jsonl, answers_gpt4.jsonl, images/
+    llava = root / "llava-bench-in-the-wild"
+    (llava / "images").mkdir(parents=True)
+    questions, answers = [], []
+    for k in range(3):
+        scene_image(k).save(llava / "images" / f"00{k + 1}.jpg")
+        questions.append({"question_id": k, "image": f"00{k + 1}.jpg", "category": "conv",
+                          "text": "What is to the left of the blue ball?"})
+        answers.append({"question_id": k, "text": "A red box is to the left of the blue ball.", "model": "gpt-4"})
+    (llava / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    (llava / "answers_gpt4.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    paths["llava_bench"] = str(llava)
+    # MMBench: one TSV, images as base64
+    mmbench = root / "mmbench_dev_en.tsv"
+    with mmbench.open("w", newline="") as fh:
+        writer = csv.writer(fh, delimiter="\t")
+        writer.writerow(["index", "question", "hint", "A", "B", "C", "D", "answer", "category", "image"])
+        for k in range(3):
+            buf = io.BytesIO()
+            scene_image(k).save(buf, format="JPEG")
+            writer.writerow([k, "What color is the ball?", "nan" if k else "Look at the table.", "red", "blue",
+                             "green", "yellow", "B", "attribute", base64.b64encode(buf.getvalue()).decode()])
+    paths["mmbench"] = str(mmbench)
+    # SEED-Bench-2: questions JSON, images relative to it; one video question to skip
+    seed = root / "seed-bench-2"
+    (seed / "cc3m-image").mkdir(parents=True)
+    items = []
+    for k in range(3):
+        scene_image(k).save(seed / "cc3m-image" / f"img{k}.jpg")
+        items.append({"question_id": f"s{k}", "question": "Where is the red box?", "choice_a": "on the table",
+                      "choice_b": "in the sky", "choice_c": "under the ball", "choice_d": "nowhere", "answer": "A",
+                      "data_id": f"cc3m-image/img{k}.jpg", "data_type": "image", "question_type_id": 1})
+    items.append({"question_id": "v0", "question": "What happens?", "choice_a": "x", "choice_b": "y",
+                  "choice_c": "z", "choice_d": "w", "answer": "A", "data_id": "clip.mp4", "data_type": "video",
+                  "question_type_id": 13})
+    (seed / "SEED-Bench_v2_level1_2_3.json").write_text(json.dumps({"questions": items, "question_type": {}}))
+    paths["seed_bench2"] = str(seed / "SEED-Bench_v2_level1_2_3.json")
+    # VQA v2: questions + annotations JSON, COCO images
+    vqa = root / "vqav2"
+    (vqa / "val2014").mkdir(parents=True)
+    qs, anns = [], []
+    for k in range(3):
+        image_id = 42 + k
+        scene_image(k).save(vqa / "val2014" / f"COCO_val2014_{image_id:012d}.jpg")
+        qs.append({"image_id": image_id, "question": "What color is the box?", "question_id": 420 + k})
+        anns.append({"question_id": 420 + k, "image_id": image_id, "answer_type": "other",
+                     "multiple_choice_answer": "red",
+                     "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": i + 1}
+                                 for i, a in enumerate(["red"] * 8 + ["orange", "dark red"])]})
+    (vqa / "v2_OpenEnded_mscoco_val2014_questions.json").write_text(json.dumps({"questions": qs}))
+    (vqa / "v2_mscoco_val2014_annotations.json").write_text(json.dumps({"annotations": anns}))
+    paths["vqav2"] = str(vqa)
+    # Scene graphs (VG format) for the first two images of each source; VQA v2 through VG -> COCO ids
+    graphs_dir = root / "vg"
+    graphs_dir.mkdir()
+    keys = ["001.jpg", "002.jpg", "0", "1", "cc3m-image/img0.jpg", "cc3m-image/img1.jpg"]
+    graphs = [{"image_id": key, "relationships": GRAPH} for key in keys]
+    graphs += [{"image_id": 9000 + k, "relationships": GRAPH} for k in range(2)]
+    (graphs_dir / "relationships.json").write_text(json.dumps(graphs))
+    (graphs_dir / "image_data.json").write_text(json.dumps([{"image_id": 9000 + k, "coco_id": 42 + k}
+                                                            for k in range(2)]))
+    return paths, graphs_dir / "relationships.json"
+
+
+def sources_arg(paths: dict[str, str]) -> str:
+    return ",".join(f"{name}={path}" for name, path in paths.items())
