@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.errors import HarnessError
+from harness.results.jsonl import jsonl_lines
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ class ResponseStore:
         """Import answers an earlier run kept while this store was locked; a file stays until it is merged."""
         for side in self._side_files():
             rows: list[Row] = []
-            for line in side.read_text(encoding="utf-8").splitlines():
+            for _, line in jsonl_lines(side.read_text(encoding="utf-8")):
                 try:
                     item = json.loads(line)
                     rows.append((item["model"], item["request"], int(item["seed"]), list(item["texts"])))
