@@ -192,6 +192,7 @@ def test_lmms_eval_task_folders_run_unchanged(tmp_path: Path, lmms_tasks_dir: Pa
     done = subprocess.run([LMMS_PYTHON or "", "-m", "harness.cli", *argv], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    print(done.stdout)  # the summary table, shown with -s
     (results_file,) = (tmp_path / "out").rglob("results.json")
     written = json.loads(results_file.read_text())
     for task, (_, columns, metrics) in tasks.items():
