@@ -55,6 +55,8 @@ def test_editor_spec_parsing() -> None:
     spec = EditorSpec.parse("some/model,steps=3,image_guidance=2")
     assert spec is not None and (spec.model, spec.steps, spec.image_guidance) == ("some/model", 3, 2.0)
     assert EditorSpec.parse("none") is None and EditorSpec.parse(None).model == "timbrooks/instruct-pix2pix"
+    tiny = EditorSpec.parse("tiny")  # a smoke pipeline: fast settings unless asked otherwise
+    assert (tiny.steps, tiny.size) == (1, 32) and EditorSpec.parse("tiny,steps=4").steps == 4
     with pytest.raises(HarnessError, match="unknown setting"):
         EditorSpec.parse("m,strength=1")
     with pytest.raises(HarnessError, match="not a int"):

@@ -3,7 +3,8 @@ image editor run through diffusers (``StableDiffusionInstructPix2PixPipeline`` b
 
 ``--editor SPEC`` is ``MODEL[,key=value...]``: ``MODEL`` a Hub id or a local pipeline folder
 (``timbrooks/instruct-pix2pix`` by default), ``tiny`` for the offline random-weight pipeline of
-``tiny_model_path("instruct_pix2pix")``, or ``none`` to build without Nat-Evid images; keys ``steps`` (20),
+``tiny_model_path("instruct_pix2pix")`` (at ``steps=1,size=32`` unless given), or ``none`` to build
+without Nat-Evid images; keys ``steps`` (20),
 ``guidance`` (7.5, text guidance), ``image_guidance`` (1.5), ``size`` (512: the longer side the editor
 works at, rounded to a multiple of 8), ``seed`` (0), ``device`` (auto) and ``dtype`` (auto). The
 resolved spec is recorded in the dataset card and on every item. The edited image is resized back to
@@ -20,6 +21,9 @@ from typing import Any
 from harness.errors import HarnessError
 
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
+# the tiny pipeline's random weights make its edits meaningless: at the real defaults it takes minutes
+# per item on a CPU, so it runs at the smallest useful settings unless the spec says otherwise
+TINY_DEFAULTS = {"steps": 1, "size": 32}
 HOST = {"chartqa": "a chart annotation label", "docvqa": "printed text in the document",
         "mme": "text written naturally in the scene (a sign or label)"}
 
@@ -41,7 +45,7 @@ class EditorSpec:
         parts = [p.strip() for p in (text or DEFAULT_EDITOR).split(",") if p.strip()]
         if not parts or parts[0] == "none":
             return None
-        kwargs: dict[str, Any] = {"model": parts[0]}
+        kwargs: dict[str, Any] = {"model": parts[0], **(TINY_DEFAULTS if parts[0] == "tiny" else {})}
         types = {"steps": int, "guidance": float, "image_guidance": float, "size": int, "seed": int,
                  "device": str, "dtype": str}
         for part in parts[1:]:
