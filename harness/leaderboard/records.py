@@ -22,6 +22,7 @@ from harness.leaderboard.rescoring import Verification
 from harness.plots.leaderboard import metrics_with_ci
 
 CHART = "leaderboard_metrics.png"
+MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
@@ -167,7 +168,14 @@ def list_submissions(db: Database) -> list[Submission]:
                                     .order_by(Submission.id)))
 
 
+def _storable_id(submission_id: int) -> bool:
+    """Whether an id from a URL can be a record's key (a wider one overflows the database driver)."""
+    return 0 <= submission_id <= MAX_ID
+
+
 def get_submission(db: Database, submission_id: int) -> Submission | None:
+    if not _storable_id(submission_id):
+        return None
     with db.session() as session:
         return session.scalar(select(Submission).where(Submission.id == submission_id)
                               .options(selectinload(Submission.scores)))
@@ -175,6 +183,8 @@ def get_submission(db: Database, submission_id: int) -> Submission | None:
 
 def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
     """(name, kind, size) of a record's files, without their contents."""
+    if not _storable_id(submission_id):
+        return []
     with db.session() as session:
         rows = session.execute(select(StoredFile.name, StoredFile.kind, StoredFile.size)
                                .where(StoredFile.submission_id == submission_id).order_by(StoredFile.id))
@@ -182,6 +192,8 @@ def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
 
 
 def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
+    if not _storable_id(submission_id):
+        return None
     with db.session() as session:
         return session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
                                                                StoredFile.name == name))

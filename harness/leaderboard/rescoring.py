@@ -144,11 +144,24 @@ def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> T
     return config
 
 
+def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
+    """A group the run claims must carry every task the server's copy of the group has, or its figure
+    would be an average over a different set of tasks."""
+    for group in bundle.run.group_subtasks:
+        if group not in registry.groups:
+            continue
+        missing = [t for t in registry.expand([group]) if t not in bundle.samples]
+        if missing:
+            raise SubmissionError(f"results.json claims group {group!r} without its task(s) {', '.join(missing)}; "
+                                  "send every task of the group, or drop the group from groups/group_subtasks")
+
+
 def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
            tolerance: float = 1e-9) -> Verification:
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
     are refused (the server would not be running the code that scored them)."""
     run = bundle.run
+    _check_groups(registry, bundle)
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from harness.leaderboard.bundle import SubmissionError
@@ -159,6 +160,8 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             return _error(413, f"the upload is over this server's limit of {settings.limits.max_total_bytes} bytes")
         except (MultiPartException, ValueError) as exc:
             return _error(400, f"malformed multipart upload: {exc}")
+        except HTTPException as exc:  # starlette's own refusal of a malformed form
+            return _error(exc.status_code, f"malformed multipart upload: {exc.detail}")
         if not files:
             return _error(400, "no files: send results.json and samples_<task>.jsonl as multipart `files`")
         try:
