@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 import zlib
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from harness.leaderboard.bundle import read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.server import create_app
-from harness.leaderboard.service import Settings
+from harness.leaderboard.service import Quota, Settings
 from harness.leaderboard.tokens import create_token
 from tests.leaderboard_fixtures import edited_run, running_server, tiny_runs
 
@@ -129,3 +130,30 @@ def test_a_corpus_of_malformed_bodies_gets_no_5xx(board: tuple[str, str], runs: 
         if answer.status_code >= 500 or "error" not in answer.json() and answer.status_code >= 400:
             failures.append((str(body)[:120], answer.status_code, answer.text[:200]))
     assert not failures
+
+
+def test_a_submission_over_its_rescoring_budget_is_unverifiable_and_others_flow(
+        runs: list[Path], tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
+    token = create_token(db, "alice")
+    with running_server(create_app(Settings(rescore_timeout_s=0.001), db)) as url:
+        answer = _upload(url, read_run_files(runs[0]), token)
+        assert answer.status_code == 201 and answer.json()["status"] == "unverifiable"
+        assert all("unverifiable (timeout)" in c["message"] for c in answer.json()["checks"].values())
+    with running_server(create_app(Settings(), db)) as url:
+        start = time.perf_counter()
+        answer = _upload(url, read_run_files(runs[1]), token)
+        assert answer.status_code == 201 and answer.json()["status"] == "verified", answer.text
+        assert time.perf_counter() - start < 30
+
+
+def test_a_token_over_its_daily_quota_gets_429(runs: list[Path], tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
+    token = create_token(db, "alice")
+    with running_server(create_app(Settings(quota=Quota(submissions_per_day=1)), db)) as url:
+        assert _upload(url, read_run_files(runs[0]), token).status_code == 201
+        answer = _upload(url, read_run_files(runs[1]), token)
+        assert answer.status_code == 429 and "quota" in answer.json()["error"]
+    with running_server(create_app(Settings(quota=Quota(bytes_per_day=1000)), db)) as url:
+        answer = _upload(url, read_run_files(runs[1]), create_token(db, "bob"))
+        assert answer.status_code == 429 and "1000 bytes" in answer.json()["error"]

@@ -10,14 +10,15 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from harness.leaderboard.bundle import RESULTS, Bundle
-from harness.leaderboard.db import Database, Score, StoredFile, Submission
+from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
 from harness.leaderboard.rescoring import Verification
 from harness.plots.leaderboard import metrics_with_ci
 
@@ -159,6 +160,18 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
                 raise
             return existing, True
         return record.id, False
+
+
+def usage_last_day(db: Database, submitter: str) -> tuple[int, int]:
+    """(submissions, bytes of their files) stored for ``submitter`` in the last 24 hours: what a quota counts."""
+    since = utcnow() - timedelta(days=1)
+    with db.session() as session:
+        count = session.scalar(select(func.count(Submission.id))
+                               .where(Submission.submitter == submitter, Submission.submitted_at >= since))
+        size = session.scalar(select(func.coalesce(func.sum(StoredFile.size), 0))
+                              .join(Submission, StoredFile.submission_id == Submission.id)
+                              .where(Submission.submitter == submitter, Submission.submitted_at >= since))
+        return int(count or 0), int(size or 0)
 
 
 def list_submissions(db: Database) -> list[Submission]:

@@ -144,6 +144,22 @@ def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> T
     return config
 
 
+def timed_out(bundle: Bundle, registry: TaskRegistry, budget_s: float) -> Verification:
+    """The claims of a submission whose re-scoring ran past the server's budget: every task shown with its
+    claimed values, marked ``unverifiable (timeout)``, never as verified."""
+    run = bundle.run
+    checks, higher = {}, {}
+    for task in bundle.samples:
+        config = _server_config(registry, task, run.versions.get(task))
+        higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
+        checks[task] = TaskCheck(task=task, protocol=protocol_of(config), version=str(config.version),
+                                 status=UNVERIFIABLE, message=f"unverifiable (timeout): re-scoring ran past "
+                                                              f"this server's {budget_s:g} s budget")
+    return Verification(results={t: run.results[t] for t in bundle.samples},
+                        counts={t: run.counts[t] for t in bundle.samples}, groups={}, reports={}, checks=checks,
+                        higher_is_better=higher)
+
+
 def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
     """A group the run claims must carry every task the server's copy of the group has, or its figure
     would be an average over a different set of tasks."""
