@@ -299,14 +299,18 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def _leaderboard_settings(args: argparse.Namespace) -> Any:
     from harness.leaderboard.bundle import Limits
-    from harness.leaderboard.service import Settings, VistaSettings
+    from harness.leaderboard.service import Quota, Settings, VistaSettings
 
     return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
                     include_paths=tuple(getattr(args, "include_path", None) or ()),
                     on_mismatch=getattr(args, "on_mismatch", "flag"),
                     limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
                     vista=VistaSettings(task=getattr(args, "vista_task", "vista"),
-                                        judge=getattr(args, "vista_judge", "embedding")))
+                                        judge=getattr(args, "vista_judge", "embedding")),
+                    rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
+                    rescore_workers=getattr(args, "rescore_workers", 2),
+                    quota=Quota(submissions_per_day=getattr(args, "quota_submissions", 50),
+                                bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20)))
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -595,6 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
     sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--rescore-timeout", type=float, default=120.0,
+                    help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)")
+    sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
+    sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
+    sv.add_argument("--quota-mb", type=float, default=1024.0, help="MB of files one token may store per 24 h")
     for action in (sv, lb_actions.add_parser("import", parents=[common],
                                              help="ingest a Hub-layout folder (runs/<model>/<hash>/)")):
         action.add_argument("--db", help=db_help)

@@ -90,6 +90,8 @@ def _check_png(name: str, data: bytes, limits: Limits) -> None:
             if image.width * image.height > limits.max_plot_pixels:
                 raise SubmissionError(f"{name}: {image.width}x{image.height} pixels is too large", 413)
             image.verify()
+    except Image.DecompressionBombError:  # PIL refuses to open it at all: far over any plot's size
+        raise SubmissionError(f"{name}: too many pixels for a plot (over {limits.max_plot_pixels})", 413) from None
     except (UnidentifiedImageError, OSError, SyntaxError) as exc:
         raise SubmissionError(f"{name}: not a readable PNG image ({exc})") from None
 
@@ -107,6 +109,8 @@ def _json_lines(name: str, data: bytes) -> list[dict[str, Any]]:
             raise SubmissionError(f"{name} line {lineno}: not JSON ({exc.msg})") from None
         except RecursionError:
             raise SubmissionError(f"{name} line {lineno}: JSON nested too deeply") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise SubmissionError(f"{name} line {lineno}: not JSON ({exc})") from None
         if not isinstance(row, dict):
             raise SubmissionError(f"{name} line {lineno}: a sample record must be a JSON object")
         rows.append(row)
@@ -135,7 +139,7 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
         raise SubmissionError("results.json is missing", 400)
     try:
         raw = json.loads(files[RESULTS].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, an integer of too many digits, too deep
         raise SubmissionError(f"results.json: not JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
         raise SubmissionError("results.json: must be a JSON object")

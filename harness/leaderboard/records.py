@@ -10,18 +10,20 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from harness.leaderboard.bundle import RESULTS, Bundle
-from harness.leaderboard.db import Database, Score, StoredFile, Submission
+from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
 from harness.leaderboard.rescoring import Verification
 from harness.plots.leaderboard import metrics_with_ci
 
 CHART = "leaderboard_metrics.png"
+MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
@@ -160,6 +162,18 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
         return record.id, False
 
 
+def usage_last_day(db: Database, submitter: str) -> tuple[int, int]:
+    """(submissions, bytes of their files) stored for ``submitter`` in the last 24 hours: what a quota counts."""
+    since = utcnow() - timedelta(days=1)
+    with db.session() as session:
+        count = session.scalar(select(func.count(Submission.id))
+                               .where(Submission.submitter == submitter, Submission.submitted_at >= since))
+        size = session.scalar(select(func.coalesce(func.sum(StoredFile.size), 0))
+                              .join(Submission, StoredFile.submission_id == Submission.id)
+                              .where(Submission.submitter == submitter, Submission.submitted_at >= since))
+        return int(count or 0), int(size or 0)
+
+
 def list_submissions(db: Database) -> list[Submission]:
     """Every record with its scores, oldest first."""
     with db.session() as session:
@@ -167,7 +181,14 @@ def list_submissions(db: Database) -> list[Submission]:
                                     .order_by(Submission.id)))
 
 
+def _storable_id(submission_id: int) -> bool:
+    """Whether an id from a URL can be a record's key (a wider one overflows the database driver)."""
+    return 0 <= submission_id <= MAX_ID
+
+
 def get_submission(db: Database, submission_id: int) -> Submission | None:
+    if not _storable_id(submission_id):
+        return None
     with db.session() as session:
         return session.scalar(select(Submission).where(Submission.id == submission_id)
                               .options(selectinload(Submission.scores)))
@@ -175,6 +196,8 @@ def get_submission(db: Database, submission_id: int) -> Submission | None:
 
 def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
     """(name, kind, size) of a record's files, without their contents."""
+    if not _storable_id(submission_id):
+        return []
     with db.session() as session:
         rows = session.execute(select(StoredFile.name, StoredFile.kind, StoredFile.size)
                                .where(StoredFile.submission_id == submission_id).order_by(StoredFile.id))
@@ -182,6 +205,8 @@ def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
 
 
 def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
+    if not _storable_id(submission_id):
+        return None
     with db.session() as session:
         return session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
                                                                StoredFile.name == name))

@@ -144,11 +144,40 @@ def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> T
     return config
 
 
+def timed_out(bundle: Bundle, registry: TaskRegistry, budget_s: float) -> Verification:
+    """The claims of a submission whose re-scoring ran past the server's budget: every task shown with its
+    claimed values, marked ``unverifiable (timeout)``, never as verified."""
+    run = bundle.run
+    checks, higher = {}, {}
+    for task in bundle.samples:
+        config = _server_config(registry, task, run.versions.get(task))
+        higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
+        checks[task] = TaskCheck(task=task, protocol=protocol_of(config), version=str(config.version),
+                                 status=UNVERIFIABLE, message=f"unverifiable (timeout): re-scoring ran past "
+                                                              f"this server's {budget_s:g} s budget")
+    return Verification(results={t: run.results[t] for t in bundle.samples},
+                        counts={t: run.counts[t] for t in bundle.samples}, groups={}, reports={}, checks=checks,
+                        higher_is_better=higher)
+
+
+def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
+    """A group the run claims must carry every task the server's copy of the group has, or its figure
+    would be an average over a different set of tasks."""
+    for group in bundle.run.group_subtasks:
+        if group not in registry.groups:
+            continue
+        missing = [t for t in registry.expand([group]) if t not in bundle.samples]
+        if missing:
+            raise SubmissionError(f"results.json claims group {group!r} without its task(s) {', '.join(missing)}; "
+                                  "send every task of the group, or drop the group from groups/group_subtasks")
+
+
 def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
            tolerance: float = 1e-9) -> Verification:
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
     are refused (the server would not be running the code that scored them)."""
     run = bundle.run
+    _check_groups(registry, bundle)
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}

@@ -19,13 +19,21 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
 from harness.leaderboard.bundle import SubmissionError
 from harness.leaderboard.db import Database
 from harness.leaderboard.pages import STATIC, render_index, render_model
-from harness.leaderboard.records import file_index, get_file, get_submission, list_submissions, submission_summary
-from harness.leaderboard.service import Settings, VistaSettings, submit_files
+from harness.leaderboard.records import (
+    file_index,
+    get_file,
+    get_submission,
+    list_submissions,
+    submission_summary,
+    usage_last_day,
+)
+from harness.leaderboard.service import RescoringPool, Settings, VistaSettings, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
 from harness.leaderboard.vista_pool import (
@@ -97,11 +105,26 @@ def _error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
+def _over_quota(db: Database, submitter: str, size: int, settings: Settings) -> str | None:
+    """Why ``submitter`` may not store ``size`` more bytes now, or None: a quota keeps any one token from
+    growing the database without bound."""
+    count, stored = usage_last_day(db, submitter)
+    quota = settings.quota
+    if count >= quota.submissions_per_day:
+        return (f"{submitter!r} stored {count} submissions in the last 24 hours, this server's quota "
+                f"(--quota-submissions {quota.submissions_per_day}); try again later")
+    if stored + size > quota.bytes_per_day:
+        return (f"{submitter!r} stored {stored} bytes in the last 24 hours; {size} more is over this server's "
+                f"quota of {quota.bytes_per_day} bytes (--quota-mb); try again later")
+    return None
+
+
 def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     """The leaderboard app over ``settings.db_url`` (migrated on open)."""
     db = db or Database(settings.db_url)
     registry = TaskRegistry.discover(list(settings.include_paths))
     worker = PoolWorker(db, settings.vista)
+    rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -159,10 +182,15 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             return _error(413, f"the upload is over this server's limit of {settings.limits.max_total_bytes} bytes")
         except (MultiPartException, ValueError) as exc:
             return _error(400, f"malformed multipart upload: {exc}")
+        except HTTPException as exc:  # starlette's own refusal of a malformed form
+            return _error(exc.status_code, f"malformed multipart upload: {exc.detail}")
         if not files:
             return _error(400, "no files: send results.json and samples_<task>.jsonl as multipart `files`")
+        over = await run_in_threadpool(_over_quota, db, submitter, sum(map(len, files.values())), settings)
+        if over:
+            return _error(429, over, **{"Retry-After": "3600"})
         try:
-            outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry)
+            outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry, rescoring)
         except SubmissionError as exc:
             return _error(exc.status, str(exc))
         if not outcome.duplicate and settings.vista.task in outcome.tasks:

@@ -3,21 +3,21 @@ validate, re-score, apply the mismatch policy, store."""
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.leaderboard.bundle import Limits, SubmissionError, parse_bundle, read_run_files
+from harness.leaderboard.bundle import Bundle, Limits, SubmissionError, parse_bundle, read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.records import find_submission, store_submission
-from harness.leaderboard.rescoring import verify
+from harness.leaderboard.rescoring import Verification, timed_out, verify
 from harness.taskspec.registry import TaskRegistry
 
 ON_MISMATCH = ("flag", "refuse")
-# Re-scoring runs task code and draws report plots (pyplot is not thread-safe): one at a time.
-_RESCORING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,14 @@ class VistaSettings:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """What one submitter (token) may store in any 24 hours: submissions and bytes of files."""
+
+    submissions_per_day: int = 50
+    bytes_per_day: int = 1024 * 2**20
+
+
+@dataclass(frozen=True)
 class Settings:
     """How a leaderboard re-scores and stores submissions.
 
@@ -45,10 +53,61 @@ class Settings:
     on_mismatch: str = "flag"
     limits: Limits = field(default_factory=Limits)
     vista: VistaSettings = field(default_factory=VistaSettings)
+    rescore_timeout_s: float = 120.0
+    rescore_workers: int = 2
+    quota: Quota = field(default_factory=Quota)
 
     def __post_init__(self) -> None:
         if self.on_mismatch not in ON_MISMATCH:
             raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+        if not self.rescore_timeout_s > 0 or self.rescore_workers < 1:
+            raise HarnessError("--rescore-timeout must be over 0 seconds and --rescore-workers at least 1")
+
+
+def _verify_in_child(sender: Connection, bundle: Bundle, include_paths: tuple[str, ...],
+                     data_dir: Path | None) -> None:
+    """A worker process's job: re-score and send back the verification or the refusal."""
+    try:
+        sender.send(("ok", verify(bundle, TaskRegistry.discover(list(include_paths)), data_dir)))
+    except SubmissionError as exc:
+        sender.send(("refused", (str(exc), exc.status)))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as a refusal of this submission
+        sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
+
+
+class RescoringPool:
+    """Re-scores submissions in worker processes, at most ``workers`` at once, each killed once it runs
+    past ``timeout_s``: task code runs on submitted text, so one submission must not stall the others
+    (the parent holds no lock while a child works, and a runaway child is ended, not waited for)."""
+
+    def __init__(self, workers: int, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._slots = threading.BoundedSemaphore(workers)
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(["harness.leaderboard.rescoring", "matplotlib.pyplot"])
+
+    def verify(self, bundle: Bundle, registry: TaskRegistry, settings: Settings) -> Verification:
+        """The server's verification of ``bundle``; ``unverifiable (timeout)`` past the budget."""
+        with self._slots:
+            receiver, sender = self._context.Pipe(duplex=False)
+            child = self._context.Process(target=_verify_in_child, daemon=True,
+                                          args=(sender, bundle, settings.include_paths, settings.data_dir))
+            child.start()
+            sender.close()
+            try:
+                answer = receiver.recv() if receiver.poll(self.timeout_s) else None
+            except EOFError:  # the child died without answering (killed for memory, crashed)
+                raise SubmissionError("re-scoring stopped without an answer; the samples cannot be scored") from None
+            finally:
+                child.kill()
+                child.join()
+                receiver.close()
+        if answer is None:
+            return timed_out(bundle, registry, self.timeout_s)
+        kind, payload = answer
+        if kind == "refused":
+            raise SubmissionError(*payload)
+        return payload
 
 
 @dataclass(frozen=True)
@@ -67,15 +126,18 @@ class Outcome:
 
 
 def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings: Settings,
-                 registry: TaskRegistry | None = None) -> Outcome:
-    """Validate, re-score and store one submission (idempotent on its content hash)."""
+                 registry: TaskRegistry | None = None, pool: RescoringPool | None = None) -> Outcome:
+    """Validate, re-score (in ``pool``'s worker processes, else here) and store one submission
+    (idempotent on its content hash)."""
     bundle = parse_bundle(files, settings.limits)
     tasks = tuple(bundle.samples)
     existing = find_submission(db, bundle.content_hash)
     if existing is not None:
         return Outcome(existing.id, existing.status, True, existing.checks, tasks)
     registry = registry or TaskRegistry.discover(list(settings.include_paths))
-    with _RESCORING:
+    if pool is not None:
+        verification = pool.verify(bundle, registry, settings)
+    else:
         verification = verify(bundle, registry, settings.data_dir)
     checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status == "flagged" and settings.on_mismatch == "refuse":

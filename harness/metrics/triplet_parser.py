@@ -12,6 +12,9 @@ are stripped first):
 
 A part longer than ``MAX_WORDS`` (8) words is not a concept or relation, so such a match is dropped.
 
+The parser reads submitted text on the leaderboard, so it runs in time linear in its input: no pattern
+is retried from every position of a long run (see ``benchmarks/triplet_parser.py``).
+
 Loss accounting: an empty (whitespace-only) response is ``empty``; a non-empty response with no
 triplet in any accepted shape is ``unusable``; otherwise ``ok``.
 """
@@ -28,11 +31,17 @@ OK, EMPTY, UNUSABLE = "ok", "empty", "unusable"
 _LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s*")
 _BRACKETED = re.compile(r"\(([^()<>\[\]]+)\)|<([^()<>\[\]]+)>|\[([^()<>\[\]]+)\]")
 MAX_WORDS = 8
-_ARROW = re.compile(r"\s*(?:->|\u2192|=>|--)\s*")
+# A separator with the whitespace around it. The `(?<!\s)\s+` branch starts only at the head of a whitespace
+# run, so a run with no separator after it is scanned once, not once per position (``\s*`` would be quadratic).
+_ARROW = re.compile(r"(?<!\s)\s+(?:->|\u2192|=>|--)\s*|(?:->|\u2192|=>|--)\s*")
+_PIPE = re.compile(r"(?<!\s)\s+\|\s*|\|\s*")
+# The labels' values keep their leading whitespace (``_clean`` strips it): a leading ``\s*`` before a class
+# that also takes whitespace would be retried at every split of the run.
 _LABELLED = re.compile(
-    r"subject\s*[:=]\s*(?P<s>[^,;|]+)[,;|]\s*(?:relation|predicate)\s*[:=]\s*(?P<r>[^,;|]+)[,;|]\s*"
-    r"object\s*[:=]\s*(?P<o>[^,;|\n]+)", re.IGNORECASE)
-_JSON = re.compile(r"(\[.*\]|\{.*\})", re.DOTALL)
+    r"subject\s*[:=](?P<s>[^,;|]+)[,;|]\s*(?:relation|predicate)\s*[:=](?P<r>[^,;|]+)[,;|]\s*"
+    r"object\s*[:=](?P<o>[^,;|\n]+)", re.IGNORECASE)
+_SUBJECT = re.compile(r"subject\s*[:=]", re.IGNORECASE)
+_FIELD_END = re.compile(r"[,;|]")
 
 
 @dataclass(frozen=True)
@@ -52,13 +61,42 @@ def _make(parts: list[str]) -> Triplet | None:
     return Triplet(*parts)
 
 
+def _json_span(text: str) -> str | None:
+    """The text from the first ``[`` to the last ``]`` (or ``{`` .. ``}``, whichever opens first): what the
+    greedy search ``\\[.*\\]|\\{.*\\}`` finds, without rescanning the rest of the text from every opener."""
+    starts = []
+    for opener, closer in ("[]", "{}"):
+        start, end = text.find(opener), text.rfind(closer)
+        if 0 <= start < end:
+            starts.append((start, end))
+    if not starts:
+        return None
+    start, end = min(starts)
+    return text[start:end + 1]
+
+
+def _labelled(line: str) -> re.Match[str] | None:
+    """The first ``subject: .., relation: .., object: ..`` in ``line``. Only the first ``subject:`` of each
+    comma/semicolon/pipe-separated field is tried: a later one in the same field can match only if that
+    one does, and trying each would rescan the field once per occurrence."""
+    position = 0
+    while (subject := _SUBJECT.search(line, position)) is not None:
+        if (found := _LABELLED.match(line, subject.start())) is not None:
+            return found
+        field_end = _FIELD_END.search(line, subject.end())
+        if field_end is None:
+            return None
+        position = field_end.end()
+    return None
+
+
 def _from_json(text: str) -> list[Triplet]:
-    match = _JSON.search(text)
-    if not match:
+    span = _json_span(text)
+    if span is None:
         return []
     try:
-        data = json.loads(match.group(1))
-    except json.JSONDecodeError:
+        data = json.loads(span)
+    except (json.JSONDecodeError, RecursionError):  # nested deeper than the decoder goes: not a triplet list
         return []
     items = data if isinstance(data, list) else [data]
     out = []
@@ -82,11 +120,11 @@ def _from_line(line: str) -> list[Triplet]:
     found = [m for m in (_make(re.split(r"[,;]", g)) for g in groups) if m]
     if found:
         return found
-    labelled = _LABELLED.search(line)
+    labelled = _labelled(line)
     if labelled:
         triplet = _make([labelled["s"], labelled["r"], labelled["o"]])
         return [triplet] if triplet else []
-    for splitter in (_ARROW, re.compile(r"\s*\|\s*")):
+    for splitter in (_ARROW, _PIPE):
         parts = [p for p in splitter.split(line.strip().strip("|")) if p.strip()]
         if len(parts) == 3:
             triplet = _make(parts)
