@@ -27,10 +27,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from harness.attacks.losses import WhiteBox  # noqa: E402
-from harness.attacks.pgd import PGDConfig, pgd, pgd_step  # noqa: E402
-from harness.attacks.preprocess import image_to_tensor  # noqa: E402
 from harness.models.base import create_backend, parse_model_args  # noqa: E402
+from harness.protocols.fusion.attacks.losses import WhiteBox  # noqa: E402
+from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step  # noqa: E402
+from harness.protocols.fusion.attacks.preprocess import image_to_tensor  # noqa: E402
 
 
 def _sync(device: torch.device) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from builders import build_dataset  # noqa: E402
-from tests.stealth_fixtures import write_squad  # noqa: E402
+from tests.protocols.stealth.fixtures import write_squad  # noqa: E402
 
 
 def main() -> None:

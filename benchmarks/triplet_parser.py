@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.metrics.triplet_parser import parse_triplets  # noqa: E402
+from harness.protocols.diavlo.triplet_parser import parse_triplets  # noqa: E402
 
 NORMAL_LINES = ("1. (dog, sitting on, couch)", "- cat -> next to -> lamp", "person | holding | umbrella",
                 "subject: car, relation: parked near, object: tree", "<bird; perched on; fence>")
@@ -51,7 +51,7 @@ def seconds(parse: Callable[[str], object], text: str) -> float:
 
 def baseline_parser(rev: str) -> Callable[[str], object]:
     """``parse_triplets`` as it was at ``rev``."""
-    source = subprocess.run(["git", "show", f"{rev}:harness/metrics/triplet_parser.py"], cwd=ROOT, check=True,
+    source = subprocess.run(["git", "show", f"{rev}:harness/protocols/diavlo/triplet_parser.py"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / "baseline_triplet_parser.py"
     path.write_text(source)

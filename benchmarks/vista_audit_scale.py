@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.audits.vista import AuditConfig, audit_records  # noqa: E402
 from harness.engine.store import ResponseStore  # noqa: E402
 from harness.judges.entailment import LLMJudge  # noqa: E402
 from harness.models import create_backend  # noqa: E402
+from harness.protocols.vista.audit import AuditConfig, audit_records  # noqa: E402
 from harness.results.schema import SampleRecord  # noqa: E402
 
 MEANINGS = ("alpha", "bravo", "charlie", "delta")

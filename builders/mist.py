@@ -27,7 +27,7 @@ from typing import Any
 
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
-from harness.metrics.mist import LABELS, majority_label, parse_label
+from harness.protocols.mist.metrics import LABELS, majority_label, parse_label
 
 REPO_ID = "vlm-audit/mist"
 PANELS = ("informed", "blind")

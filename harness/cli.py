@@ -91,8 +91,8 @@ def _vista_audit(records: dict[str, list[Any]], args: argparse.Namespace, task: 
     """Audit the models just evaluated, print the per-model table and write the audit beside the runs."""
     from datetime import UTC, datetime
 
-    from harness.audits.vista import AuditConfig, audit_records, write_audit
     from harness.judges.entailment import make_judge
+    from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
 
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store())
     result = audit_records(records, judge, AuditConfig(task=task), show_progress=args.verbosity != "quiet")
@@ -198,9 +198,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_attack(args: argparse.Namespace) -> int:
-    from harness.attacks.pgd import PGDConfig
-    from harness.attacks.preprocess import SUPPORTED
-    from harness.attacks.run import (
+    from harness.data import default_data_dir
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.models.base import create_backend, parse_model_args
+    from harness.protocols.fusion.attacks.pgd import PGDConfig
+    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
+    from harness.protocols.fusion.attacks.run import (
         ATTACKS,
         DIAGNOSTICS,
         AttackOptions,
@@ -209,9 +212,6 @@ def cmd_attack(args: argparse.Namespace) -> int:
         parse_list,
         run_attacks,
     )
-    from harness.data import default_data_dir
-    from harness.engine.runner import EvalOptions, evaluate
-    from harness.models.base import create_backend, parse_model_args
     from harness.results.schema import read_run
 
     tasks = [t for t in (args.tasks or "").split(",") if t.strip()]
@@ -261,9 +261,9 @@ def cmd_attack(args: argparse.Namespace) -> int:
 def cmd_audit_vista(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from harness.audits.vista import AuditConfig, run_audit, write_audit
     from harness.judges.entailment import make_judge
     from harness.models.base import parse_model_args
+    from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
 
     run_dirs = [Path(d) for d in args.run_dirs]
     config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
@@ -358,12 +358,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 def cmd_audit_diavlo(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from harness.audits.diavlo import DiavloAuditConfig, audit_run, summary_tables, write_audit
     from harness.data import default_data_dir
     from harness.engine.store import ResponseStore
-    from harness.metrics.concept_effects import DMLSettings
-    from harness.metrics.diavlo import Thresholds
     from harness.models.base import create_backend, parse_model_args
+    from harness.protocols.diavlo.audit import DiavloAuditConfig, audit_run, summary_tables, write_audit
+    from harness.protocols.diavlo.concept_effects import DMLSettings
+    from harness.protocols.diavlo.metrics import Thresholds
     from harness.results.schema import read_run
 
     config = DiavloAuditConfig(
@@ -374,7 +374,7 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
                         min_obs=args.min_obs, min_arm=args.min_arm))
     detector = None
     if args.detector:
-        from harness.models.detector import OpenVocabDetector
+        from harness.protocols.diavlo.detector import OpenVocabDetector
 
         detector = OpenVocabDetector(args.detector)
     store = ResponseStore(Path(args.cache) if args.cache else _default_store())
@@ -398,7 +398,7 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
 def cmd_audit_fusion(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from harness.audits.fusion import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+    from harness.protocols.fusion.audit import FusionAuditConfig, run_fusion_audit, write_fusion_audit
 
     overrides = {}
     for pair in args.fusion_level or []:

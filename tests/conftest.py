@@ -41,7 +41,7 @@ def write(path: Path, text: str) -> Path:
 def stealth_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small Stealth build (3 sentences per sentiment subset, 2 questions) where eval finds it."""
     from builders import build_dataset
-    from tests.stealth_fixtures import write_squad
+    from tests.protocols.stealth.fixtures import write_squad
 
     squad = write_squad(tmp_path_factory.mktemp("squad") / "squad.json", n=12)
     return build_dataset("stealth", None, seed=0, squad=str(squad), sentences=3, questions=2, workers=2)

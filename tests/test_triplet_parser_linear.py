@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harness.metrics.diavlo import Triplet
-from harness.metrics.triplet_parser import OK, UNUSABLE, parse_triplets
+from harness.protocols.diavlo.metrics import Triplet
+from harness.protocols.diavlo.triplet_parser import OK, UNUSABLE, parse_triplets
 
 SIZE = 120_000
 CRAFTED = {

@@ -48,8 +48,8 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
                                "(e.g. tiny:qwen2_vl)")
         from harness.engine.store import ResponseStore
         from harness.models.base import create_backend
-        from harness.models.detector import OpenVocabDetector
         from harness.models.tiny import cache_root
+        from harness.protocols.diavlo.detector import OpenVocabDetector
 
         detector_source = DetectorSource(OpenVocabDetector(detector), create_backend(relation_model), relation_model,
                                          ResponseStore(cache_root() / "responses.sqlite"))

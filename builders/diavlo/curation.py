@@ -30,7 +30,7 @@ from typing import Any
 
 from builders.diavlo.sources import read_json
 from harness.errors import HarnessError
-from harness.metrics.triplet_parser import parse_triplets
+from harness.protocols.diavlo.triplet_parser import parse_triplets
 
 VERIFY_CONFIG = """<View>
   <Header value="$question"/>

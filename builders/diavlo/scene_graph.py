@@ -23,9 +23,9 @@ from builders.diavlo.sources import Pair, read_json
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
-from harness.metrics.triplet_parser import parse_triplets
 from harness.models.base import Backend, GenerationParams, GenerationRequest
-from harness.models.detector import OpenVocabDetector
+from harness.protocols.diavlo.detector import OpenVocabDetector
+from harness.protocols.diavlo.triplet_parser import parse_triplets
 
 RELATION_PROMPT = (
     "Question about this image: {question}\n"

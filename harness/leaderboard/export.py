@@ -11,7 +11,7 @@ from harness.leaderboard.db import Database
 from harness.leaderboard.pages import STATIC, render_index, render_model
 from harness.leaderboard.records import file_index, get_file, list_submissions, submission_summary
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
-from harness.leaderboard.vista_pool import POOL_TABLE, latest_pool, pool_csv, pool_json
+from harness.protocols.vista.pool import POOL_TABLE, latest_pool, pool_csv, pool_json
 
 
 def export_site(db: Database, out: Path, vista_task: str = "vista") -> Path:

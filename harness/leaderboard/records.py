@@ -18,9 +18,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from harness.leaderboard.bundle import RESULTS, Bundle
+from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
 from harness.leaderboard.rescoring import Verification
-from harness.plots.leaderboard import metrics_with_ci
 
 CHART = "leaderboard_metrics.png"
 MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL

@@ -36,7 +36,7 @@ from harness.leaderboard.records import (
 from harness.leaderboard.service import RescoringPool, Settings, VistaSettings, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
-from harness.leaderboard.vista_pool import (
+from harness.protocols.vista.pool import (
     POOL_TABLE,
     latest_pool,
     make_pool_judge,

@@ -159,7 +159,7 @@ def import_runs(db: Database, run_dirs: list[Path], submitter: str,
         except SubmissionError as exc:
             outcomes.append((run_dir, exc))
     if any(isinstance(o, Outcome) and not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
-        from harness.leaderboard.vista_pool import make_pool_judge, recompute_pool
+        from harness.protocols.vista.pool import make_pool_judge, recompute_pool
 
         recompute_pool(db, settings.vista, make_pool_judge(settings.vista))
     return outcomes

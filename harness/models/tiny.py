@@ -372,7 +372,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
-    "owlv2": _build_owlv2,  # a detector (harness.models.detector), not a chat model
+    "owlv2": _build_owlv2,  # a detector (harness.protocols.diavlo.detector), not a chat model
 }
 # Tiny models that are not chat models, with what they are for: offered to --model they are refused by name.
 NOT_CHAT = {

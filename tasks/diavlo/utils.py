@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.metrics.answer_scoring import LETTERS
-from harness.metrics.diavlo_report import report, score_pair
+from harness.protocols.diavlo.report import report, score_pair
 
 __all__ = ["doc_to_text", "doc_to_visual", "process_results", "report"]
 
@@ -25,5 +25,5 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    """Performance of the answer; RK from the third turn against the doc's SK (harness.metrics.diavlo)."""
+    """Performance of the answer; RK from the third turn against the doc's SK (harness.protocols.diavlo.metrics)."""
     return score_pair(doc, results[0], doc.get("harness_turns"))

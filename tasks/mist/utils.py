@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import mist
-from harness.metrics.mist_report import labels_from_items, mist_report
+from harness.protocols.mist import metrics as mist
+from harness.protocols.mist.report import labels_from_items, mist_report
 
 TECHNIQUES = ("zero_shot", "few_shot", "cot", "few_shot_cot")
 ARMS = mist.ARMS

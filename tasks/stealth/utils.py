@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import sentiment_bias as sb
 from harness.metrics import squad
-from harness.metrics import stealth_report as report
 from harness.metrics.aggregation import mean
+from harness.protocols.stealth import report
+from harness.protocols.stealth import sentiment_bias as sb
 
 _SIGN = {"positive": 1, "negative": -1}
 

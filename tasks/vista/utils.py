@@ -1,12 +1,12 @@
 """Glue for the VISTA task: one model's answers per image-prompt pair; the audit itself is cross-model
-(harness.audits.vista). Per model, the task reports refusal rates per demographic group."""
+(harness.protocols.vista.audit). Per model, the task reports refusal rates per demographic group."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from harness.metrics.refusal import classify_refusal, count_refusals, selective_refusal
+from harness.protocols.vista.refusal import classify_refusal, count_refusals, selective_refusal
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:

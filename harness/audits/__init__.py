@@ -1,1 +1,0 @@
-"""Cross-run audits: analyses over several models' saved runs (no model is loaded)."""

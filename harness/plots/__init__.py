@@ -1,1 +1,0 @@
-"""Plots written next to results.json (matplotlib, headless)."""

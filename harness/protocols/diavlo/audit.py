@@ -1,0 +1,337 @@
+"""``harness audit diavlo``: behaviour classes, the performance link and concept-level causal effects
+over saved runs of the ``diavlo_<source>`` tasks.
+
+Per run (one model): the pairs' classes (re-derived from the saved similarity and set sizes with the
+audit's thresholds), class shares per source, RK losses, and the bootstrapped MI between similarity and
+performance. Then the counterfactual study:
+
+1. Concepts of a pair are the subjects and objects of its RK triplets (``--concepts rk``; with
+   ``rk_or_sk`` a pair without usable RK falls back to its SK concepts). Each concept gets a box: the
+   box of the best-matching SK concept (cosine >= ``match_threshold``), else the detector's box (when
+   ``--detector`` is given), else none (the concept is counted and left out).
+2. Occlusion designs: every subset of the boxed concepts (the empty one included) when there are at
+   most ``max_subsets`` of them; beyond the cap, the empty set, all singletons and a seeded random
+   sample of the other subsets up to the cap. Occluded boxes are filled with the image's mean colour;
+   the prompt text is the task's own, unchanged.
+3. The model re-answers every counterfactual (through the response store; the empty design is the
+   original request). Outcomes: ``flip`` = 1 when correctness (performance >= 0.5; unparsed counts as
+   incorrect) differs from the original answer's, ``distance`` = 1 - cosine(original answer,
+   counterfactual answer) in MiniLM space.
+4. Per model and concept name, a DML estimate per outcome with placebo and random-common-cause
+   refutations (:mod:`harness.protocols.diavlo.concept_effects`); X = number and area share of the other
+   occluded concepts, the pair's concept count, and the original correctness.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.engine.runner import answer_requests
+from harness.errors import HarnessError
+from harness.hashing import derive_seed, stable_hash
+from harness.metrics.squad import normalize_answer
+from harness.models.base import GenerationParams, GenerationRequest
+from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
+from harness.protocols.diavlo.metrics import Thresholds
+from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
+from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
+
+OUTCOMES = ("flip", "distance")
+
+
+@dataclass(frozen=True)
+class DiavloAuditConfig:
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    concepts: str = "rk"
+    max_subsets: int = 16
+    match_threshold: float = 0.6
+    mi_estimator: str = "knn"
+    mi_resamples: int = 1000
+    seed: int = 0
+    batch_size: int = 1
+    dml: DMLSettings = field(default_factory=DMLSettings)
+
+    def __post_init__(self) -> None:
+        if self.concepts not in {"rk", "rk_or_sk"}:
+            raise HarnessError(f"--concepts must be rk or rk_or_sk, got {self.concepts!r}")
+        if self.max_subsets < 2:
+            raise HarnessError("--max-subsets must be at least 2 (the original and one occlusion)")
+
+
+@dataclass
+class ModelAudit:
+    model: str
+    run_dir: str
+    per_source: dict[str, dict[str, Any]] = field(default_factory=dict)
+    overall: dict[str, Any] = field(default_factory=dict)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    counterfactuals: list[dict[str, Any]] = field(default_factory=list)
+    effects: dict[str, list[ConceptEffect]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[tuple[str, ...]]:
+    """Subsets of ``concepts`` to occlude (module docstring, step 2), in a stable order."""
+    full = [c for r in range(len(concepts) + 1) for c in itertools.combinations(concepts, r)]
+    if len(full) <= max_subsets:
+        return full
+    base = [(), *[(c,) for c in concepts]][:max_subsets]
+    rest = [s for s in full if len(s) > 1]
+    extra = random.Random(seed).sample(rest, max(0, min(len(rest), max_subsets - len(base))))
+    return base + sorted(extra, key=lambda s: (len(s), s))
+
+
+def occlude(image: Any, boxes: list[list[float]]) -> Any:
+    """The image with every box filled with its mean colour."""
+    from PIL import ImageDraw, ImageStat
+
+    out = image.convert("RGB").copy()
+    fill = tuple(int(v) for v in ImageStat.Stat(out).mean[:3])
+    draw = ImageDraw.Draw(out)
+    for x0, y0, x1, y1 in boxes:
+        draw.rectangle([x0, y0, x1, y1], fill=fill)
+    return out
+
+
+def _area_share(boxes: list[list[float]], size: tuple[int, int]) -> float:
+    """Share of the image covered by the union of boxes (pixel mask)."""
+    mask = np.zeros((size[1], size[0]), dtype=bool)
+    for x0, y0, x1, y1 in boxes:
+        mask[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))] = True
+    return float(mask.mean())
+
+
+def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, match_threshold: float,
+                  detector: Any | None) -> dict[str, list[float] | None]:
+    """concept -> box: best-matching SK concept's box, else the detector's, else None."""
+    encoder = shared_encoder()
+    sk_boxes = {}
+    for t in sk:
+        for role in ("subject", "object"):
+            if t.get(f"{role}_box"):
+                sk_boxes.setdefault(t[role], list(t[f"{role}_box"]))
+    out: dict[str, list[float] | None] = {}
+    names = list(sk_boxes)
+    sims = encoder.matrix(rk_concepts) @ encoder.matrix(names).T if names and rk_concepts else None
+    for i, concept in enumerate(rk_concepts):
+        if sims is not None and float(sims[i].max()) >= match_threshold:
+            out[concept] = sk_boxes[names[int(np.argmax(sims[i]))]]
+        else:
+            out[concept] = None
+    missing = [c for c, b in out.items() if b is None]
+    if missing and detector is not None:
+        for concept, det in detector.detect(image, missing).items():
+            out[concept] = list(det.box)
+    return out
+
+
+def _task_docs(run: RunResults, task: str, data_dir: Path | None) -> tuple[Any, list[Any]]:
+    from harness.data import load_task_dataset
+    from harness.engine.task_runtime import TaskRuntime
+    from harness.taskspec.registry import TaskRegistry
+
+    registry = TaskRegistry.discover(run.config.get("include_paths", []))
+    config = registry.get(task)
+    runtime = TaskRuntime(config, run.provenance.get("model", {}).get("model_family"))
+    docs = runtime.process_docs(load_task_dataset(config, data_dir).docs)
+    return runtime, docs
+
+
+def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
+    """The run's generation settings and n for ``task``, so the unoccluded design is the run's own request."""
+    gen = dict(run.provenance.get("generation", {}).get(task, {}))
+    n = int(gen.pop("n", 1))
+    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), n
+
+
+def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any, data_dir: Path | None,
+              detector: Any | None = None) -> ModelAudit:
+    """Classes, MI and concept effects for one run folder (module docstring)."""
+    run = read_run(run_dir)
+    tasks = [t for t in run.configs if t.startswith("diavlo_")]
+    if not tasks:
+        raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
+    audit = ModelAudit(str(run.config.get("model")), str(run_dir))
+    counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
+              "counterfactuals": 0}
+    plans: list[tuple[dict[str, Any], GenerationRequest]] = []
+    for task in tasks:
+        records = read_samples(run_dir, task)
+        rows = pair_rows(records, config.thresholds)
+        audit.per_source[task] = behaviour_summary(rows, config.mi_estimator, config.mi_resamples, config.seed)
+        audit.pairs.extend({**r, "task": task} for r in rows)
+        runtime, docs = _task_docs(run, task, data_dir)
+        params, n = _params(run, task)
+        for record in records:
+            if record.error is not None or not record.responses:
+                continue
+            counts["pairs"] += 1
+            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, int(run.config.get("seed", 0))),
+                                     config, detector, counts, task))
+    audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
+    responses, errors = answer_requests(backend, [req for _, req in plans], store, config.batch_size)
+    encoder = shared_encoder()
+    for row, req in plans:
+        doc, original = row.pop("_doc"), row.pop("_original")
+        if req.key in errors:
+            row["error"] = errors[req.key]
+            audit.counterfactuals.append(row)
+            continue
+        answer = responses[req.key][0]
+        correct = (performance(doc, answer) or 0.0) >= 0.5
+        row.update(answer=answer, flip=float(correct != row["original_correct"]),
+                   distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)))
+        audit.counterfactuals.append(row)
+    counts["counterfactuals"] = len(plans)
+    counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
+    audit.counts = counts
+    audit.effects = {outcome: _effects(audit.counterfactuals, outcome, config.dml) for outcome in OUTCOMES}
+    return audit
+
+
+def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generation: tuple[GenerationParams, int, int],
+                config: DiavloAuditConfig, detector: Any | None, counts: dict[str, int],
+                task: str) -> list[tuple[dict[str, Any], GenerationRequest]]:
+    """The counterfactual requests of one pair (module docstring, steps 1-2), each with its row."""
+    params, n, base_seed = generation
+    rk, _ = rk_from_turns(record.turns)
+    concepts = _concept_names(c for t in rk for c in (t.subject, t.object))
+    origin = "rk"
+    if not concepts and config.concepts == "rk_or_sk":
+        concepts = _concept_names(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"]))
+        origin = "sk"
+    if not concepts:
+        return []
+    counts["pairs_with_concepts"] += 1
+    image = doc["image"].convert("RGB")
+    boxes = concept_boxes(concepts, doc["sk_triplets"], image, config.match_threshold, detector)
+    boxed = [c for c in concepts if boxes[c] is not None]
+    counts["concepts"] += len(concepts)
+    counts["concepts_without_box"] += len(concepts) - len(boxed)
+    if not boxed:
+        return []
+    original = record.responses[0]
+    original_correct = (performance(doc, original) or 0.0) >= 0.5
+    plans = []
+    for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
+        cf_doc = {**doc, "image": occlude(image, [boxes[c] for c in design])}
+        messages = runtime.build_messages(cf_doc)
+        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
+        request = GenerationRequest(key, messages, params, n, derive_seed(base_seed, key))
+        plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
+                       "occluded": list(design),
+                       "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
+                       "original_correct": original_correct, "_doc": doc, "_original": original}, request))
+    return plans
+
+
+def _concept_names(names: Iterable[str]) -> list[str]:
+    """Distinct concept names, normalised (lowercase, no articles or punctuation) so that "The dog" and
+    "dog" pool into one concept across pairs."""
+    return [n for n in dict.fromkeys(normalize_answer(name) for name in names) if n]
+
+
+def _effects(rows: list[dict[str, Any]], outcome: str, settings: DMLSettings) -> list[ConceptEffect]:
+    """One DML estimate per concept name over the rows of the pairs that have it (module docstring)."""
+    ok = [r for r in rows if "error" not in r]
+    names = sorted({c for r in ok for c in r["concepts"]})
+    out = []
+    for name in names:
+        mine = [r for r in ok if name in r["concepts"]]
+        y = np.array([r[outcome] for r in mine])
+        t = np.array([float(name in r["occluded"]) for r in mine])
+        x = np.array([[len([c for c in r["occluded"] if c != name]),
+                       _area_share([r["boxes"][c] for c in r["occluded"] if c != name], tuple(r["size"])),
+                       len(r["concepts"]), float(r["original_correct"])] for r in mine])
+        if len(y) and np.ptp(y) == 0:
+            out.append(ConceptEffect(name, len(y), int(t.sum()), None, None, None, True,
+                                     (f"outcome {outcome} is constant ({y[0]:g}) across the designs",)))
+            continue
+        out.append(concept_effect(name, y, t, x, settings))
+    return out
+
+
+def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Path) -> Path:
+    """audit.json, pairs.csv, counterfactuals.csv, effects.csv and the three plots."""
+    from harness.protocols.diavlo.plots import class_shares_plot, concept_effects_plot, similarity_performance_plot
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "config": {**asdict(config), "outcomes": list(OUTCOMES)},
+        "models": {a.model: {"run_dir": a.run_dir, "per_source": a.per_source, "overall": a.overall,
+                             "counts": a.counts,
+                             "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()}}
+                   for a in audits},
+    }
+    (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    _csv(out_dir / "pairs.csv", [{"model": a.model, **r} for a in audits for r in a.pairs])
+    _csv(out_dir / "counterfactuals.csv",
+         [{"model": a.model, **{k: (json.dumps(v) if isinstance(v, list | dict) else v) for k, v in r.items()}}
+          for a in audits for r in a.counterfactuals])
+    _csv(out_dir / "effects.csv", [_effect_row(a.model, o, e) for a in audits for o, es in a.effects.items()
+                                   for e in es])
+    class_shares_plot({(a.model, task): s["classes"] for a in audits for task, s in a.per_source.items()},
+                      out_dir / "class_shares.png")
+    similarity_performance_plot({a.model: a.pairs for a in audits}, out_dir / "similarity_performance.png")
+    for outcome in OUTCOMES:
+        concept_effects_plot({a.model: [e.as_dict() for e in a.effects[outcome]] for a in audits}, outcome,
+                             out_dir / f"concept_effects_{outcome}.png")
+    return out_dir
+
+
+def _effect_row(model: str, outcome: str, e: ConceptEffect) -> dict[str, Any]:
+    def part(est: Any, prefix: str) -> dict[str, Any]:
+        if est is None:
+            return {f"{prefix}effect": None, f"{prefix}se": None, f"{prefix}ci_low": None, f"{prefix}ci_high": None}
+        return {f"{prefix}effect": est.effect, f"{prefix}se": est.se, f"{prefix}ci_low": est.ci[0],
+                f"{prefix}ci_high": est.ci[1]}
+
+    return {"model": model, "outcome": outcome, "concept": e.concept, "n": e.n, "n_occluded": e.n_treated,
+            **part(e.estimate, ""), **part(e.placebo, "placebo_"), **part(e.random_common_cause, "rcc_"),
+            "inconclusive": e.inconclusive, "reasons": "; ".join(e.reasons)}
+
+
+def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def summary_tables(audits: list[ModelAudit]) -> str:
+    """Markdown tables: classes, RK losses and MI per model; each concept's effects with refutations."""
+    lines = ["| Model | Pairs | Aligned | Expanded | Divergent | Unnamed | RK losses | MI nats [95% CI] |",
+             "|---|---|---|---|---|---|---|---|"]
+    for a in audits:
+        c, mi = a.overall["classes"], a.overall["mutual_information"]
+        shares = " | ".join("-" if c[k] is None else f"{c[k]:.2f}" for k in ("Aligned", "Expanded", "Divergent",
+                                                                             "Unnamed"))
+        ci = mi.get("ci95")
+        mi_text = "-" if mi["mi_nats"] is None else f"{mi['mi_nats']:.3f}"
+        mi_text += f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+        lines.append(f"| {a.model} | {a.overall['pairs']} | {shares} | {a.overall['rk_losses']['total']} | "
+                     f"{mi_text} |")
+    lines += ["", "| Model | Outcome | Concept | n | Effect [95% CI] | Placebo | RCC | Verdict |",
+              "|---|---|---|---|---|---|---|---|"]
+    for a in audits:
+        for outcome, effects in a.effects.items():
+            for e in effects:
+                verdict = f"inconclusive ({'; '.join(e.reasons)})" if e.inconclusive else "estimate"
+                if e.estimate is None:
+                    lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
+                    continue
+                est = e.estimate
+                lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
+                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {e.placebo.effect:+.3f} | "
+                             f"{e.random_common_cause.effect:+.3f} | {verdict} |")
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""DiaVLo per-pair scoring and the per-run report: performance, RK extraction with loss accounting,
+SK-RK similarity and class, class shares, and the bootstrapped MI between similarity and performance.
+
+Turn 1 is the answer, turn 2 the rationale, turn 3 the rationale as triplets (``harness_turns``);
+RK is parsed from turn 3 of the first sample. RK loss statuses: ``ok``, ``empty``, ``unusable``
+(see :mod:`harness.protocols.diavlo.triplet_parser`), ``turn_error`` (turn 2 or 3 failed to generate) and
+``no_turns`` (a runner without follow-up turns, e.g. lmms-eval).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.metrics.answer_scoring import choice_letter, vqa_accuracy
+from harness.metrics.squad import token_f1
+from harness.protocols.diavlo.metrics import (
+    CLASSES,
+    Thresholds,
+    Triplet,
+    behaviour_class,
+    best_match,
+    class_shares,
+    mutual_information,
+    similarity_matrix,
+)
+from harness.protocols.diavlo.triplet_parser import OK, parse_triplets
+
+TURN_ERROR, NO_TURNS = "turn_error", "no_turns"
+LOSSES = ("empty", "unusable", TURN_ERROR, NO_TURNS)
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@functools.cache
+def shared_encoder() -> Any:
+    """One offline MiniLM encoder per process (scoring, audits)."""
+    from harness.judges.entailment import MiniLMEncoder
+
+    return MiniLMEncoder()
+
+
+def performance(doc: dict[str, Any], answer: str) -> float | None:
+    """Accuracy (multiple choice, VQA) or token F1 (open-ended) of one answer; None when unparsed."""
+    kind = doc.get("answer_type")
+    if kind == "multiple_choice":
+        letter = choice_letter(answer, doc.get("options") or [])
+        return None if letter is None else float(letter == doc["answer"])
+    if kind == "vqa":
+        return vqa_accuracy(answer, doc.get("answers") or [doc["answer"]])
+    return token_f1(answer, doc["answer"])
+
+
+def rk_from_turns(turns: list[dict[str, Any]] | None) -> tuple[tuple[Triplet, ...], str]:
+    """RK triplets of the first sample's last turn and the loss status (module docstring)."""
+    if not turns:
+        return (), NO_TURNS
+    if any(t.get("error") for t in turns) or not turns[-1].get("responses"):
+        return (), TURN_ERROR
+    parsed = parse_triplets(turns[-1]["responses"][0])
+    return parsed.triplets, parsed.status
+
+
+def sk_triplets(doc: dict[str, Any]) -> list[Triplet]:
+    return [Triplet(t["subject"], t["relation"], t["object"]) for t in doc.get("sk_triplets") or []]
+
+
+def score_pair(doc: dict[str, Any], answer: str, turns: list[dict[str, Any]] | None,
+               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+    """The per-pair metrics of a DiaVLo task (class indicators only for classified pairs)."""
+    rk, status = rk_from_turns(turns)
+    sk = sk_triplets(doc)
+    pairing = best_match(similarity_matrix(rk, sk, shared_encoder())) if rk and sk else None
+    similarity = pairing.similarity if pairing else None
+    label = behaviour_class(len(rk), len(sk), similarity, thresholds)
+    out: dict[str, Any] = {"performance": performance(doc, answer), "n_rk": float(len(rk)), "n_sk": float(len(sk)),
+                           "rk_parsed": float(status == OK),
+                           **{f"rk_{loss}": float(status == loss) for loss in LOSSES if loss != NO_TURNS}}
+    if similarity is not None:
+        out["similarity"] = similarity
+    if label is not None:
+        out.update({c.lower(): float(label == c) for c in CLASSES})
+    return out
+
+
+def pair_rows(records: Sequence[Any], thresholds: Thresholds = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
+    """One row per scored record: doc id, similarity, performance, sizes, class, RK loss status."""
+    rows = []
+    for r in records:
+        if r.error is not None or not r.metrics:
+            continue
+        m = {k.split(",")[0]: v for k, v in r.metrics.items()}
+        _, status = rk_from_turns(r.turns)
+        sim = m.get("similarity")
+        rows.append({"doc_id": r.doc_id, "id": r.doc.get("id"), "source": r.doc.get("source", r.task),
+                     "similarity": sim, "performance": m.get("performance"), "n_rk": int(m.get("n_rk", 0)),
+                     "n_sk": int(m.get("n_sk", 0)), "rk_status": status,
+                     "class": behaviour_class(int(m.get("n_rk", 0)), int(m.get("n_sk", 0)), sim, thresholds)})
+    return rows
+
+
+def behaviour_summary(rows: list[dict[str, Any]], estimator: str = "knn", n_resamples: int = 1000,
+                      seed: int = 0) -> dict[str, Any]:
+    """Class shares, RK losses and MI(similarity; performance) with its CI over a set of pair rows."""
+    both = [r for r in rows if r["similarity"] is not None and r["performance"] is not None]
+    mi = mutual_information([r["similarity"] for r in both], [r["performance"] for r in both],
+                            estimator=estimator, n_resamples=n_resamples, seed=seed)
+    losses = {loss: sum(r["rk_status"] == loss for r in rows) for loss in LOSSES}
+    return {"pairs": len(rows), "classes": class_shares([r["class"] for r in rows]),
+            "rk_losses": {**losses, "total": sum(losses.values()),
+                          "rate": sum(losses.values()) / len(rows) if rows else None},
+            "mutual_information": mi.as_dict() if mi else {
+                "mi_nats": None, "n": len(both), "note": "fewer than 4 pairs with similarity and performance"}}
+
+
+def report(records: Sequence[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The task's ``harness_report``: the summary for this source, and its two plots."""
+    rows = pair_rows(records)
+    summary = behaviour_summary(rows, metadata.get("mi_estimator", "knn"), int(metadata.get("mi_resamples", 1000)))
+    if out_dir is not None and rows:
+        from harness.protocols.diavlo.plots import class_shares_plot, similarity_performance_plot
+
+        task = records[0].task if records else "diavlo"
+        summary["plots"] = [
+            class_shares_plot({("this model", task): summary["classes"]}, out_dir / f"{task}_classes.png").name,
+            similarity_performance_plot({"this model": rows}, out_dir / f"{task}_similarity_performance.png").name]
+    return summary

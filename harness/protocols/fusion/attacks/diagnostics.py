@@ -1,0 +1,107 @@
+"""White-box diagnostics of FusionAudit: overlay attention ratio (OAR) and layer restoration.
+
+- **OAR** of a Typo-Evid image: the attention from the text tokens after the image (the question and
+  the chat template up to the answer) to the image tokens, averaged over heads, the late decoder
+  layers (the last half by default) and those query tokens; the overlay region's share of it divided
+  by the region's share of the image area (:func:`harness.protocols.fusion.metrics.oar`). Needs eager attention
+  (sdpa returns no attention weights); the model is switched to eager for the measurement. Token
+  footprints come from the processor geometry (Qwen2-VL's resized grid of merged patches, Gemma 3's
+  pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees
+  (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
+- **Layer restoration** of an End-PGD flip: at one decoder depth ``l``, the hidden states at the image
+  positions of the adversarial run are replaced by the clean run's (prompt pass only), and the answer
+  is decoded greedily; the flip is recovered if any depth gives an answer J judges correct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.protocols.fusion.metrics import oar
+
+
+def _image_positions(model: Any, input_ids: Any) -> Any:
+    token = getattr(model.config, "image_token_id", None)
+    if token is None:
+        token = model.config.image_token_index
+    return (input_ids[0] == token).nonzero().flatten()
+
+
+def _layers(model: Any) -> Any:
+    return model.get_decoder().layers
+
+
+def _ensure_eager(model: Any) -> None:
+    if getattr(model.config, "_attn_implementation", None) != "eager":
+        model.set_attn_implementation("eager")
+
+
+def overlay_attention_ratio(wb: Any, messages: list[dict[str, Any]], image_size: tuple[int, int],
+                            region: tuple[float, float, float, float], late_fraction: float = 0.5) -> float | None:
+    """OAR of one image (``image_size`` = (width, height) of the image in ``messages``)."""
+    import torch
+
+    model = wb.model
+    _ensure_eager(model)
+    inputs = wb.backend.prepare_inputs([messages])
+    with torch.no_grad():
+        attentions = model(**inputs, output_attentions=True, use_cache=False).attentions
+    image_pos = _image_positions(model, inputs["input_ids"])
+    queries = torch.arange(int(image_pos.max()) + 1, inputs["input_ids"].shape[1], device=image_pos.device)
+    keep = max(1, round(len(attentions) * late_fraction))
+    late = torch.stack([a[0].float() for a in attentions[-keep:]])          # (layers, heads, T, T)
+    per_token = late[:, :, queries][:, :, :, image_pos].mean(dim=(0, 1, 2))  # (image tokens,)
+    coverage, areas = wb.pre.geometry(*image_size).coverage(region)
+    if len(coverage) != per_token.shape[0]:
+        return None
+    return oar(per_token.cpu().numpy(), coverage, areas)
+
+
+def layer_restoration(wb: Any, clean: list[dict[str, Any]], adversarial: list[dict[str, Any]],
+                      max_new_tokens: int, is_correct: Callable[[str], bool]) -> tuple[bool, list[int]]:
+    """Whether restoring the clean image states at some depth undoes the flip, and the depths that do."""
+    import torch
+
+    model = wb.model
+    layers = _layers(model)
+    clean_inputs = wb.backend.prepare_inputs([clean])
+    adv_inputs = wb.backend.prepare_inputs([adversarial])
+    pos = _image_positions(model, adv_inputs["input_ids"])
+    prompt_len = adv_inputs["input_ids"].shape[1]
+    saved: dict[int, Any] = {}
+
+    def capture(depth: int) -> Callable[..., None]:
+        def hook(_module: Any, _args: Any, output: Any) -> None:
+            hidden = output[0] if isinstance(output, tuple) else output
+            saved[depth] = hidden[:, pos].detach().clone()
+        return hook
+
+    handles = [layer.register_forward_hook(capture(d)) for d, layer in enumerate(layers)]
+    try:
+        with torch.no_grad():
+            model(**clean_inputs, use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    recovered = []
+    for depth, layer in enumerate(layers):
+        def restore(_module: Any, _args: Any, output: Any, depth: int = depth) -> Any:
+            hidden = output[0] if isinstance(output, tuple) else output
+            if hidden.shape[1] != prompt_len:
+                return output
+            hidden = hidden.clone()
+            hidden[:, pos] = saved[depth].to(hidden.dtype)
+            return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+        handle = layer.register_forward_hook(restore)
+        try:
+            with torch.no_grad():
+                out = model.generate(**adv_inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                                     pad_token_id=wb.tokenizer.pad_token_id)
+        finally:
+            handle.remove()
+        text = wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True)
+        if is_correct(text):
+            recovered.append(depth)
+    return bool(recovered), recovered

@@ -1,0 +1,195 @@
+"""``harness audit fusion``: FusionAudit's figures for every model from its saved runs.
+
+Reads, per run folder, through the results contract: ``samples_fusion_clean.jsonl`` (the clean-correct
+set C: J correct), ``samples_fusion_typo`` / ``samples_fusion_natevid`` (a flip: an item of C answered
+wrong; ``uses_injected`` for P_use), ``samples_fusion_read_typo`` / ``..._read_natevid`` (P_read), and
+from ``harness attack``: ``attack_outcomes.jsonl`` (Vis-PGD, End-PGD, MANTIS flips) and
+``diagnostics.jsonl`` (OAR, layer restoration). Several folders of one model (same ``--model`` spec)
+are merged. An item of C that an attack could not be run on (an error, a missing image, or a Nat-Evid
+edit whose OCR check says the evidence was destroyed, unless ``--natevid-all``) counts as not flipped
+and is reported under ``missing``. An attack with no outcome on any item of C was not run: its ASR is
+None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attacks that were run).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.protocols.fusion import metrics as fm
+from harness.results.jsonl import read_jsonl
+from harness.results.schema import read_run, read_samples
+
+VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
+                 fm.NAT_EVID: ("fusion_natevid", "fusion_read_natevid", "natevid")}
+CI_FIGURES = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus",
+              "delta_mantis", "delta_nat_evid", "delta", "rug_typo", "rug_natevid", "oar", "restoration")
+
+
+@dataclass(frozen=True)
+class FusionAuditConfig:
+    delta_mode: str = "pathway"
+    natevid_preserved_only: bool = True
+    level_overrides: dict[str, str] = field(default_factory=dict)
+    n_resamples: int = 1000
+    seed: int = 0
+
+
+@dataclass
+class ModelRuns:
+    name: str
+    model_type: str | None
+    folders: list[Path] = field(default_factory=list)
+
+
+def _models(run_dirs: list[Path]) -> dict[str, ModelRuns]:
+    models: dict[str, ModelRuns] = {}
+    for run_dir in run_dirs:
+        run = read_run(run_dir)
+        name = str(run.config.get("model"))
+        entry = models.setdefault(name, ModelRuns(name, run.provenance.get("model", {}).get("model_type")))
+        entry.folders.append(Path(run_dir))
+    return models
+
+
+def _samples(folders: list[Path], task: str) -> dict[str, Any]:
+    """item id -> sample record of ``task``: the first folder that has the task wins, a folder written by
+    ``harness attack`` first (its clean answers define the C that was attacked)."""
+    ordered = sorted(folders, key=lambda f: not (f / "attack_outcomes.jsonl").is_file())
+    for folder in ordered:
+        if (folder / f"samples_{task}.jsonl").is_file():
+            return {str(r.doc.get("id", r.doc_id)): r for r in read_samples(folder, task)}
+    return {}
+
+
+def _jsonl(folders: list[Path], name: str) -> list[dict[str, Any]]:
+    rows = []
+    for folder in folders:
+        path = folder / name
+        if path.is_file():
+            rows.extend(read_jsonl(path))
+    return rows
+
+
+def model_outcomes(runs: ModelRuns,
+                   config: FusionAuditConfig,
+                   ) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str], dict[str, list[int]]]:
+    """The outcomes of every item of the model's C, the per-attack missing counts, all item ids seen and
+    the restoring depths of each End-PGD flip that layer restoration was tried on."""
+    clean = _samples(runs.folders, "fusion_clean")
+    if not clean:
+        raise HarnessError(f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "
+                           "(run harness eval --tasks fusion or harness attack first)")
+    c_items = [i for i, r in clean.items() if r.error is None and r.metrics.get("correct,none") == 1.0]
+    flips: dict[str, dict[str, bool]] = {i: {} for i in c_items}
+    read: dict[str, dict[str, bool]] = {i: {} for i in c_items}
+    use: dict[str, dict[str, bool]] = {i: {} for i in c_items}
+    for attack, (task, read_task, variant) in VARIANT_TASKS.items():
+        answered, reading = _samples(runs.folders, task), _samples(runs.folders, read_task)
+        for i in c_items:
+            rec = answered.get(i)
+            usable = rec is not None and rec.error is None and "correct,none" in rec.metrics
+            if usable and attack == fm.NAT_EVID and config.natevid_preserved_only:
+                usable = rec.doc.get("natevid_status") != "destroyed"
+            if usable:
+                flips[i][attack] = rec.metrics["correct,none"] == 0.0
+                use[i][variant] = rec.metrics.get("uses_injected,none") == 1.0
+            r = reading.get(i)
+            if r is not None and r.error is None and "reads_injected,none" in r.metrics:
+                read[i][variant] = r.metrics["reads_injected,none"] == 1.0
+    for row in _jsonl(runs.folders, "attack_outcomes.jsonl"):
+        if row["item"] in flips and row.get("error") is None:
+            flips[row["item"]][row["attack"]] = bool(row["flipped"])
+    oar: dict[str, float | None] = {}
+    restored: dict[str, bool] = {}
+    depths: dict[str, list[int]] = {}
+    for row in _jsonl(runs.folders, "diagnostics.jsonl"):
+        if row["diagnostic"] == "oar":
+            oar[row["item"]] = row["value"]
+        elif row["diagnostic"] == "restoration":
+            restored[row["item"]] = bool(row["value"])
+            depths[row["item"]] = list(row.get("depths", []))
+    outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar.get(i),
+                               restored=restored.get(i)) for i in c_items]
+    missing = {a: sum(a not in flips[i] for i in c_items) for a in fm.SUITE}
+    return outcomes, missing, sorted(clean), {i: d for i, d in depths.items() if i in flips}
+
+
+@dataclass
+class FusionAuditResult:
+    config: FusionAuditConfig
+    models: dict[str, dict[str, Any]]
+    levels: dict[str, dict[str, Any]]
+    rank_agreement: dict[str, Any]
+
+
+def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionAuditResult:
+    if config.delta_mode not in {"pathway", "suite"}:
+        raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
+    models = _models(run_dirs)
+    per_model: dict[str, dict[str, fm.ItemOutcome]] = {}
+    universe: set[str] = set()
+    report: dict[str, dict[str, Any]] = {}
+    for name, runs in models.items():
+        outcomes, missing, seen, depths = model_outcomes(runs, config)
+        per_model[name] = {o.item: o for o in outcomes}
+        universe.update(seen)
+        level = fm.fusion_level(runs.model_type, config.level_overrides, model=name)
+        not_run = [a for a in fm.SUITE if outcomes and missing[a] == len(outcomes)]
+        figures = fm.model_figures(outcomes, config.delta_mode)
+        figures.update({f"asr_{a}": None for a in not_run})
+        report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
+                        "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen),
+                        "restoration_by_depth": fm.restoration_by_depth(depths)}
+    levels: dict[str, list[str]] = {}
+    for name, row in report.items():
+        levels.setdefault(row["fusion_level"], []).append(name)
+
+    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
+        out: dict[tuple[str, str], float | None] = {}
+        figures = {m: {**fm.model_figures(items, config.delta_mode),
+                       **{f"asr_{a}": None for a in report[m]["attacks_not_run"]}} for m, items in sample.items()}
+        for m, f in figures.items():
+            out.update({(m, k): f[k] for k in CI_FIGURES})
+        for level, names in levels.items():
+            out.update({(f"@{level}", k): fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
+        return out
+
+    cis = fm.paired_bootstrap(per_model, sorted(universe), statistic, config.n_resamples, config.seed)
+    for name, row in report.items():
+        row["ci95"] = {k: cis.get((name, k)) if row["figures"].get(k) is not None else None for k in CI_FIGURES}
+    level_report = {
+        level: {"models": names,
+                "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
+                "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES}}
+        for level, names in sorted(levels.items())}
+    agreement = fm.rank_agreement({m: r["figures"]["asr_end_pgd"] for m, r in report.items()},
+                                  {m: r["figures"]["r_plus"] for m, r in report.items()})
+    return FusionAuditResult(config, report, level_report, agreement)
+
+
+def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
+    """``audit.json``, ``audit.csv`` (one row per model) and the plots."""
+    from harness.protocols.fusion.plots import asr_bars, rug_oar_by_level
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = [asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
+             rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name]
+    payload = {"protocol": "fusionaudit", "config": asdict(result.config), "models": result.models,
+               "levels": result.levels, "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement, "plots": plots}
+    (out_dir / "audit.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    figure_names = list(next(iter(result.models.values()))["figures"]) if result.models else []
+    with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        header = ["model", "model_type", "fusion_level", *figure_names]
+        header += [f"{k}_ci_{end}" for k in CI_FIGURES for end in ("low", "high")]
+        writer.writerow(header)
+        for name, row in result.models.items():
+            ci = [v for k in CI_FIGURES for v in (row["ci95"][k] or (None, None))]
+            writer.writerow([name, row["model_type"], row["fusion_level"],
+                             *[row["figures"][k] for k in figure_names], *ci])
+    return out_dir

@@ -1,0 +1,116 @@
+"""The MIST task report: every figure with an item-level bootstrap CI, the alt-test per human panel and
+prompting technique, the panels' own agreement, and the plots."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.metrics.alttest import alt_test
+from harness.metrics.bootstrap import cluster_ci
+from harness.protocols.mist import metrics as mist
+
+Labels = dict[mist.Cell, int | None]
+CONDITION_ARM = {"none": "none", "aligned": "aligned-silent", "misleading": "misleading-silent"}
+
+
+def labels_from_items(items: list[Any]) -> tuple[Labels, dict[str, str], dict[str, int | None]]:
+    """Judge labels per cell, item senses and human majorities from the per-answer items."""
+    labels: Labels = {}
+    senses: dict[str, str] = {}
+    majority: dict[str, int | None] = {}
+    for item in items:
+        if item is None:
+            continue
+        labels[(item["item"], item["technique"], item["arm"])] = item["label"]
+        senses[item["item"]] = item["sense"]
+        majority[item["item"]] = item.get("majority")
+    return labels, senses, majority
+
+
+def _resampled(labels: Labels, senses: dict[str, str], majority: dict[str, int | None], units: list[str],
+               idx: np.ndarray) -> tuple[Labels, dict[str, str], dict[str, int | None]]:
+    """The data of a bootstrap resample of items (a repeated item becomes a distinct copy)."""
+    by_item: dict[str, list[tuple[mist.Cell, int | None]]] = {}
+    for cell, label in labels.items():
+        by_item.setdefault(cell[0], []).append((cell, label))
+    out: Labels = {}
+    s: dict[str, str] = {}
+    m: dict[str, int | None] = {}
+    for copy, k in enumerate(idx):
+        item = units[k]
+        name = f"{item}#{copy}"
+        for (_, technique, arm), label in by_item.get(item, []):
+            out[(name, technique, arm)] = label
+        s[name], m[name] = senses[item], majority.get(item)
+    return out, s, m
+
+
+def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | None]) -> dict[str, Callable]:
+    return {
+        "change_rate_aligned": lambda lb, s, m: mist.change_rate(lb, "aligned"),
+        "change_rate_misleading": lambda lb, s, m: mist.change_rate(lb, "misleading"),
+        "control_rate_aligned": lambda lb, s, m: mist.control_rate(lb, "aligned"),
+        "control_rate_misleading": lambda lb, s, m: mist.control_rate(lb, "misleading"),
+        "direction": lambda lb, s, m: mist.direction(lb, s),
+        "same_side_fraction": lambda lb, s, m: mist.same_side_fraction(lb),
+        "image_following_aligned": lambda lb, s, m: mist.image_following_ratio(lb, s, "aligned"),
+        "image_following_misleading": lambda lb, s, m: mist.image_following_ratio(lb, s, "misleading"),
+        "agreement_none": lambda lb, s, m: mist.agreement(lb, m, "none"),
+        "agreement_aligned": lambda lb, s, m: mist.agreement(lb, m, "aligned"),
+        "agreement_misleading": lambda lb, s, m: mist.agreement(lb, m, "misleading"),
+    }
+
+
+def _panels(records: list[Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """panel -> annotator -> {item: label, "_condition": the condition that annotator saw most}."""
+    panels: dict[str, dict[str, dict[str, Any]]] = {}
+    seen: dict[tuple[str, str], Counter] = {}
+    for record in records:
+        doc = record.doc
+        for h in doc.get("human_labels") or []:
+            panels.setdefault(h["panel"], {}).setdefault(h["annotator"], {})[doc["item_id"]] = h["label"]
+            seen.setdefault((h["panel"], h["annotator"]), Counter())[h["condition"]] += 1
+    conditions = {}
+    for (panel, _), counts in seen.items():
+        conditions.setdefault(panel, Counter()).update(counts)
+    return {p: {"annotators": anns, "condition": conditions[p].most_common(1)[0][0]} for p, anns in panels.items()}
+
+
+def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    items = [r.metrics.get("change_rate_aligned,none") for r in records if r.error is None]
+    labels, senses, majority = labels_from_items(items)
+    units = sorted(senses)
+    figures = {}
+    for name, fn in _figures(labels, senses, majority).items():
+        value = fn(labels, senses, majority)
+        ci = cluster_ci(len(units), lambda idx, fn=fn: fn(*_resampled(labels, senses, majority, units, idx)))
+        figures[name] = {"value": value, "ci95": list(ci) if ci else None}
+    epsilons = metadata.get("alt_test_epsilon", {"informed": 0.2, "blind": 0.15})
+    alt: dict[str, dict[str, Any]] = {}
+    agreement: dict[str, Any] = {}
+    for panel, info in sorted(_panels(records).items()):
+        humans = info["annotators"]
+        agreement[panel] = mist.panel_agreement(humans)
+        arm = CONDITION_ARM[info["condition"]]
+        for technique in sorted({cell[1] for cell in labels}):
+            llm = {item: label for (item, tech, a), label in labels.items()
+                   if tech == technique and a == arm and label is not None}
+            result = alt_test(llm, humans, "accuracy", epsilon=float(epsilons.get(panel, 0.2)),
+                              q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
+                              min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)))
+            alt.setdefault(panel, {})[technique] = {"condition": info["condition"], **result.as_dict()}
+    report: dict[str, Any] = {"items": len(units), "figures": figures, "alt_test": alt, "human_agreement": agreement}
+    if out_dir is not None and labels:
+        from harness.protocols.mist.plots import mist_figures
+
+        change = {k: figures[k] for k in ("change_rate_aligned", "change_rate_misleading", "control_rate_aligned",
+                                          "control_rate_misleading")}
+        shares = {k: figures[k] for k in ("direction", "same_side_fraction", "image_following_aligned",
+                                          "image_following_misleading")}
+        report["plot"] = mist_figures(change, shares, "MIST: judge stability", out_dir / "mist_judge.png").name
+    return report

@@ -1,0 +1,116 @@
+"""The VISTA peer pool: the cross-model audit (``harness.protocols.vista.audit.audit_records``) re-run over the
+latest submission of every model that has the pooled task, each time such samples arrive.
+
+Every computation is kept (members, judge, settings, date), so a model's suspicion figures are always
+shown against the pool they were computed in.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
+from harness.leaderboard.service import VistaSettings
+from harness.leaderboard.tables import spreadsheet_safe as _safe
+from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
+from harness.results.jsonl import jsonl_lines
+from harness.results.schema import SampleRecord
+
+
+def make_pool_judge(settings: VistaSettings) -> Any:
+    """The pool's entailment judge (an LLM judge caches its decisions in the harness response store)."""
+    from harness.judges.entailment import make_judge
+    from harness.models.tiny import cache_root
+
+    return make_judge(settings.judge, cache_root() / "responses.sqlite")
+
+
+def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
+    """(submission id, model) of the latest submission per model carrying the task's samples."""
+    with db.session() as session:
+        rows = session.execute(
+            select(Submission.id, Submission.model).join(StoredFile, StoredFile.submission_id == Submission.id)
+            .where(StoredFile.name == f"samples_{task}.jsonl").order_by(Submission.id))
+        latest: dict[str, int] = {}
+        for submission_id, model in rows:
+            latest[model] = submission_id
+    return sorted((i, m) for m, i in latest.items())
+
+
+def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[str, list[SampleRecord]]:
+    """{model: its submission's samples of ``task``}, read from the stored files."""
+    out = {}
+    with db.session() as session:
+        for submission_id, model in members:
+            content = session.scalar(select(StoredFile.content).where(
+                StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
+            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(content.decode("utf-8"))]
+    return out
+
+
+def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
+    """Audit the current pool and store the computation; returns its id. With fewer than two models
+    the stored row says the pool is waiting for peers."""
+    members = pool_members(db, settings.task)
+    config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
+                         clustering=settings.clustering, reference=settings.reference)
+    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
+                    members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
+    if len(members) < 2:
+        row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
+    else:
+        try:
+            result = audit_records(_records(db, members, settings.task), judge, config)
+            with tempfile.TemporaryDirectory(prefix="vista-pool-") as tmp:
+                plot = write_audit(result, Path(tmp), row.judge) / "suspicion_by_model.png"
+                row.plot = plot.read_bytes() if plot.is_file() else None
+        except Exception as exc:  # a background job: record why the pool could not be computed
+            row.status, row.message = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+        else:
+            ids = {m: i for i, m in members}
+            row.status = "ok"
+            row.message = (f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
+                           f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries")
+            row.per_model = {m: {**v, "submission_id": ids.get(m)} for m, v in result.per_model.items()}
+    with db.session() as session:
+        session.add(row)
+        session.commit()
+        return row.id
+
+
+def latest_pool(db: Database, task: str) -> VistaPool | None:
+    with db.session() as session:
+        return session.scalar(select(VistaPool).where(VistaPool.task == task).order_by(VistaPool.id.desc()).limit(1))
+
+
+def pool_json(pool: VistaPool | None) -> dict[str, Any] | None:
+    if pool is None:
+        return None
+    return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,
+            "message": pool.message, "judge": pool.judge, "config": pool.config, "members": pool.members,
+            "per_model": pool.per_model}
+
+
+POOL_TABLE = "vista-pool"
+_POOL_COLUMNS = ("model", "submission_id", "queries", "mean_suspicion", "max_suspicion", "flags",
+                 "mean_semantic_entropy", "refusal_rate", "dominant_pattern")
+
+
+def pool_csv(pool: VistaPool) -> str:
+    """The pool's per-model table, with when, how and over whom it was computed on every row."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*_POOL_COLUMNS, "detection_positive", "detection_score", "computed_at", "judge", "pool_size"])
+    for model, row in pool.per_model.items():
+        detection = row.get("detection", {})
+        writer.writerow([_safe(model), *(row.get(c) for c in _POOL_COLUMNS[1:]), detection.get("positive"),
+                         detection.get("score"), pool.computed_at.isoformat(), pool.judge, len(pool.members)])
+    return buffer.getvalue()

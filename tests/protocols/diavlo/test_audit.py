@@ -1,0 +1,133 @@
+"""harness audit diavlo: occlusion designs, counterfactual outcomes, DML effects with refutations, on a
+scripted model with a planted effect and end to end on the tiny model through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from harness.cli import main
+from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.store import ResponseStore
+from harness.errors import HarnessError
+from harness.models.base import Backend
+from harness.protocols.diavlo.audit import (
+    DiavloAuditConfig,
+    _area_share,
+    audit_run,
+    concept_boxes,
+    occlude,
+    occlusion_designs,
+    write_audit,
+)
+from harness.protocols.diavlo.concept_effects import DMLSettings
+
+
+def test_occlusion_designs_powerset_and_cap() -> None:
+    assert occlusion_designs(["a", "b"], 16, 0) == [(), ("a",), ("b",), ("a", "b")]
+    capped = occlusion_designs(["a", "b", "c"], 5, 0)
+    assert capped[:4] == [(), ("a",), ("b",), ("c",)] and len(capped) == 5 and len(capped[4]) >= 2
+    assert occlusion_designs(["a", "b", "c"], 5, 0) == capped  # seeded
+    assert len(occlusion_designs(list("abcdefgh"), 16, 1)) == 16
+
+
+def test_occlude_and_area_share_by_hand() -> None:
+    image = Image.new("RGB", (10, 10), (0, 0, 0))
+    image.paste((200, 100, 50), (0, 0, 5, 10))  # left half coloured: mean (100, 50, 25)
+    out = occlude(image, [[5, 0, 9, 9]])
+    assert out.getpixel((7, 5)) == (100, 50, 25) and out.getpixel((2, 5)) == (200, 100, 50)
+    assert _area_share([[0, 0, 5, 10]], (10, 10)) == pytest.approx(0.5)
+    assert _area_share([[0, 0, 5, 10], [0, 0, 10, 5]], (10, 10)) == pytest.approx(0.75)  # union, not sum
+
+
+def test_concept_boxes_borrow_the_best_matching_sk_box() -> None:
+    sk = [{"subject": "red box", "relation": "on", "object": "table", "subject_box": [1, 2, 3, 4],
+           "object_box": [0, 5, 10, 10]}]
+    boxes = concept_boxes(["red box", "wooden table", "zebra"], sk, Image.new("RGB", (10, 10)), 0.6, None)
+    assert boxes["red box"] == [1, 2, 3, 4] and boxes["wooden table"] == [0, 5, 10, 10] and boxes["zebra"] is None
+
+
+class SeesRed(Backend):
+    """A scripted model with a planted effect: it answers "red" exactly when enough red pixels are visible,
+    and writes the SK triplets back as its rationale (so RK = SK)."""
+
+    fingerprint = "sees-red-v1"
+    model_family = None
+
+    def info(self) -> dict:
+        return {"model": "sees-red", "model_family": None}
+
+    def generate(self, requests):
+        out = []
+        for req in requests:
+            if len(req.messages) > 1:
+                out.append(["(red box, left of, blue ball)\n(blue ball, on, table)\n(red box, on, table)"] * req.n)
+                continue
+            image = next(i["url"] for i in req.messages[0]["content"] if i["type"] == "image")
+            px = np.asarray(image.convert("RGB")).astype(int)
+            red = ((px[..., 0] > 180) & (px[..., 1] < 80) & (px[..., 2] < 80)).sum()
+            out.append(["red" if red > 100 else "brown"] * req.n)
+        return out
+
+
+def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_dir: Path) -> None:
+    opts = EvalOptions(tasks=["diavlo_vqav2"], data_dir=diavlo_dir.parent.parent, output=tmp_path / "runs",
+                       use_cache=False, show_progress=False)
+    run, samples, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
+    assert run.results["diavlo_vqav2"]["performance,none"] == 1.0
+    assert run.results["diavlo_vqav2"]["aligned,none"] == 1.0  # two annotated pairs: RK = SK
+    config = DiavloAuditConfig(mi_resamples=50, dml=DMLSettings(n_folds=3, n_rep=2, n_estimators=30, min_obs=10))
+    audit = audit_run(run_dir, SeesRed(), config, ResponseStore(None), diavlo_dir.parent.parent)
+    assert audit.counts["pairs"] == 3 and audit.counts["pairs_with_concepts"] == 3
+    flips = {e.concept: e for e in audit.effects["flip"]}
+    red = flips["red box"]
+    # occluding the red box always flips the answer, nothing else does
+    assert red.estimate.effect == pytest.approx(1.0, abs=0.05) and red.estimate.ci[0] > 0.5
+    assert abs(red.placebo.effect) < 0.35 and abs(red.random_common_cause.effect - 1.0) < 0.05
+    assert all(e.estimate is None or abs(e.estimate.effect) < 0.2 for c, e in flips.items() if c != "red box")
+    rows = [r for r in audit.counterfactuals if r["occluded"] == []]
+    assert all(r["flip"] == 0.0 and r["distance"] == pytest.approx(0.0, abs=1e-6) for r in rows)
+    out = write_audit([audit], config, tmp_path / "audit")
+    saved = json.loads((out / "audit.json").read_text())
+    model = saved["models"]["scripted:sees-red"]
+    assert model["per_source"]["diavlo_vqav2"]["classes"]["Aligned"] == 1.0
+    assert {e["concept"] for e in model["effects"]["flip"]} == {"red box", "blue ball", "table"}
+    for name in ("pairs.csv", "counterfactuals.csv", "effects.csv", "class_shares.png",
+                 "similarity_performance.png", "concept_effects_flip.png", "concept_effects_distance.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    data = str(diavlo_dir.parent.parent)
+    store = str(tmp_path / "store.sqlite")
+    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "diavlo_llava_bench", "--limit", "2",
+                 "--gen-kwargs", "max_new_tokens=8", "--data-dir", data, "--cache", store,
+                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    run_dir = next((tmp_path / "runs" / "tiny__qwen2_vl").iterdir())
+    capsys.readouterr()
+    assert main(["audit", "diavlo", str(run_dir), "--concepts", "rk_or_sk", "--n-rep", "2", "--mi-resamples", "20",
+                 "--max-subsets", "4", "--data-dir", data, "--cache", store, "--output", str(tmp_path / "audit"),
+                 "--verbosity", "quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| tiny:qwen2_vl | flip |" in printed and "| tiny:qwen2_vl | distance |" in printed
+    saved = json.loads((tmp_path / "audit" / "audit.json").read_text())
+    model = saved["models"]["tiny:qwen2_vl"]
+    assert model["counts"]["counterfactuals"] == 8  # 2 pairs x 4 designs (cap)
+    assert "mutual_information" in model["overall"] and model["overall"]["classes"]["n"] >= 0
+    assert all(e["inconclusive"] for es in model["effects"].values() for e in es)  # 8 rows < min_obs
+
+
+def test_audit_errors(tmp_path: Path, data_dir: Path) -> None:
+    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=1, output=tmp_path / "runs",
+                       use_cache=False, show_progress=False)
+    _, _, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
+    with pytest.raises(HarnessError, match="no diavlo_<source> task"):
+        audit_run(run_dir, SeesRed(), DiavloAuditConfig(), ResponseStore(None), data_dir)
+    with pytest.raises(HarnessError, match="max-subsets"):
+        DiavloAuditConfig(max_subsets=1)
+    with pytest.raises(HarnessError, match="--concepts"):
+        DiavloAuditConfig(concepts="all")

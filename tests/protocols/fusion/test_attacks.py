@@ -1,0 +1,163 @@
+"""FusionAudit white-box attacks: the differentiable preprocessing against the real processor, one PGD
+step by hand, first-divergence selection, and ``harness attack`` on tiny Qwen2-VL and LLaVA."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.models.base import create_backend
+from harness.protocols.fusion.attacks.losses import first_divergence
+from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
+from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess, _QuantisedResize, image_to_tensor
+from harness.protocols.fusion.judge import judge
+
+
+@pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
+def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
+    backend = create_backend(f"tiny:{arch}")
+    pre = DifferentiablePreprocess(backend.processor, backend.model_type)
+    rng = np.random.default_rng(0)
+    for width, height in [(100, 70), (56, 56), (28, 28), (161, 113)]:
+        image = Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+        real = backend.processor.image_processor(images=[image], return_tensors="pt")
+        x = image_to_tensor(image).requires_grad_(True)
+        mine = pre([x])
+        assert torch.equal(mine["pixel_values"], real["pixel_values"])
+        if "image_grid_thw" in real:
+            assert torch.equal(mine["image_grid_thw"], real["image_grid_thw"])
+        mine["pixel_values"].square().sum().backward()
+        assert x.grad is not None and x.grad.abs().sum() > 0
+        # the straight-through gradient is autograd's gradient through the processor's float resize
+        images = x.detach()[None].requires_grad_(True)
+        weights = torch.randn(pre._resize(images.detach() * 255).shape, generator=torch.Generator().manual_seed(1))
+        expected, = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
+        got, = torch.autograd.grad((_QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
+    # a batch of mixed sizes keeps its order (same-sized images are processed as one stack)
+    batch = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56),
+                                                                                        (100, 70)]]
+    real = backend.processor.image_processor(images=batch, return_tensors="pt")
+    assert torch.equal(pre([image_to_tensor(im) for im in batch])["pixel_values"], real["pixel_values"])
+    # token footprints tile the (cropped) image: Qwen2-VL 56x56 -> 2x2 merged tokens of 28x28
+    if arch == "qwen2_vl":
+        boxes = pre.geometry(56, 56).boxes
+        assert boxes.tolist() == [[0, 0, 28, 28], [28, 0, 56, 28], [0, 28, 28, 56], [28, 28, 56, 56]]
+        coverage, areas = pre.geometry(56, 56).coverage((0, 0, 14, 28))
+        assert coverage.tolist() == [0.5, 0, 0, 0] and areas.tolist() == [784] * 4
+    # Gemma 3 squashes any image to 28 x 28 and pools it to 2 x 2 tokens: each covers a quarter
+    if arch == "gemma3":
+        assert pre.geometry(56, 28).boxes.tolist() == [[0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28],
+                                                       [28, 14, 56, 28]]
+
+
+def test_pgd_step_by_hand() -> None:
+    x0 = torch.tensor([0.50, 0.10, 0.98, 0.40, 0.20])
+    x = torch.tensor([0.52, 0.10, 0.98, 0.40, 0.21])
+    grad = torch.tensor([1.0, -2.0, 0.5, 0.0, -1e-9])
+    # eps 0.03, alpha 0.02: 0.52+0.02=0.54 -> ball top 0.53; 0.10-0.02=0.08; 0.98+0.02=1.0 (ball top 1.01,
+    # then [0,1]); sign(0)=0 keeps 0.40; 0.21-0.02=0.19 (inside the ball [0.17, 0.23])
+    out = pgd_step(x, grad, x0, eps=0.03, alpha=0.02)
+    assert torch.allclose(out, torch.tensor([0.53, 0.08, 1.0, 0.40, 0.19]), atol=1e-7)
+
+
+def test_pgd_runs_standard_iterations() -> None:
+    x0 = [torch.tensor([[[0.0, 0.5, 0.999]]]).expand(3, 1, 3).clone()]
+    gen = torch.Generator().manual_seed(0)
+    cfg = PGDConfig(eps=0.1, alpha=0.03, steps=5)
+    adv, first, last = pgd(x0, lambda xs: torch.stack([x.sum() for x in xs]), cfg, gen)
+    # maximising sum(x): every pixel ends at min(x0 + eps, 1) after enough steps
+    assert torch.allclose(adv[0][0, 0], torch.tensor([0.1, 0.6, 1.0]), atol=1e-6)
+    assert last[0] > first[0]
+    # random start stays in the ball and in [0, 1]; zero steps return the start
+    start, _, _ = pgd(x0, lambda xs: torch.stack([x.sum() for x in xs]), PGDConfig(eps=0.1, steps=0),
+                      torch.Generator().manual_seed(1))
+    assert (start[0] - x0[0]).abs().max() <= 0.1 + 1e-7 and start[0].min() >= 0 and start[0].max() <= 1
+    # the downscaled-noise fallback keeps the full-resolution perturbation inside the ball
+    big = [torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(2))]
+    low, _, _ = pgd(big, lambda xs: torch.stack([x.sum() for x in xs]),
+                    PGDConfig(eps=0.05, alpha=0.02, steps=3, noise_scale=0.5), torch.Generator().manual_seed(3))
+    assert (low[0] - big[0]).abs().max() <= 0.05 + 1e-6
+
+
+def test_first_divergence_token() -> None:
+    assert first_divergence([1, 2, 3, 9], [1, 2, 4, 9]) == 2
+    assert first_divergence([7, 9], [8, 9]) == 0
+    assert first_divergence([5, 9], [5, 6, 9]) == 1  # correct ends (9) where the wrong one goes on (6)
+    with pytest.raises(HarnessError, match="identical"):
+        first_divergence([1, 9], [1, 9])
+
+
+@pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
+def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Path) -> None:
+    from tests.protocols.fusion.fixtures import model_matched_copy
+
+    data = tmp_path / "data"
+    model_matched_copy(fusion_dir, f"tiny:{arch}", data)
+    code = main(["attack", "--model", f"tiny:{arch}", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
+                 "--batch-size", "2", "--limit", "3", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
+                 "--verbosity", "quiet"])
+    assert code == 0
+    run_dir = next((tmp_path / "runs").glob("*/*"))
+    summary = json.loads((run_dir / "attack.json").read_text())
+    assert summary["n_clean_correct"] == 3 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
+    rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
+    assert len(rows) == 9 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
+    for row in rows:
+        assert row["error"] is None and row["response"] is not None
+        assert row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
+        # references are the clean answers, so a flip is exactly J failing on the re-checked answer
+        assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
+    for attack in ("vis_pgd", "end_pgd", "mantis"):
+        flips = sum(r["flipped"] for r in rows if r["attack"] == attack)
+        assert summary["asr"][attack] == pytest.approx(flips / 3)
+    diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
+    oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
+    assert len(oars) == 3 and all(v is not None and v > 0 for v in oars)  # the region is in view
+    restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
+    assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
+    if arch == "qwen2_vl":  # a saved clean run is refused for another model
+        assert main(["attack", "--model", "tiny:llava", "--clean-run", str(run_dir), "--verbosity", "quiet"]) == 2
+    else:  # and reused for its own: the attack reads C from it and writes beside it
+        assert main(["attack", "--model", f"tiny:{arch}", "--clean-run", str(run_dir), "--attacks", "end_pgd",
+                     "--steps", "1", "--diagnostics", "none", "--data-dir", str(data), "--verbosity", "quiet"]) == 0
+        again = json.loads((run_dir / "attack.json").read_text())
+        assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == 3
+
+
+def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--attacks", "fgsm", "--verbosity", "quiet"]) == 2
+    assert "unknown fgsm" in capsys.readouterr().err
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--eps", "8/0"]) == 2
+    assert "fraction" in capsys.readouterr().err
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
+    assert main(["attack", "--model", "tiny:idefics3", "--output", str(tmp_path)]) == 2  # before any work
+    assert "not 'idefics3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    with pytest.raises(HarnessError, match="not supported yet"):
+        DifferentiablePreprocess(create_backend("tiny:idefics3").processor, "idefics3")
+    gemma = create_backend("tiny:gemma3").processor
+    gemma.image_processor.do_pan_and_scan = True
+    with pytest.raises(HarnessError, match="do_pan_and_scan"):
+        DifferentiablePreprocess(gemma, "gemma3")
+
+
+def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    from harness.models.base import GenerationParams
+    from harness.protocols.fusion.attacks.run import AttackOptions, CleanItem, run_attacks
+
+    backend = create_backend("tiny:llava")
+    image = Image.new("RGB", (40, 30), "white")
+    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "q"}]}]
+    # a wrong answer equal to the clean answer leaves MANTIS no diverging token
+    item = CleanItem("x", {"source": "mme", "answers": ["yes"], "wrong_answer": "yes"}, messages, image, "yes")
+    opts = AttackOptions(attacks=("mantis",), pgd=PGDConfig(steps=1), diagnostics=(), show_progress=False)
+    summary = run_attacks(backend, tmp_path, [item], GenerationParams(max_new_tokens=4), opts)
+    row = json.loads((tmp_path / "attack_outcomes.jsonl").read_text())
+    assert "identical" in row["error"] and row["flipped"] is False and summary["errors"] == 1

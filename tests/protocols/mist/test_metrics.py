@@ -1,0 +1,61 @@
+"""Hand-computed MIST figures on a two-item judge and a three-annotator panel."""
+
+import pytest
+
+from harness.protocols.mist import metrics as mist
+
+# i1 is figurative (its misleading image depicts the literal sense), i2 literal; one technique.
+LABELS = {
+    ("i1", "t1", "none"): 0, ("i1", "t1", "aligned-ignore"): 0, ("i1", "t1", "aligned-silent"): 1,
+    ("i1", "t1", "misleading-ignore"): 2, ("i1", "t1", "misleading-silent"): 1,
+    ("i2", "t1", "none"): 3, ("i2", "t1", "aligned-ignore"): 3, ("i2", "t1", "aligned-silent"): 3,
+    ("i2", "t1", "misleading-ignore"): 3, ("i2", "t1", "misleading-silent"): None,  # unparsed
+}
+SENSES = {"i1": "figurative", "i2": "literal"}
+
+
+def test_change_and_control_rates() -> None:
+    assert mist.change_rate(LABELS, "aligned") == pytest.approx(1 / 4)  # only i1 silent moved (0 -> 1)
+    assert mist.change_rate(LABELS, "misleading") == pytest.approx(2 / 3)  # i2 silent unparsed: 3 pairs
+    assert mist.change_rate(LABELS, "misleading", "ignore") == pytest.approx(1 / 2)
+    assert mist.control_rate(LABELS, "aligned") == pytest.approx(1 / 2)  # i1: 0 vs 1
+    assert mist.control_rate(LABELS, "misleading") == 1.0  # i1: 2 vs 1; i2 has no pair
+
+
+def test_direction_same_side_and_image_following() -> None:
+    # The only aligned-vs-misleading difference: i1 ignore arm, 0 -> 2: toward literal, across the divide.
+    assert mist.direction(LABELS, SENSES) == 1.0
+    assert mist.same_side_fraction(LABELS) == 0.0
+    assert mist.image_following_ratio(LABELS, SENSES, "misleading") == 1.0  # 0 -> 2 and 0 -> 1, both up
+    assert mist.image_following_ratio(LABELS, SENSES, "aligned") == 0.0  # 0 -> 1 moves away from figurative
+    assert mist.direction({}, SENSES) is None
+
+
+def test_agreement_with_the_human_majority() -> None:
+    assert mist.majority_label([0, 0, 1]) == 0
+    assert mist.majority_label([0, 1]) is None and mist.majority_label([]) is None
+    majority = {"i1": 0, "i2": 3}
+    assert mist.agreement(LABELS, majority, "none") == 1.0
+    assert mist.agreement(LABELS, majority, "aligned") == pytest.approx(3 / 4)
+    assert mist.agreement(LABELS, majority, "misleading") == pytest.approx(1 / 3)
+    assert mist.agreement(LABELS, {"i1": None, "i2": 3}, "none") == 1.0  # no-majority items left out
+
+
+def test_panel_agreement_fleiss_hand_computed_and_alpha() -> None:
+    panel = {"A": {"i1": 0, "i2": 3}, "B": {"i1": 0, "i2": 3}, "C": {"i1": 1, "i2": 3}}
+    # P1 = 2/6, P2 = 1 -> P = 2/3; p_j = (2, 1, 0, 3)/6 -> Pe = 7/18; kappa = (2/3 - 7/18)/(11/18) = 5/11
+    out = mist.panel_agreement(panel)
+    assert out["fleiss_kappa"] == pytest.approx(5 / 11)
+    assert out["items_complete"] == 2 and out["annotators"] == 3
+    perfect = mist.panel_agreement({"A": {"i1": 0, "i2": 3, "i3": 1}, "B": {"i1": 0, "i2": 3}})
+    assert perfect["krippendorff_alpha"] == pytest.approx(1.0)  # missing labels are allowed
+    assert mist.side(1) == "figurative" and mist.side(2) == "literal"
+
+
+def test_label_parsing_takes_the_final_answer_and_never_guesses() -> None:
+    assert mist.parse_label("Fully Literal") == 3
+    assert mist.parse_label("The idiom could be fully figurative, but the image... Final answer: WF") == 1
+    assert mist.parse_label("Answer: figurative  and literal.") == 2
+    assert mist.parse_label("F&L") == 2 and mist.parse_label("(FF)") == 0 and mist.parse_label("fl") == 3
+    assert mist.parse_label("It is literal") is None  # no scale label: unparsed
+    assert mist.parse_label("FFT or WFX") is None and mist.parse_label("") is None

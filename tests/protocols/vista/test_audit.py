@@ -1,0 +1,86 @@
+"""``harness audit vista`` over two tiny models' sampled runs, with the offline and the LLM judge."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.store import ResponseStore
+from harness.judges.entailment import EmbeddingJudge, LLMJudge
+from harness.models import create_backend
+from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
+
+
+@pytest.fixture(scope="module")
+def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    out = tmp_path_factory.mktemp("runs")
+    dirs = []
+    for spec in ("tiny:qwen2_vl", "tiny:gemma3"):
+        opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, repeats=3, output=out,
+                           use_cache=False, show_progress=False,
+                           gen_overrides={"temperature": 1.0, "max_new_tokens": 5})
+        dirs.append(evaluate(create_backend(spec), spec, opts)[2])
+    return dirs
+
+
+def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path], tmp_path: Path) -> None:
+    judge = EmbeddingJudge(threshold=0.9)
+    result = run_audit(runs, judge, AuditConfig(task="shapes_color", theta=0.3))
+    assert result.models == ["tiny:qwen2_vl", "tiny:gemma3"]
+    assert len(result.rows) == 6 and result.skipped_queries == 0
+    assert 0 < result.judge_decisions <= result.all_pairs_calls
+    for row in result.rows:
+        assert 0 <= row["suspicion"] <= 1 and row["suspicion"] == pytest.approx(row["confidence"] * row["divergence"])
+        assert row["flagged"] == (row["suspicion"] >= 0.3)
+    out = write_audit(result, tmp_path / "audit", judge.name)
+    summary = json.loads((out / "audit.json").read_text())
+    assert set(summary["per_model"]) == set(result.models) and summary["judge"] == judge.name
+    assert len(list(csv.DictReader((out / "audit.csv").open()))) == 6
+    flagged = (out / "flagged.jsonl").read_text().splitlines()
+    assert len(flagged) == summary["flagged"]
+    if flagged:
+        assert set(json.loads(flagged[0])["responses"]) == set(result.models)
+    assert (out / "suspicion_by_model.png").is_file()
+
+
+def test_llm_judge_decisions_are_cached(runs: list[Path], tmp_path: Path) -> None:
+    store = tmp_path / "judge.sqlite"
+    first = LLMJudge(create_backend("tiny:qwen3"), ResponseStore(store))
+    run_audit(runs, first, AuditConfig(task="shapes_color"))
+    again = LLMJudge(create_backend("tiny:qwen3"), ResponseStore(store))
+    result = run_audit(runs, again, AuditConfig(task="shapes_color"))
+    assert first.calls > 0 and again.calls == 0 and len(result.rows) == 6
+
+
+def test_cli_audit_and_its_errors(runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "cli"
+    assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(out)]) == 0
+    assert "judge decisions:" in capsys.readouterr().out and (out / "audit.json").is_file()
+    assert main(["audit", "vista", str(runs[0]), "--task", "shapes_color"]) == 2
+    assert "at least two models" in capsys.readouterr().err
+    assert main(["audit", "vista", *map(str, runs)]) == 2
+    assert "0 of 2 run(s) have it; the skipped runs hold shapes_color" in capsys.readouterr().err
+
+
+def test_cli_audit_skips_runs_of_other_tasks(runs: list[Path], data_dir: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    opts = EvalOptions(tasks=["shapes_kind"], data_dir=data_dir, limit=1, output=runs[0].parent.parent,
+                       use_cache=False, show_progress=False, gen_overrides={"max_new_tokens": 2})
+    other = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)[2]
+    everything = sorted({*runs, other})
+    assert main(["audit", "vista", *map(str, everything), "--task", "shapes_color", "--output",
+                 str(tmp_path / "a"), "--no-stability"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped 1 run(s) without task 'shapes_color'; auditing 2" in captured.out
+    assert "audit: 100%" in captured.err  # the progress bar, hidden by --verbosity quiet:
+    assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(tmp_path / "q"),
+                 "--verbosity", "quiet"]) == 0
+    assert "audit:" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "a" / "audit.json").read_text())["skipped_runs"] == 1
+    assert main(["audit", "vista", str(runs[0]), str(other), "--task", "shapes_color"]) == 2
+    assert "1 of 2 run(s) have it" in capsys.readouterr().err

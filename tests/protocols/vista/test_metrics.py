@@ -1,0 +1,79 @@
+"""Hand-computed VISTA figures and clustering on small entailment graphs."""
+
+import math
+
+import pytest
+from scipy.spatial.distance import jensenshannon
+
+from harness.errors import HarnessError
+from harness.metrics.entailment_clusters import cluster_responses
+from harness.protocols.vista import metrics as vista
+
+
+def test_semantic_entropy() -> None:
+    assert vista.semantic_entropy([1, 1, 1, 1]) == 0.0
+    assert vista.semantic_entropy([1, 1, 2, 2]) == pytest.approx(math.log(2))
+    assert vista.semantic_entropy(["a", "b", "c", "d"]) == pytest.approx(math.log(4))
+
+
+def test_one_model_all_in_one_cluster_against_spread_peers() -> None:
+    # k = 4. A: all in cluster 0; B and C: one response in each of clusters 1-4.
+    assignments = {"A": [0, 0, 0, 0], "B": [1, 2, 3, 4], "C": [1, 2, 3, 4]}
+    out = vista.suspicion_scores(assignments, alpha=0.5)
+    # A: SE 0, confidence 0.5 * 1 + 0.5 * 4/4 = 1.
+    assert out["A"]["se"] == 0.0 and out["A"]["confidence"] == 1.0
+    # P_A = (1,0,0,0,0); P_avg = (1/3, 1/6 x 4). M = (2/3, 1/12 x 4).
+    # JS = 0.5 KL(P_A||M) + 0.5 KL(P_avg||M) = 0.5 ln(3/2) + 0.5 [1/3 ln(1/2) + 4 (1/6) ln 2]
+    js = 0.5 * math.log(1.5) + 0.5 * (1 / 3 * math.log(0.5) + 4 / 6 * math.log(2))
+    assert out["A"]["divergence"] == pytest.approx(math.sqrt(js) / math.sqrt(math.log(2)))
+    assert out["A"]["suspicion"] == pytest.approx(out["A"]["divergence"])
+    # B: SE ln 4 -> uniformity 0; largest cluster 1/4 -> confidence 0.5 * 0.25 = 0.125
+    assert out["B"]["se"] == pytest.approx(math.log(4)) and out["B"]["confidence"] == pytest.approx(0.125)
+    assert out["A"]["suspicion"] > out["B"]["suspicion"]
+    peers = vista.suspicion_scores(assignments, reference="peers")
+    assert peers["A"]["divergence"] == pytest.approx(1.0)  # disjoint support from the peers' mean
+
+
+def test_identical_models_are_not_suspicious_and_bad_input() -> None:
+    same = vista.suspicion_scores({"A": [0, 1], "B": [0, 1]})
+    assert same["A"]["divergence"] == pytest.approx(0.0) and same["A"]["suspicion"] == pytest.approx(0.0)
+    single = vista.suspicion_scores({"A": [0], "B": [1]})
+    assert single["A"]["confidence"] == 1.0  # k = 1
+    with pytest.raises(HarnessError, match="no responses"):
+        vista.suspicion_scores({"A": [], "B": [1]})
+    with pytest.raises(HarnessError, match="reference"):
+        vista.suspicion_scores({"A": [0]}, reference="others")
+
+
+def test_model_level_rule() -> None:
+    scores = [0.1] * 38 + [0.9, 0.7]  # 40 queries: top 5% = 2 queries -> mean 0.8
+    assert vista.model_detection(scores, theta=0.6) == {"score": pytest.approx(0.8), "positive": True, "queries": 2}
+    assert vista.model_detection([0.5, 0.1], theta=0.6)["positive"] is False  # top 1 query: 0.5
+
+
+def test_raven_baseline() -> None:
+    out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]})
+    # majority cluster 0: A binary all majority (SE 0), reference (2/3, 1/3)
+    assert out["A"] == pytest.approx(0.5 * (jensenshannon([1, 0], [2 / 3, 1 / 3], base=2) ** 2) + 0.5)
+
+
+def test_clustering_rules_on_small_graphs() -> None:
+    # A chain: a <-> b <-> c but not a <-> c.
+    edges = {("a", "b"), ("b", "a"), ("b", "c"), ("c", "b")}
+    judge = lambda p, h: (p, h) in edges  # noqa: E731
+    comps = cluster_responses(["a", "b", "c"], judge, "components")
+    assert comps.ids == [0, 0, 0]
+    strict = cluster_responses(["a", "b", "c"], judge, "strict")
+    assert strict.ids == [0, 0, 1]
+    # A clique of three: components stop asking once connected (a-b, then c joins via a).
+    everything = cluster_responses(["x", "y", "z"], lambda p, h: True, "components")
+    assert everything.ids == [0, 0, 0] and everything.judge_calls == 4
+    # identical and empty responses need no judge
+    calls = []
+    same = cluster_responses(["same", " same", "", "  "], lambda p, h: calls.append(1) or True)
+    assert same.ids == [0, 0, 1, 1] and same.judge_calls == 0 and not calls
+    # one direction only is no edge; the reverse is not asked when the forward fails
+    one_way = cluster_responses(["p", "q"], lambda p, h: p == "q")
+    assert one_way.ids == [0, 1] and one_way.judge_calls == 1
+    with pytest.raises(HarnessError, match="clustering rule"):
+        cluster_responses(["a"], judge, "fuzzy")
