@@ -1,0 +1,119 @@
+"""The protocol plug-in contract.
+
+A protocol (VISTA, Stealth, MIST, DiaVLo, FusionAudit, or a third party's) is a ``Protocol`` value that
+names its places and the hooks the generic layers call: ``harness build`` (its builders), ``harness audit
+<name>`` (its cross-run audit), further top-level commands (``harness attack``), a hook after ``harness
+eval`` has run every model, and its leaderboard figures. The generic modules (engine, CLI, leaderboard,
+task loading, results) iterate over the registry and never name a protocol.
+
+Built-in protocols are the packages ``harness/protocols/<name>/`` that define ``PROTOCOL``; third-party
+ones register through the entry-point group ``harness.protocols`` (each entry point names a ``Protocol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from harness.errors import HarnessError
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "harness.protocols"
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command-line subcommand: its arguments are declared once, and ``run`` returns the exit code."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    """What ``harness eval`` hands a protocol's after-eval hook: each task's samples per model spec."""
+
+    samples: Mapping[str, Mapping[str, Sequence[Any]]]  # task -> model spec -> sample records
+    args: argparse.Namespace
+    output: Any  # the --output folder (Path) or None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One audit protocol and its hooks; every hook is optional."""
+
+    name: str
+    title: str
+    summary: str  # one line: what it measures (shown in listings and on the leaderboard)
+    aliases: tuple[str, ...] = ()
+    builders: tuple[str, ...] = ()  # names ``harness build`` knows (builders/<name>/)
+    card: str | None = None  # cards/<card>.md
+    extra: str | None = None  # the pip extra its optional parts need
+    audit: Command | None = None  # ``harness audit <name>``
+    commands: tuple[Command, ...] = ()  # further top-level commands (e.g. ``harness attack``)
+    after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
+    audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
+    extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+_REGISTRY: dict[str, Protocol] = {}
+_loaded = False
+
+
+def register_protocol(protocol: Protocol) -> Protocol:
+    """Add a protocol; a second protocol claiming a name or alias already taken is refused."""
+    for name in protocol.names:
+        held = _REGISTRY.get(name)
+        if held is not None and held is not protocol and held.name != protocol.name:
+            raise HarnessError(f"protocol name {name!r} is taken by {held.name!r}")
+    _REGISTRY[protocol.name] = protocol
+    return protocol
+
+
+def _load() -> None:
+    """Import the built-in protocol packages and the installed plug-ins, once."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import harness.protocols as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.ispkg:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            if isinstance(getattr(module, "PROTOCOL", None), Protocol):
+                register_protocol(module.PROTOCOL)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found = entry.load()
+        except Exception as exc:  # a broken plug-in must not take the harness down
+            log.warning("protocol plug-in %s cannot be loaded: %s", entry.name, exc)
+            continue
+        if not isinstance(found, Protocol):
+            log.warning("protocol plug-in %s is not a harness.protocols.base.Protocol", entry.name)
+            continue
+        register_protocol(found)
+
+
+def protocols() -> list[Protocol]:
+    """Every registered protocol, by name."""
+    _load()
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def get_protocol(name: str) -> Protocol | None:
+    """The protocol called ``name`` or one of its aliases, else None."""
+    return next((p for p in protocols() if name in p.names), None)
