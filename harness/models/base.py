@@ -93,8 +93,10 @@ class GenerationParams:
                 problems.append("do_sample is true but temperature is 0; set a temperature")
             if values["num_beams"] > 1 and temperature > 0:
                 problems.append("beam search with sampling is not supported (num_beams > 1 with temperature > 0)")
+        if len(problems) == 1:
+            raise UnsupportedRequestError(f"{where}: {problems[0]}")
         if problems:
-            raise UnsupportedRequestError("\n  ".join([f"{where}: {len(problems)} invalid setting(s):", *problems]))
+            raise UnsupportedRequestError("\n  ".join([f"{where}: {len(problems)} invalid settings:", *problems]))
         return cls(
             max_new_tokens=int(values["max_new_tokens"]), temperature=float(values["temperature"]),
             top_p=float(values["top_p"]), top_k=None if values["top_k"] is None else int(values["top_k"]),
