@@ -177,6 +177,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
     are refused (the server would not be running the code that scored them)."""
     run = bundle.run
+    configs = {task: _server_config(registry, task, run.versions.get(task)) for task in bundle.samples}
     _check_groups(registry, bundle)
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
@@ -186,7 +187,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
     higher: dict[str, dict[str, bool]] = {}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
         for task, records in bundle.samples.items():
-            config = _server_config(registry, task, run.versions.get(task))
+            config = configs[task]
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
             base = {"task": task, "protocol": protocol_of(config), "version": str(config.version)}
             if config.process_results_use_image and not _has_dataset(config, data_dir):
