@@ -61,14 +61,17 @@ def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: P
         capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"])
 
 
-def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
-    assert main(["tasks"]) == 0
+def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path, tmp_path: Path) -> None:
+    # A data dir of its own holding only shapes: other tests of the session build more sets into the default one.
+    (tmp_path / "vlm-audit").mkdir()
+    (tmp_path / "vlm-audit" / "shapes").symlink_to(data_dir / "vlm-audit" / "shapes")
+    assert main(["tasks", "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "shapes_color" in out and "shapes: shapes_color, shapes_kind" in out and "shapes_demo:" in out
     lines = out.splitlines()
     color = lines.index(next(line for line in lines if line.strip().startswith("shapes_color ")))
     assert "name the shape's color" in lines[color]
-    assert f"dataset vlm-audit/shapes: local ({data_dir / 'vlm-audit/shapes'})" in lines[color + 1]
+    assert f"dataset vlm-audit/shapes: local ({tmp_path / 'vlm-audit/shapes'})" in lines[color + 1]
     vista = lines.index(next(line for line in lines if line.strip().startswith("vista ")))
     assert "dataset vlm-audit/vista: not local (build: harness build vista)" in lines[vista + 1]
     assert "no description" not in out  # every bundled task's YAML starts with its description comment
