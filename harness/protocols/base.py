@@ -19,9 +19,12 @@ import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
+if TYPE_CHECKING:
+    from harness.taskspec.registry import TaskRegistry
+
+from harness.errors import HarnessError, TaskConfigError
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,7 @@ class Protocol:
     title: str
     summary: str  # one line: what it measures (shown in listings and on the leaderboard)
     aliases: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()  # task, group or tag names whose member tasks are this protocol's
     builders: tuple[str, ...] = ()  # names ``harness build`` knows (builders/<name>/)
     card: str | None = None  # cards/<card>.md
     extra: str | None = None  # the pip extra its optional parts need
@@ -117,3 +121,15 @@ def protocols() -> list[Protocol]:
 def get_protocol(name: str) -> Protocol | None:
     """The protocol called ``name`` or one of its aliases, else None."""
     return next((p for p in protocols() if name in p.names), None)
+
+
+def protocol_of_task(task: str, registry: TaskRegistry) -> Protocol | None:
+    """The protocol whose task, group or tag names cover ``task``; None for a task of no protocol."""
+    for protocol in protocols():
+        for name in protocol.tasks:
+            try:
+                if task in registry.expand([name]):
+                    return protocol
+            except TaskConfigError:  # a name whose tasks are not installed here
+                continue
+    return None
