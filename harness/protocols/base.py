@@ -19,9 +19,11 @@ import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from builders import Builder
     from harness.taskspec.registry import TaskRegistry
 
 from harness.errors import HarnessError, TaskConfigError
@@ -46,8 +48,8 @@ class EvalOutcome:
     """What ``harness eval`` hands a protocol's after-eval hook: each task's samples per model spec."""
 
     samples: Mapping[str, Mapping[str, Sequence[Any]]]  # task -> model spec -> sample records
-    args: argparse.Namespace
-    output: Any  # the --output folder (Path) or None
+    args: argparse.Namespace  # the eval command's, with the flags the protocol's eval_arguments added
+    output: Path | None  # the --output folder
 
 
 @dataclass(frozen=True)
@@ -59,13 +61,14 @@ class Protocol:
     summary: str  # one line: what it measures (shown in listings and on the leaderboard)
     aliases: tuple[str, ...] = ()
     tasks: tuple[str, ...] = ()  # task, group or tag names whose member tasks are this protocol's
-    builders: tuple[str, ...] = ()  # names ``harness build`` knows (builders/<name>/)
+    builders: tuple[Builder, ...] = ()  # what ``harness build`` offers (builders/<name>/)
     card: str | None = None  # cards/<card>.md
     extra: str | None = None  # the pip extra its optional parts need
     audit: Command | None = None  # ``harness audit <name>``
     commands: tuple[Command, ...] = ()  # further top-level commands (e.g. ``harness attack``)
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
+    eval_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # after_eval's ``harness eval`` flags
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
 
     @property
@@ -121,6 +124,11 @@ def protocols() -> list[Protocol]:
 def get_protocol(name: str) -> Protocol | None:
     """The protocol called ``name`` or one of its aliases, else None."""
     return next((p for p in protocols() if name in p.names), None)
+
+
+def audit_tags() -> list[str]:
+    """The values a task's ``harness_audit`` may take: each registered protocol's audit tag."""
+    return sorted({p.audit_tag for p in protocols() if p.audit_tag is not None})
 
 
 def protocol_of_task(task: str, registry: TaskRegistry) -> Protocol | None:
