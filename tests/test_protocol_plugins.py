@@ -206,3 +206,10 @@ def test_generic_layers_name_no_protocol(package: str) -> None:
              if str(path.relative_to(ROOT)) not in allowed
              for line, text in _code_tokens(path) if PROTOCOL_NAME.search(text)]
     assert not found, "\n".join(found)
+
+
+def test_a_name_another_protocol_holds_is_refused(fresh_registry: None) -> None:
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match="protocol name 'fusionaudit' is taken by 'fusion'"):
+        base.register_protocol(base.Protocol(name="fusionaudit", title="x", summary="x"))

@@ -30,17 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.verbosity = getattr(args, "verbosity", "info")
-    configure_logging(args.verbosity)
-    try:
+    verbosity = "info"
+    try:  # parsing too: it loads the protocols and, for harness build NAME, that builder's options
+        args = build_parser().parse_args(argv)
+        verbosity = args.verbosity = getattr(args, "verbosity", "info")
+        configure_logging(verbosity)
         return args.func(args)
     except (HarnessError, ModuleNotFoundError) as exc:
         from harness.extras import missing_extra
 
         error = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else exc
-        if error is None or args.verbosity == "debug":
+        if error is None or verbosity == "debug":
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -18,7 +18,6 @@ import logging
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,11 +80,11 @@ _loaded = False
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
-    """Add a protocol; a second protocol claiming a name or alias already taken is refused."""
-    for name in protocol.names:
-        held = _REGISTRY.get(name)
-        if held is not None and held is not protocol and held.name != protocol.name:
-            raise HarnessError(f"protocol name {name!r} is taken by {held.name!r}")
+    """Add a protocol (replacing one of the same name); a name or alias another protocol holds is refused."""
+    for held in _REGISTRY.values():
+        taken = sorted(set(held.names) & set(protocol.names))
+        if taken and held.name != protocol.name:
+            raise HarnessError(f"protocol name {taken[0]!r} is taken by {held.name!r}")
     _REGISTRY[protocol.name] = protocol
     return protocol
 
@@ -96,6 +95,8 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
+    from importlib.metadata import entry_points
+
     import harness.protocols as package
 
     for info in pkgutil.iter_modules(package.__path__):
@@ -104,15 +105,13 @@ def _load() -> None:
             if isinstance(getattr(module, "PROTOCOL", None), Protocol):
                 register_protocol(module.PROTOCOL)
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
+        try:  # a broken plug-in must not take the harness down
             found = entry.load()
-        except Exception as exc:  # a broken plug-in must not take the harness down
+            if not isinstance(found, Protocol):
+                raise HarnessError("it is not a harness.protocols.base.Protocol")
+            register_protocol(found)
+        except Exception as exc:
             log.warning("protocol plug-in %s cannot be loaded: %s", entry.name, exc)
-            continue
-        if not isinstance(found, Protocol):
-            log.warning("protocol plug-in %s is not a harness.protocols.base.Protocol", entry.name)
-            continue
-        register_protocol(found)
 
 
 def protocols() -> list[Protocol]:
