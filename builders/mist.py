@@ -22,9 +22,11 @@ import ast
 import csv
 import json
 import random
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
 from harness.protocols.mist.metrics import LABELS, majority_label, parse_label
@@ -118,28 +120,40 @@ def select_items(rows: list[dict[str, Any]], images: Path, n: int, seed: int) ->
     return items
 
 
-def build(out: Path, seed: int = 123, admire: tuple[str, ...] = (), images: str | None = None,
-          humans: str | None = None, n: int = 200, demo: bool = False) -> Path:
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build mist`` takes (module docstring)."""
+
+    seed: int = option("selection seed (the paper's 123)", 123)
+    admire: tuple[str, ...] = option("AdMIRe-format rows: TSV/CSV file or folder", ())
+    images: str | None = option("folder with the AdMIRe image files")
+    humans: str | None = option("human annotations (JSON list or CSV)")
+    n: int = option("number of items to sample", 200)
+    demo: bool = option("build from a small self-made AdMIRe-format source", False)
+
+
+def build(out: Path, options: Options) -> Path:
     """Build the MIST items with their two images and the human panels' labels into ``out``
     (``demo``: from the self-made AdMIRe-format source of :mod:`builders.mist_demo`)."""
     from datasets import Dataset, DatasetDict, Features, Image, Value
 
-    if demo:
+    if options.demo:
         from builders.demo import demo_folder
         from builders.mist_demo import write_admire
 
-        with demo_folder("mist", admire=admire, images=images, humans=humans) as tmp:
+        with demo_folder("mist", admire=options.admire, images=options.images, humans=options.humans) as tmp:
             tsv, image_dir, human_file = write_admire(tmp)
-            return build(out, seed, (str(tsv),), str(image_dir), str(human_file), n)
-    if not admire or images is None or humans is None:
+            return build(out, replace(options, demo=False, admire=(str(tsv),), images=str(image_dir),
+                                      humans=str(human_file)))
+    if not options.admire or options.images is None or options.humans is None:
         raise HarnessError("mist needs --admire SOURCE (repeatable), --images DIR and --humans FILE "
                            "(or --demo for a small self-made source)")
-    image_dir = Path(images).expanduser()
+    image_dir = Path(options.images).expanduser()
     if not image_dir.is_dir():
         raise HarnessError(f"--images {image_dir}: not a folder")
-    rows = [row for source in admire for row in _read_rows(source)]
-    items = select_items(rows, image_dir, n, seed)
-    panels = read_humans(humans)
+    rows = [row for source in options.admire for row in _read_rows(source)]
+    items = select_items(rows, image_dir, options.n, options.seed)
+    panels = read_humans(options.humans)
     records = []
     for k, item in enumerate(items):
         labels = panels.get(item["compound"], [])
@@ -160,8 +174,9 @@ def build(out: Path, seed: int = 123, admire: tuple[str, ...] = (), images: str 
     })
     dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
     figurative = sum(r["sense"] == "figurative" for r in records)
+    annotators = {h["annotator"] for r in records for h in r["human_labels"]}
     card_vars = {"n_items": len(records), "n_figurative": figurative, "n_literal": len(records) - figurative,
-                 "seed": seed, "n_annotators": len({h["annotator"] for r in records for h in r["human_labels"]})}
+                 "seed": options.seed, "n_annotators": len(annotators)}
     return write_hub_folder(dataset, out, "mist", card_vars)
 
 

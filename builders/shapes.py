@@ -7,8 +7,10 @@ image (its color, its shape) feed the tasks ``shapes_color`` and ``shapes_kind``
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
+from builders.options import option
 from builders.publish import write_hub_folder
 
 REPO_ID = "vlm-audit/shapes"
@@ -33,10 +35,19 @@ def draw(kind: str, color: tuple[int, int, int], rng: random.Random) -> object:
     return image
 
 
-def build(out: Path, seed: int = 0, n: int = 96) -> Path:
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build shapes`` takes."""
+
+    seed: int = option("position seed", 0)
+    n: int = option("number of images", 96)
+
+
+def build(out: Path, options: Options) -> Path:
     """Draw ``n`` shapes (all color x kind combinations, cycled) with positions from ``seed``."""
     from datasets import Dataset, DatasetDict, Features, Image, Value
 
+    n, seed = options.n, options.seed
     rng = random.Random(seed)
     rows = {"id": [], "image": [], "color": [], "kind": []}
     combos = [(c, k) for c in COLORS for k in KINDS]

@@ -34,3 +34,23 @@ def test_build_is_deterministic_and_loads_with_load_dataset(tmp_path: Path) -> N
 def test_unknown_builder() -> None:
     with pytest.raises(HarnessError, match="unknown dataset 'nope'"):
         build_dataset("nope", None)
+
+
+def test_builder_flags_and_settings_come_from_its_options_class(capsys: pytest.CaptureFixture) -> None:
+    from builders import find_builder
+    from harness.cli import build_parser, main
+    from harness.cli.build import _values
+
+    args = build_parser().parse_args(["build", "mist", "--admire", "a.tsv", "--n", "5", "-O", "admire=b.tsv",
+                                      "-O", "demo=yes", "--out", "o"])
+    assert (args.request.name, args.request.out, args.request.values) == ("mist", Path("o"),
+                                                                          {"admire": ("a.tsv",), "n": 5})
+    assert _values(args.request, find_builder("mist")) == {"admire": ("a.tsv", "b.tsv"), "n": 5, "demo": True}
+    topics = build_parser().parse_args(["build", "vista", "--topics", "ai,tesla", "--topics", "meta"]).request
+    assert topics.values == {"topics": ("ai", "tesla", "meta")}
+    for argv, message in ((["-O", "n=many"], "--n expects int, got 'many'"),
+                          (["-O", "n"], "-O expects KEY=VALUE, got 'n'"),
+                          (["-O", "squad=x"], "option(s) --squad do not apply to the mist builder (its options: "
+                           "--seed, --admire, --images, --humans, --n, --demo)")):
+        assert main(["build", "mist", *argv]) == 2
+        assert capsys.readouterr().err.strip() == f"error: {message}"

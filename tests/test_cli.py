@@ -78,12 +78,12 @@ def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_d
 
 
 def test_build_help_lists_every_builder_with_its_extra() -> None:
-    from builders import BUILDERS
+    from builders import all_builders
 
     done = harness("build", "--help")
     assert done.returncode == 0
-    for name, builder in BUILDERS.items():
-        (line,) = [x for x in done.stdout.splitlines() if x.strip().startswith(name + " ")]
+    for builder in all_builders():
+        (line,) = [x for x in done.stdout.splitlines() if x.strip().startswith(builder.name + " ")]
         assert builder.description in line and (f"[extra: {builder.extra}]" in line) == bool(builder.extra)
 
 

@@ -54,9 +54,9 @@ def test_a_folder_rebuilt_in_place_is_not_served_from_a_stale_cache(tmp_path: Pa
     from builders import shapes
 
     folder = tmp_path / "org" / "shapes"
-    shapes.build(folder, n=5)
+    shapes.build(folder, shapes.Options(n=5))
     first = load_task_dataset(cfg(dataset_path="org/shapes"), tmp_path)
-    shapes.build(folder, n=7)
+    shapes.build(folder, shapes.Options(n=7))
     second = load_task_dataset(cfg(dataset_path="org/shapes"), tmp_path)
     assert (len(first.docs), len(second.docs)) == (5, 7)
     assert first.fingerprint["sha256"] != second.fingerprint["sha256"]

@@ -21,7 +21,7 @@ def test_wheel_ships_tasks_and_cards(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for expected in ("harness/_bundled/tasks/shapes/shapes_color.yaml", "harness/_bundled/tasks/shapes/utils.py",
                      "harness/_bundled/tasks/shapes/_default_template_yaml", "harness/_bundled/cards/shapes.md",
-                     "harness/cli.py", "builders/shapes.py"):
+                     "harness/cli/__init__.py", "builders/shapes.py"):
         assert expected in names
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     requires: dict[str, set[str]] = {}

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from builders.diavlo.curation import CurationResult, export_tasks, import_curated
 from builders.diavlo.scene_graph import AnnotationSource, ChainedSource, DetectorSource, rank_candidates
 from builders.diavlo.sources import SOURCES, Pair, parse_sources, read_source
+from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
 
@@ -76,26 +78,39 @@ def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
     return text
 
 
-def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_source: int | None = None,
-          scene_graphs: str | None = None, detector: str | None = None, relation_model: str | None = None,
-          max_candidates: int = 8, curation_out: str | None = None, curated: tuple[str, ...] = (),
-          demo: bool = False) -> Path:
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build diavlo`` takes (module docstring)."""
+
+    sources: str = option(f"NAME=PATH,... with NAME in {', '.join(SOURCES)}", "")
+    seed: int = option("pair selection seed", 0)
+    per_source: int | None = option("pairs per source (default: all)")
+    scene_graphs: str | None = option("scene-graph annotations (Visual Genome relationships.json)")
+    detector: str | None = option("open-vocabulary detector, hf:ID_OR_FOLDER or tiny:owlv2")
+    relation_model: str | None = option("VLM proposing triplets for the detector, e.g. hf:MODEL")
+    max_candidates: int = option("candidate triplets kept per pair", 8)
+    curation_out: str | None = option("write Label Studio verification/expansion tasks here")
+    curated: tuple[str, ...] = option("Label Studio JSON export to import", ())
+    demo: bool = option("build from small self-made sources and scene graphs", False)
+
+
+def build(out: Path, options: Options) -> Path:
     """Build the SK dataset into ``out`` (module docstring); returns the dataset folder. ``demo``: from
     the self-made sources and scene graphs of :mod:`builders.diavlo.demo`."""
     from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
 
-    if demo:
+    if options.demo:
         from builders.demo import demo_folder
         from builders.diavlo.demo import sources_arg, write_sources
 
-        with demo_folder("diavlo", sources=sources, scene_graphs=scene_graphs) as tmp:
+        with demo_folder("diavlo", sources=options.sources, scene_graphs=options.scene_graphs) as tmp:
             paths, graphs = write_sources(tmp)
-            return build(out, sources_arg(paths), seed, per_source, str(graphs), detector, relation_model,
-                         max_candidates, curation_out, curated)
+            return build(out, replace(options, demo=False, sources=sources_arg(paths), scene_graphs=str(graphs)))
     from harness.judges.entailment import MiniLMEncoder
 
-    locations = parse_sources(sources)
-    graph = _scene_graph_source(scene_graphs, detector, relation_model)
+    seed, max_candidates, curated = options.seed, options.max_candidates, options.curated
+    locations = parse_sources(options.sources)
+    graph = _scene_graph_source(options.scene_graphs, options.detector, options.relation_model)
     encoder = MiniLMEncoder()
     curation: CurationResult | None = import_curated([Path(p).expanduser() for p in curated]) if curated else None
     splits: dict[str, list[dict[str, Any]]] = {}
@@ -105,7 +120,7 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
         if name not in locations:
             continue
         rows = []
-        for pair in _select(read_source(name, locations[name]), per_source, seed):
+        for pair in _select(read_source(name, locations[name]), options.per_source, seed):
             image = pair.load_image()
             pair_id = f"{pair.source}-{pair.question_id}"
             candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, max_candidates)
@@ -125,8 +140,8 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
         if not rows:
             raise HarnessError(f"{name}: no usable pair in {locations[name]}")
         splits[name] = rows
-    if curation_out:
-        export_tasks(to_export, Path(curation_out).expanduser())
+    if options.curation_out:
+        export_tasks(to_export, Path(options.curation_out).expanduser())
     s, f = Value("string"), Value("float32")
     triplet = {"subject": s, "relation": s, "object": s, "subject_box": Sequence(f), "object_box": Sequence(f),
                "origin": s, "status": s, "curated_by": s}

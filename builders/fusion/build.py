@@ -10,6 +10,7 @@ deterministic wrong answer (:mod:`builders.fusion.wrong_answer`), its Typo-Evid 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from builders.fusion.ocr import check_preservation, ocr_available
 from builders.fusion.overlay import typo_overlay
 from builders.fusion.sources import DEFAULT_SOURCES, open_row_image, read_source
 from builders.fusion.wrong_answer import answer_kind, wrong_answer
+from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
 
@@ -34,22 +36,35 @@ def select(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]
     return sorted(random.Random(seed).sample(rows, n), key=lambda r: r["uid"])
 
 
-def build(out: Path, seed: int = 0, per_source: int = 500, editor: str | None = None,
-          chartqa: str | None = None, docvqa: str | None = None, mme: str | None = None, demo: bool = False) -> Path:
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build fusion`` takes; each source defaults to its Hub id."""
+
+    seed: int = option("selection seed", 0)
+    per_source: int = option("items per source", 500)
+    editor: str | None = option("Nat-Evid editor MODEL[,steps=20,...], tiny, or none")
+    chartqa: str | None = option("chartqa source (Hub id, folder or JSON file)")
+    docvqa: str | None = option("docvqa source (Hub id, folder or JSON file)")
+    mme: str | None = option("mme source (Hub id, folder or JSON file)")
+    demo: bool = option("build from small self-made sources", False)
+
+
+def build(out: Path, options: Options) -> Path:
     """Build the item set into ``out`` (sources default to their Hub ids; ``demo``: the self-made sources
     of :mod:`builders.fusion.demo`)."""
     from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
 
-    if demo:
+    given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
+    if options.demo:
         from builders.demo import demo_folder
         from builders.fusion.demo import write_sources
 
-        with demo_folder("fusionaudit", chartqa=chartqa, docvqa=docvqa, mme=mme) as tmp:
-            return build(out, seed, per_source, editor, **write_sources(tmp))
+        with demo_folder("fusion", **given) as tmp:
+            return build(out, replace(options, demo=False, **write_sources(tmp)))
+    seed, per_source = options.seed, options.per_source
     if per_source < 1:
         raise HarnessError(f"--per-source must be at least 1, got {per_source}")
-    spec = EditorSpec.parse(editor)
-    given = {"chartqa": chartqa, "docvqa": docvqa, "mme": mme}
+    spec = EditorSpec.parse(options.editor)
     chosen: list[dict[str, Any]] = []
     pools: dict[str, list[str]] = {}
     for kind in SOURCES:

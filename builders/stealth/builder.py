@@ -7,12 +7,14 @@ import itertools
 import multiprocessing
 import os
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from builders.fonts import file_sha256, resolve_font
+from builders.options import option
 from builders.stealth import conditions as C
 from builders.stealth import render
 from builders.stealth.text import OCR_WORDS, long_designs, short_designs
@@ -145,22 +147,33 @@ def ocr_specs(font: str, sha: str) -> list[dict[str, Any]]:
     return specs
 
 
-def build(out: Path, seed: int = 0, font: str | None = None, squad: str = DEFAULT_SQUAD,
-          subsets: tuple[str, ...] = SUBSETS, workers: int | None = None, embedder: str | None = None,
-          sentences: int = N_SENTENCES, questions: int = N_QUESTIONS) -> Path:
-    """Render the requested subsets into ``out`` (Hub layout: one split per subset, plus the card).
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build stealth`` takes; ``sentences`` and ``questions`` shrink the set for smoke builds."""
 
-    ``sentences`` and ``questions`` shrink the set for smoke builds; the published set uses 100 each."""
+    seed: int = option("sampling seed of the sentences and questions", 0)
+    font: str | None = option("font file to render with (default: found in installed packages)")
+    squad: str = option("SQuAD source of the vqa subset: Hub id, folder or file", DEFAULT_SQUAD)
+    subsets: tuple[str, ...] = option("subsets to build", SUBSETS, comma=True)
+    workers: int | None = option("rendering processes (default: all cores)")
+    embedder: str | None = option("embedder picking the vqa decoys (default: the first that loads offline)")
+    sentences: int = option("sentences per sentiment subset", N_SENTENCES)
+    questions: int = option("questions of the vqa subset", N_QUESTIONS)
+
+
+def build(out: Path, options: Options) -> Path:
+    """Render the requested subsets into ``out`` (Hub layout: one split per subset, plus the card)."""
     from datasets import Dataset, DatasetDict
 
     from builders.publish import write_hub_folder
 
+    seed, subsets, sentences, questions = options.seed, options.subsets, options.sentences, options.questions
     unknown = set(subsets) - set(SUBSETS)
     if unknown:
         from harness.errors import HarnessError
 
         raise HarnessError(f"unknown stealth subset(s) {', '.join(sorted(unknown))}; choose from {', '.join(SUBSETS)}")
-    font_path = resolve_font("DroidSans.ttf", font)
+    font_path = resolve_font("DroidSans.ttf", options.font)
     sha = file_sha256(font_path)
     specs: dict[str, list[dict[str, Any]]] = {}
     for subset in subsets:  # each subset draws from its own seeded stream: the same whatever else is built
@@ -173,11 +186,11 @@ def build(out: Path, seed: int = 0, font: str | None = None, squad: str = DEFAUL
     total += questions * len(C.vqa_conditions()) if "vqa" in subsets else 0
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in subsets}
     bar = tqdm(total=total, unit="image", desc="render stealth")
-    with multiprocessing.get_context("fork").Pool(workers or os.cpu_count() or 1) as pool:
+    with multiprocessing.get_context("fork").Pool(options.workers or os.cpu_count() or 1) as pool:
         jobs = [(s, spec) for s in rendered_first for spec in specs[s]]
         first = pool.imap(render_sample, [spec for _, spec in jobs], chunksize=4)
         if "vqa" in subsets:  # prepared (SQuAD, decoy embeddings) while the workers render the rest
-            specs["vqa"] = vqa_specs(squad, seed, str(font_path), sha, embedder, questions)
+            specs["vqa"] = vqa_specs(options.squad, seed, str(font_path), sha, options.embedder, questions)
             jobs += [("vqa", spec) for spec in specs["vqa"]]
         second = pool.imap(render_sample, specs.get("vqa", []), chunksize=2)
         for (subset, _), rendered in zip(jobs, itertools.chain(first, second), strict=True):

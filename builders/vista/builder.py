@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
+from builders.options import option
 from builders.publish import write_hub_folder
 from builders.vista.images import DEFAULT_GENERATOR, Text2ImageGenerator, VistaImage, folder_files, image_seed
 from builders.vista.topics import TEMPLATES, TOPICS, Topic, image_prompts, prompts
@@ -66,29 +68,43 @@ def _generated_images(topic: Topic, generator: Text2ImageGenerator, seed: int, r
             for b, s, a in zip(blobs, seeds, attempts, strict=True)]
 
 
-def build(out: Path, seed: int = 0, images: str | None = None, generator: str = DEFAULT_GENERATOR,
-          steps: int = 4, guidance: float = 0.0, image_size: int | None = None, reject: str | None = None,
-          topics: tuple[str, ...] | None = None) -> Path:
+@dataclass(frozen=True)
+class Options:
+    """What ``harness build vista`` takes (module docstring)."""
+
+    seed: int = option("generation seed", 0)
+    images: str | None = option("folder with one sub-folder of photographs per topic slug (topics without one "
+                                "are generated)")
+    generator: str = option("diffusers text-to-image model (tiny:sdxl_turbo offline; none: photographs only)",
+                            DEFAULT_GENERATOR)
+    steps: int = option("denoising steps", 4)
+    guidance: float = option("guidance scale", 0.0)
+    image_size: int | None = option("generated image side in pixels (default: the model's)")
+    reject: str | None = option("file of image ids to replace (one per line)")
+    topics: tuple[str, ...] | None = option("topic slugs to build (default: all 19)", comma=True)
+
+
+def build(out: Path, options: Options) -> Path:
     """Build the (topic, image, prompt) records into ``out``; ``topics`` (slugs) builds a subset."""
     from datasets import Dataset, DatasetDict, Features, Image, Value
 
-    chosen = _choose_topics(topics)
-    images_dir = Path(images).expanduser() if images else None
+    chosen = _choose_topics(options.topics)
+    images_dir = Path(options.images).expanduser() if options.images else None
     if images_dir is not None and not images_dir.is_dir():
         raise HarnessError(f"--images {images_dir}: not a folder")
-    rejected = read_reject_list(reject)
+    rejected = read_reject_list(options.reject)
     files = {t.slug: folder_files(images_dir, t.slug) if images_dir else [] for t in chosen}
     need_generator = [t.slug for t in chosen if not files[t.slug]]
     pipe = None
     if need_generator:
-        if generator == "none":
+        if options.generator == "none":
             raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
-        pipe = Text2ImageGenerator(generator, steps, guidance, image_size,
+        pipe = Text2ImageGenerator(options.generator, options.steps, options.guidance, options.image_size,
                                    total=len(need_generator) * IMAGES_PER_TOPIC)
     records = []
     for topic in chosen:
         pictures = (_folder_images(topic, files[topic.slug], rejected) if files[topic.slug]
-                    else _generated_images(topic, pipe, seed, rejected))
+                    else _generated_images(topic, pipe, options.seed, rejected))
         for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
             for j, (kind, prompt) in enumerate(prompts(topic)):
                 records.append({
@@ -105,7 +121,7 @@ def build(out: Path, seed: int = 0, images: str | None = None, generator: str = 
     sources = Counter(r["image_source"].split(":", 1)[0] for r in records[::10])
     settings = pipe.settings() if pipe else {"generator": "none"}
     card_vars = {"n_records": len(records), "n_topics": len(chosen), "n_images": len(records) // 10,
-                 "n_generated": sources["generated"], "n_folder": sources["folder"], "seed": seed,
+                 "n_generated": sources["generated"], "n_folder": sources["folder"], "seed": options.seed,
                  "generator": json.dumps(settings), "n_rejected": len(rejected),
                  "templates": _templates_table()}
     return write_hub_folder(dataset, out, "vista", card_vars)

@@ -18,10 +18,11 @@ import logging
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from builders import Builder
     from harness.taskspec.registry import TaskRegistry
 
 from harness.errors import HarnessError, TaskConfigError
@@ -46,8 +47,8 @@ class EvalOutcome:
     """What ``harness eval`` hands a protocol's after-eval hook: each task's samples per model spec."""
 
     samples: Mapping[str, Mapping[str, Sequence[Any]]]  # task -> model spec -> sample records
-    args: argparse.Namespace
-    output: Any  # the --output folder (Path) or None
+    args: argparse.Namespace  # the eval command's, with the flags the protocol's eval_arguments added
+    output: Path | None  # the --output folder
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,14 @@ class Protocol:
     summary: str  # one line: what it measures (shown in listings and on the leaderboard)
     aliases: tuple[str, ...] = ()
     tasks: tuple[str, ...] = ()  # task, group or tag names whose member tasks are this protocol's
-    builders: tuple[str, ...] = ()  # names ``harness build`` knows (builders/<name>/)
+    builders: tuple[Builder, ...] = ()  # what ``harness build`` offers (builders/<name>/)
     card: str | None = None  # cards/<card>.md
     extra: str | None = None  # the pip extra its optional parts need
     audit: Command | None = None  # ``harness audit <name>``
     commands: tuple[Command, ...] = ()  # further top-level commands (e.g. ``harness attack``)
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
+    eval_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # after_eval's ``harness eval`` flags
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
 
     @property
@@ -78,11 +80,11 @@ _loaded = False
 
 
 def register_protocol(protocol: Protocol) -> Protocol:
-    """Add a protocol; a second protocol claiming a name or alias already taken is refused."""
-    for name in protocol.names:
-        held = _REGISTRY.get(name)
-        if held is not None and held is not protocol and held.name != protocol.name:
-            raise HarnessError(f"protocol name {name!r} is taken by {held.name!r}")
+    """Add a protocol (replacing one of the same name); a name or alias another protocol holds is refused."""
+    for held in _REGISTRY.values():
+        taken = sorted(set(held.names) & set(protocol.names))
+        if taken and held.name != protocol.name:
+            raise HarnessError(f"protocol name {taken[0]!r} is taken by {held.name!r}")
     _REGISTRY[protocol.name] = protocol
     return protocol
 
@@ -93,6 +95,8 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
+    from importlib.metadata import entry_points
+
     import harness.protocols as package
 
     for info in pkgutil.iter_modules(package.__path__):
@@ -101,15 +105,13 @@ def _load() -> None:
             if isinstance(getattr(module, "PROTOCOL", None), Protocol):
                 register_protocol(module.PROTOCOL)
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        try:
+        try:  # a broken plug-in must not take the harness down
             found = entry.load()
-        except Exception as exc:  # a broken plug-in must not take the harness down
+            if not isinstance(found, Protocol):
+                raise HarnessError("it is not a harness.protocols.base.Protocol")
+            register_protocol(found)
+        except Exception as exc:
             log.warning("protocol plug-in %s cannot be loaded: %s", entry.name, exc)
-            continue
-        if not isinstance(found, Protocol):
-            log.warning("protocol plug-in %s is not a harness.protocols.base.Protocol", entry.name)
-            continue
-        register_protocol(found)
 
 
 def protocols() -> list[Protocol]:
@@ -121,6 +123,11 @@ def protocols() -> list[Protocol]:
 def get_protocol(name: str) -> Protocol | None:
     """The protocol called ``name`` or one of its aliases, else None."""
     return next((p for p in protocols() if name in p.names), None)
+
+
+def audit_tags() -> list[str]:
+    """The values a task's ``harness_audit`` may take: each registered protocol's audit tag."""
+    return sorted({p.audit_tag for p in protocols() if p.audit_tag is not None})
 
 
 def protocol_of_task(task: str, registry: TaskRegistry) -> Protocol | None:

@@ -21,8 +21,6 @@ _PASSIVE_KEYS = {
     "model_specific_prompt_kwargs", "model_specific_target_kwargs", "doc_to_choice",
 }
 _OUTPUT_TYPES = {"generate_until"}
-# Protocol hooks a task names in its metadata (lmms-eval ignores them); ``harness_audit`` values known.
-_AUDITS = {"vista"}
 
 
 @dataclass(frozen=True)
@@ -182,8 +180,12 @@ def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
     if report is not None and (not isinstance(report, str) or "." not in report):
         raise TaskConfigError(f"{where}: metadata harness_report must be 'module.function', got {report!r}")
     audit = metadata.get("harness_audit")
-    if audit is not None and audit not in _AUDITS:
-        raise TaskConfigError(f"{where}: metadata harness_audit {audit!r} is unknown (known: {', '.join(_AUDITS)})")
+    if audit is not None:
+        from harness.protocols.base import audit_tags  # the registered protocols' tags (lmms-eval ignores the key)
+
+        if audit not in audit_tags():
+            raise TaskConfigError(f"{where}: metadata harness_audit {audit!r} is unknown "
+                                  f"(known: {', '.join(audit_tags())})")
     return {"harness_turns": tuple(turns), "harness_report": report, "harness_audit": audit}
 
 

@@ -2,5 +2,18 @@
 
 Its places: builders/fusion/, tasks/fusion/, cards/fusionaudit.md; here: judge.py (the answer judge J), metrics.py
 (ASR, R0, R+, RUG, OAR, fusion levels), attacks/ (`harness attack`: differentiable preprocessing, PGD, losses,
-diagnostics), audit.py (`harness audit fusion`), plots.py.
+diagnostics), audit.py, cli.py (`harness attack`, `harness audit fusion`), plots.py.
+Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is an alias.
 """
+
+from builders import Builder
+from harness.protocols.base import Protocol
+from harness.protocols.fusion import cli
+
+PROTOCOL = Protocol(
+    name="fusion", aliases=("fusionaudit",), title="FusionAudit", summary="pathway-conditioned robustness: "
+    "attacks on the visual, textual and fused evidence of an answer", tasks=("fusion",), card="fusionaudit",
+    extra="fusion", audit=cli.AUDIT, commands=(cli.ATTACK,),
+    builders=(Builder("fusion", "builders.fusion.build", "FusionAudit items with their rendered-text variants",
+                      "fusion", "[--chartqa SRC --docvqa SRC --mme SRC]", aliases=("fusionaudit",)),),
+)

@@ -3,3 +3,13 @@
 Its places: builders/mist.py and builders/mist_demo.py, tasks/mist/, cards/mist.md; here: metrics.py (change rate,
 direction, agreement), report.py (with the alt-test of harness/metrics/alttest.py), plots.py.
 """
+
+from builders import Builder
+from harness.protocols.base import Protocol
+
+PROTOCOL = Protocol(
+    name="mist", title="MIST", summary="misleading images: how far an image moves a VLM judge off the human panels",
+    tasks=("mist",), card="mist",
+    builders=(Builder("mist", "builders.mist", "Misleading-Image Stress Test from AdMIRe-format rows", None,
+                      "--admire ROWS --images DIR --humans FILE"),),
+)

@@ -3,3 +3,13 @@
 Its places: builders/stealth/, tasks/stealth/, cards/stealth.md; here: sentiment_bias.py (bias, Total Range,
 primacy/recency, IER), report.py (the task report), plots.py.
 """
+
+from builders import Builder
+from harness.protocols.base import Protocol
+
+PROTOCOL = Protocol(
+    name="stealth", title="Stealth Prompt Testset", summary="color and contrast of rendered text that alone change "
+    "a model's reading", tasks=("stealth", "stealth_ocr"), card="stealth", extra="stealth",
+    builders=(Builder("stealth", "builders.stealth", "Stealth Prompt Testset: text rendered in styles that alone "
+                      "change it", "stealth", "[--squad FILE]"),),
+)

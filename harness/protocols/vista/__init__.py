@@ -1,6 +1,18 @@
 """VISTA: cross-model semantic-divergence audit.
 
 Its places: builders/vista/ (image set), tasks/vista/, cards/vista.md; here: metrics.py (semantic entropy, JS
-divergence, suspicion), refusal.py (selective refusal), audit.py (`harness audit vista`), plots.py, pool.py (the
-leaderboard's peer pool).
+divergence, suspicion), refusal.py (selective refusal), audit.py, cli.py (`harness audit vista` and the audit
+after a multi-model `harness eval`), plots.py, pool.py (the leaderboard's peer pool).
 """
+
+from builders import Builder
+from harness.protocols.base import Protocol
+from harness.protocols.vista import cli
+
+PROTOCOL = Protocol(
+    name="vista", title="VISTA", summary="cross-model semantic divergence: where a model's answers leave its peers'",
+    tasks=("vista",), card="vista", extra="vista", audit=cli.AUDIT, after_eval=cli.after_eval, audit_tag="vista",
+    eval_arguments=cli.eval_arguments,
+    builders=(Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)",
+                      "vista"),),
+)

@@ -1,0 +1,50 @@
+"""The ``harness`` command line: eval, score, audit, tasks, build, submit, leaderboard, and the protocols'
+own commands. Each module maps its arguments to a config object and calls the library; the protocol
+commands come from the registry (:mod:`harness.protocols.base`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import __version__
+from harness.cli import audit, build, leaderboard, score, submit, tasks
+from harness.cli import eval as evaluate
+from harness.cli.common import common_parser, configure_logging
+from harness.errors import HarnessError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = common_parser()
+    parser = argparse.ArgumentParser(prog="harness", parents=[common],
+                                     description="Audit vision-language models with published protocols.")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    evaluate.add_parser(sub, common)
+    score.add_parser(sub, common)
+    audit.add_parser(sub, common)
+    audit.add_protocol_commands(sub, common)
+    for module in (tasks, build, submit, leaderboard):
+        module.add_parser(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    verbosity = "info"
+    try:  # parsing too: it loads the protocols and, for harness build NAME, that builder's options
+        args = build_parser().parse_args(argv)
+        verbosity = args.verbosity = getattr(args, "verbosity", "info")
+        configure_logging(verbosity)
+        return args.func(args)
+    except (HarnessError, ModuleNotFoundError) as exc:
+        from harness.extras import missing_extra
+
+        error = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else exc
+        if error is None or verbosity == "debug":
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished requests are in the response store; rerun the same command to resume",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,105 @@
+"""``harness eval``: run tasks on one or more models, then each protocol's after-eval hook."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli.common import data_dir, names, parse_gen_kwargs, response_store, show_progress
+from harness.errors import HarnessError
+from harness.protocols.base import EvalOutcome, Protocol, protocols
+
+if TYPE_CHECKING:
+    from harness.engine.runner import EvalOptions
+    from harness.results.schema import RunResults, SampleRecord
+    from harness.taskspec.registry import TaskRegistry
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    ev = sub.add_parser("eval", parents=[common], help="run tasks on one or more models")
+    ev.add_argument("--model", action="append", required=True,
+                    help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)")
+    ev.add_argument("--model-args", help="k=v,... passed to the backend (dtype, device, attn_implementation, ...)")
+    ev.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    ev.add_argument("--output", help="folder for results (one sub-folder per model and run)")
+    ev.add_argument("--limit", type=int, help="evaluate only the first N docs of each task")
+    ev.add_argument("--seed", type=int, default=0, help="base seed; each request derives its own seed from it")
+    ev.add_argument("--batch-size", type=int, default=1)
+    ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
+    ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
+    ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    ev.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name (env HARNESS_DATA_DIR)")
+    ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
+    ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
+    ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
+    for protocol in protocols():
+        if protocol.after_eval is not None and protocol.eval_arguments is not None:
+            protocol.eval_arguments(ev.add_argument_group(f"{protocol.name} (after the models have run)"))
+    ev.set_defaults(func=cmd_eval)
+
+
+def eval_options(args: argparse.Namespace) -> EvalOptions:
+    """The engine's options from the command line (bad counts refused before anything loads)."""
+    from harness.engine.runner import EvalOptions, require_tasks
+
+    tasks = require_tasks(names(args.tasks))
+    for flag, value in (("--repeats", args.repeats), ("--batch-size", args.batch_size), ("--limit", args.limit)):
+        if value is not None and value < 1:
+            raise HarnessError(f"{flag} must be at least 1, got {value}")
+    return EvalOptions(
+        tasks=tasks, include_paths=args.include_path or [], data_dir=data_dir(args),
+        limit=args.limit, seed=args.seed, batch_size=args.batch_size,
+        output=Path(args.output) if args.output else None, store_path=response_store(args),
+        use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=parse_gen_kwargs(args.gen_kwargs),
+        repeats=args.repeats, show_progress=show_progress(args),
+    )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from harness.engine.runner import evaluate, validate_tasks
+    from harness.models.base import create_backend, parse_model_args
+    from harness.taskspec.registry import TaskRegistry
+
+    opts = eval_options(args)
+    model_args = parse_model_args(args.model_args)
+    datasets = validate_tasks(opts)
+    hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
+    collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
+    for spec in args.model:
+        backend = create_backend(spec, model_args)
+        result, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
+        del backend
+        for task in {t for _, tasks in hooked for t in tasks}:
+            group = collected.setdefault(task, {})
+            group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
+        if not _report(spec, result, run_dir):
+            return 1
+    for protocol, tasks in hooked:
+        if tasks and protocol.after_eval is not None:
+            protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, args, opts.output))
+    return 0
+
+
+def _hooked_tasks(registry: TaskRegistry, tasks: list[str]) -> list[tuple[Protocol, list[str]]]:
+    """Each protocol with an after-eval hook, and the run's tasks whose typed config names its audit tag."""
+    return [(p, [t for t in tasks if registry.get(t).harness_audit == p.audit_tag])
+            for p in protocols() if p.after_eval is not None and p.audit_tag is not None]
+
+
+def _report(spec: str, result: RunResults, run_dir: Path | None) -> bool:
+    """Print one model's summary; False when every sample of the run failed."""
+    from harness.engine.report import summary_table
+
+    print(f"\n{spec}")
+    print(summary_table(result))
+    stats = result.provenance["requests"]
+    print(f"\n{stats['generated']} request(s) generated, {stats['cached']} from the response store; "
+          f"wall time {result.provenance['wall_time_s']:.1f}s")
+    if run_dir is not None:
+        print(f"results: {run_dir / 'results.json'}")
+    if all(c.scored == 0 for c in result.counts.values()) and any(c.samples for c in result.counts.values()):
+        print("error: every sample failed; see the samples files for the per-sample errors", file=sys.stderr)
+        return False
+    return True

@@ -1,0 +1,108 @@
+"""``harness leaderboard``: run, administer and export the leaderboard."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    lb = sub.add_parser("leaderboard", parents=[common], help="run, administer and export the leaderboard")
+    lb_actions = lb.add_subparsers(dest="action", required=True)
+    db_help = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
+    sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--rescore-timeout", type=float, default=120.0,
+                    help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)")
+    sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
+    sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
+    sv.add_argument("--quota-mb", type=float, default=1024.0, help="MB of files one token may store per 24 h")
+    for action in (sv, lb_actions.add_parser("import", parents=[common],
+                                             help="ingest a Hub-layout folder (runs/<model>/<hash>/)")):
+        action.add_argument("--db", help=db_help)
+        action.add_argument("--data-dir", help="local dataset copies: docs are checked against them, and tasks "
+                                               "whose scoring reads images can be re-scored")
+        action.add_argument("--include-path", action="append", help="extra task folder the server scores")
+        action.add_argument("--on-mismatch", choices=["flag", "refuse"], default="flag",
+                            help="flag (store and mark) or refuse a run whose claimed figures differ")
+        action.add_argument("--max-upload-mb", type=float, default=64.0)
+        action.add_argument("--vista-task", default="vista", help="the task whose samples form the VISTA pool")
+        action.add_argument("--vista-judge", default="embedding", help="the pool audit's entailment judge")
+        action.set_defaults(func=cmd_leaderboard)
+    lb_actions.choices["import"].add_argument("folder")
+    lb_actions.choices["import"].add_argument("--submitter", default="hub import")
+    tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
+    tk_actions = tk.add_subparsers(dest="token_action", required=True)
+    for name, text in (("create", "create a token for NAME (printed once)"), ("revoke", "revoke NAME's token"),
+                       ("list", "list tokens")):
+        action = tk_actions.add_parser(name, parents=[common], help=text)
+        if name != "list":
+            action.add_argument("name")
+        action.add_argument("--db", help=db_help)
+        action.set_defaults(func=cmd_leaderboard)
+    ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--db", help=db_help)
+    ex.add_argument("--vista-task", default="vista")
+    ex.set_defaults(func=cmd_leaderboard)
+
+
+def _leaderboard_settings(args: argparse.Namespace) -> Any:
+    from harness.leaderboard.bundle import Limits
+    from harness.leaderboard.service import Quota, Settings, VistaSettings
+
+    return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+                    include_paths=tuple(getattr(args, "include_path", None) or ()),
+                    on_mismatch=getattr(args, "on_mismatch", "flag"),
+                    limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
+                    vista=VistaSettings(task=getattr(args, "vista_task", "vista"),
+                                        judge=getattr(args, "vista_judge", "embedding")),
+                    rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
+                    rescore_workers=getattr(args, "rescore_workers", 2),
+                    quota=Quota(submissions_per_day=getattr(args, "quota_submissions", 50),
+                                bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20)))
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from harness.leaderboard.db import Database
+
+    settings = _leaderboard_settings(args)
+    if args.action == "serve":
+        from harness.leaderboard.server import serve
+
+        serve(settings, args.host, args.port)
+        return 0
+    db = Database(settings.db_url)
+    if args.action == "token":
+        from harness.leaderboard import tokens
+
+        if args.token_action == "create":
+            print(tokens.create_token(db, args.name))
+            print(f"token for {args.name!r}: shown once; the server keeps only its hash", file=sys.stderr)
+        elif args.token_action == "revoke":
+            tokens.revoke_token(db, args.name)
+            print(f"revoked {args.name!r}")
+        else:
+            for name, created, active in tokens.list_tokens(db):
+                print(f"{name}\t{created}\t{'active' if active else 'revoked'}")
+    elif args.action == "export":
+        from harness.leaderboard.export import export_site
+
+        print(f"static site: {export_site(db, Path(args.out), settings.vista.task) / 'index.html'}")
+    elif args.action == "import":
+        from harness.leaderboard.client import hub_runs
+        from harness.leaderboard.service import import_runs
+
+        refused = 0
+        for run_dir, outcome in import_runs(db, hub_runs(Path(args.folder)), args.submitter, settings):
+            if isinstance(outcome, Exception):
+                refused += 1
+                print(f"{run_dir}: refused: {outcome}", file=sys.stderr)
+            else:
+                note = " (already stored)" if outcome.duplicate else ""
+                print(f"{run_dir}: submission {outcome.id} {outcome.status}{note}")
+        return 1 if refused else 0
+    return 0

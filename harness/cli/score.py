@@ -1,0 +1,32 @@
+"""``harness score``: recompute every metric of a saved run from its samples (no model loads)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
+    sc.add_argument("run_dir")
+    sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
+    sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
+                    "(in place, the run's first files are kept in RUN_DIR/original/)")
+    sc.set_defaults(func=cmd_score)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from harness.engine.report import summary_table
+    from harness.engine.runner import score_run
+
+    run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
+                       Path(args.output) if args.output else None)
+    print(summary_table(run))
+    rescored = run.provenance["rescored"]
+    if rescored["originals"] is None:
+        print(f"\nwrote to {args.output}: {', '.join(rescored['files'])} (the run folder is unchanged)")
+    else:
+        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored['files'])}; the run's files as first written "
+              f"are kept in {rescored['originals']}")
+    return 0

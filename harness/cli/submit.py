@@ -1,0 +1,31 @@
+"""``harness submit``: send a run to a leaderboard (a server, a Hub repo or a folder)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")
+    sm.add_argument("run_dir")
+    sm.add_argument("--to", required=True,
+                    help="http(s)://HOST[:PORT] (a leaderboard server), hf://datasets/ORG/NAME, or a local folder")
+    sm.add_argument("--token", help="submitter token for a server (env HARNESS_LEADERBOARD_TOKEN) or Hub token")
+    sm.set_defaults(func=cmd_submit)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from harness.leaderboard.client import submit
+
+    answer = submit(Path(args.run_dir), args.to, args.token)
+    if "id" in answer:
+        state = "already on the leaderboard" if answer["duplicate"] else "stored"
+        print(f"submission {answer['id']}: {answer['status']} ({state}); {answer['page']}")
+        for task, check in answer["checks"].items():
+            if check["status"] != "verified":
+                print(f"  {task}: {check['status']}: {check['message']}")
+    else:
+        print(f"written: {answer.get('folder') or answer.get('hub')}")
+    return 0

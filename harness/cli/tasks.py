@@ -1,0 +1,63 @@
+"""``harness tasks``: every task with its description and whether its dataset is local, then groups and tags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.cli.common import data_dir
+from harness.errors import HarnessError
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    ts = sub.add_parser("tasks", parents=[common],
+                        help="list tasks (description, dataset, whether it is local), groups and tags")
+    ts.add_argument("--include-path", action="append")
+    ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
+    ts.set_defaults(func=cmd_tasks)
+
+
+def _yaml_description(path: Path) -> str:
+    """A task's description: the comment lines at the top of its YAML file (its docstring)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(lines) or "(no description: start the task's YAML with a # comment line)"
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from builders import build_command, builder_for
+    from harness.data import resolve_path
+    from harness.taskspec.registry import TaskRegistry
+
+    registry = TaskRegistry.discover(args.include_path or [])
+    folder = data_dir(args)
+    print(f"Tasks (datasets looked up in {folder}):")
+    width = max((len(name) for name in registry.tasks), default=0)
+    for name in registry.tasks:
+        try:
+            config = registry.get(name)
+        except HarnessError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
+            continue
+        path, local = resolve_path(config.dataset_path or "", folder)
+        builder = None if local or not config.dataset_path else builder_for(config.dataset_path)
+        state = (f"local ({path})" if local else f"not local (build: {build_command(builder)})" if builder
+                 else "not local (read from the Hub)")
+        print(f"  {name:<{width}}  {_yaml_description(config.source)}")
+        print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
+    if registry.groups:
+        print("Groups:")
+        for name, spec in sorted(registry.groups.items()):
+            print(f"  {name}: {', '.join(spec.tasks)}")
+    if registry.tags:
+        print("Tags:")
+        for name, members in sorted(registry.tags.items()):
+            print(f"  {name}: {', '.join(members)}")
+    for problem in registry.broken:
+        print(f"warning: {problem}", file=sys.stderr)
+    return 0

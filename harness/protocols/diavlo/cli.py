@@ -1,0 +1,72 @@
+"""DiaVLo on the command line: ``harness audit diavlo`` (classes, MI and DML concept effects over saved runs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli.common import audit_folder, data_dir, response_store
+from harness.protocols.base import Command
+
+
+def add_audit_arguments(dv: argparse.ArgumentParser) -> None:
+    dv.add_argument("run_dirs", nargs="+", help="run folders of diavlo_<source> tasks (one per model)")
+    dv.add_argument("--model", help="model spec for the counterfactual re-runs (default: each run's own)")
+    dv.add_argument("--model-args", help="k=v,... for that model (default: each run's own)")
+    dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
+    dv.add_argument("--concepts", choices=["rk", "rk_or_sk"], default="rk",
+                    help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK")
+    dv.add_argument("--max-subsets", type=int, default=16, help="occlusion designs per pair (powerset cap)")
+    dv.add_argument("--match-threshold", type=float, default=0.6, help="RK-SK concept cosine to borrow a box")
+    dv.add_argument("--tau-a", type=float, default=0.75)
+    dv.add_argument("--tau-e", type=float, default=0.35)
+    dv.add_argument("--tau-d", type=float, default=0.35)
+    dv.add_argument("--mi-estimator", choices=["knn", "binned"], default="knn")
+    dv.add_argument("--mi-resamples", type=int, default=1000)
+    dv.add_argument("--n-folds", type=int, default=3)
+    dv.add_argument("--n-rep", type=int, default=5, help="repeated random sample splits (median taken)")
+    dv.add_argument("--n-estimators", type=int, default=60, help="trees of each gradient-boosted nuisance")
+    dv.add_argument("--min-obs", type=int, default=20, help="fewer counterfactual rows: inconclusive")
+    dv.add_argument("--min-arm", type=int, default=5, help="fewer occluded or non-occluded rows: inconclusive")
+    dv.add_argument("--seed", type=int, default=0)
+    dv.add_argument("--batch-size", type=int, default=1)
+    dv.add_argument("--data-dir", help="where the diavlo dataset is (default: the data dir)")
+    dv.add_argument("--cache", help="response store (default ~/.cache/harness/responses.sqlite)")
+    dv.add_argument("--output", help="audit folder (default: beside the runs)")
+
+
+def cmd_audit_diavlo(args: argparse.Namespace) -> int:
+    from harness.engine.store import ResponseStore
+    from harness.models.base import create_backend, parse_model_args
+    from harness.protocols.diavlo.audit import DiavloAuditConfig, audit_run, summary_tables, write_audit
+    from harness.protocols.diavlo.concept_effects import DMLSettings
+    from harness.protocols.diavlo.metrics import Thresholds
+    from harness.results.schema import read_run
+
+    config = DiavloAuditConfig(
+        thresholds=Thresholds(args.tau_a, args.tau_e, args.tau_d), concepts=args.concepts,
+        max_subsets=args.max_subsets, match_threshold=args.match_threshold, mi_estimator=args.mi_estimator,
+        mi_resamples=args.mi_resamples, seed=args.seed, batch_size=args.batch_size,
+        dml=DMLSettings(n_folds=args.n_folds, n_rep=args.n_rep, n_estimators=args.n_estimators, seed=args.seed,
+                        min_obs=args.min_obs, min_arm=args.min_arm))
+    detector = None
+    if args.detector:
+        from harness.protocols.diavlo.detector import OpenVocabDetector
+
+        detector = OpenVocabDetector(args.detector)
+    store = ResponseStore(response_store(args))
+    audits = []
+    run_dirs = [Path(d) for d in args.run_dirs]
+    for run_dir in run_dirs:
+        run = read_run(run_dir)
+        spec = args.model or str(run.config.get("model"))
+        model_args = parse_model_args(args.model_args) if args.model_args else run.config.get("model_args", {})
+        audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector))
+    store.close()
+    out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
+    print(summary_tables(audits))
+    print(f"\ncounterfactuals: {sum(a.counts['counterfactuals'] for a in audits)}; audit: {out / 'audit.json'}")
+    return 0
+
+
+AUDIT = Command("diavlo", "DiaVLo classes, MI and concept effects (DML)", add_audit_arguments, cmd_audit_diavlo)

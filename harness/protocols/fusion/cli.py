@@ -1,0 +1,143 @@
+"""FusionAudit on the command line: ``harness attack`` (white-box pixel attacks on an hf model) and
+``harness audit fusion`` (ASR, R0, R+, delta, RUG, OAR and fusion levels over saved runs)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli.common import audit_folder, data_dir, default_store, names, show_progress
+from harness.errors import HarnessError
+from harness.protocols.base import Command
+
+if TYPE_CHECKING:
+    from harness.protocols.fusion.attacks.run import AttackOptions
+
+
+def add_attack_arguments(at: argparse.ArgumentParser) -> None:
+    at.add_argument("--model", action="append", required=True, help="hf:NAME or tiny:ARCH (repeatable)")
+    at.add_argument("--model-args", help="k=v,... for the backend (dtype, device, attn_implementation, ...)")
+    at.add_argument("--tasks", default="fusion_clean", help="the clean task whose correct items are attacked")
+    at.add_argument("--attacks", default="vis_pgd,end_pgd,mantis", help="comma-separated: vis_pgd,end_pgd,mantis")
+    at.add_argument("--eps", default="8/255", help="L-infinity radius in [0,1] pixels (default 8/255)")
+    at.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
+    at.add_argument("--steps", type=int, default=40)
+    at.add_argument("--noise-scale", type=float, default=1.0,
+                    help="below 1: perturb a downscaled noise field and upsample it (memory fallback)")
+    at.add_argument("--seed", type=int, default=0)
+    at.add_argument("--batch-size", type=int, default=4)
+    at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
+    at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
+    at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
+    at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
+    at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
+    at.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+
+
+def attack_options(args: argparse.Namespace) -> AttackOptions:
+    """The attack settings from the command line, refused before any model loads when out of range."""
+    from harness.protocols.fusion.attacks.pgd import PGDConfig
+    from harness.protocols.fusion.attacks.run import ATTACKS, DIAGNOSTICS, AttackOptions, parse_fraction, parse_list
+
+    tasks = names(args.tasks)
+    if len(tasks) != 1:
+        raise HarnessError("--tasks: name the one clean task to attack (e.g. fusion_clean)")
+    pgd = PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps,
+                    noise_scale=args.noise_scale)
+    if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
+        raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
+    if args.clean_run and len(args.model) > 1:
+        raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
+    diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
+    return AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
+                         batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
+                         show_progress=show_progress(args))
+
+
+def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: dict[str, str],
+               opts: AttackOptions) -> Path:
+    """The clean run to attack: ``--clean-run`` (checked to be this model's), else the clean task run now."""
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.results.schema import read_run
+
+    if args.clean_run:
+        run_dir = Path(args.clean_run)
+        saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")
+        if saved != backend.fingerprint:
+            raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
+                               f"{backend.fingerprint})")
+        return run_dir
+    eval_opts = EvalOptions(tasks=[opts.task], include_paths=args.include_path or [], data_dir=data_dir(args),
+                            seed=args.seed, batch_size=args.batch_size, limit=args.limit,
+                            output=Path(args.output), store_path=default_store(),
+                            show_progress=opts.show_progress)
+    _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
+    return run_dir
+
+
+def cmd_attack(args: argparse.Namespace) -> int:
+    from harness.models.base import create_backend, parse_model_args
+    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
+    from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks
+
+    opts = attack_options(args)
+    model_args = parse_model_args(args.model_args)
+    for spec in args.model:
+        backend = create_backend(spec, model_args)
+        if getattr(backend, "model_type", None) not in SUPPORTED:
+            raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, "
+                               f"not {getattr(backend, 'model_type', type(backend).__name__)!r}")
+        run_dir = _clean_run(args, backend, spec, model_args, opts)
+        items, params = clean_correct_items(run_dir, opts.task, data_dir(args), args.include_path or [],
+                                            backend.model_family)
+        summary = run_attacks(backend, run_dir, items, params, opts)
+        print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")
+        print("| Attack | ASR | items/min |\n|---|---|---|")
+        for attack in opts.attacks:
+            value = summary["asr"][attack]
+            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary['items_per_minute'][attack]} |")
+        print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
+    return 0
+
+
+def add_audit_arguments(fu: argparse.ArgumentParser) -> None:
+    fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
+    fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
+    fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
+                    help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
+    fu.add_argument("--natevid-all", action="store_true",
+                    help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed")
+    fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
+    fu.add_argument("--seed", type=int, default=0)
+    fu.add_argument("--output", help="audit folder (default: beside the runs)")
+
+
+def cmd_audit_fusion(args: argparse.Namespace) -> int:
+    from harness.protocols.fusion.audit import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+
+    overrides = {}
+    for pair in args.fusion_level or []:
+        model, sep, level = pair.rpartition("=")
+        if not sep or not model:
+            raise HarnessError(f"--fusion-level expects MODEL=LEVEL, got {pair!r}")
+        overrides[model] = level
+    run_dirs = [Path(d) for d in args.run_dirs]
+    config = FusionAuditConfig(delta_mode=args.delta_mode, natevid_preserved_only=not args.natevid_all,
+                               level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
+    result = run_fusion_audit(run_dirs, config)
+    out = write_fusion_audit(result, audit_folder(args.output, run_dirs, "fusion"))
+    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, row in result.models.items():
+        f = row["figures"]
+        cells = [f"{f[k]:.3f}" if f[k] is not None else "-" for k in (
+            "asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus", "delta",
+            "rug_typo", "oar")]
+        print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
+    print(f"\naudit: {out / 'audit.json'}")
+    return 0
+
+
+ATTACK = Command("attack", "white-box pixel attacks (FusionAudit) on an hf model", add_attack_arguments, cmd_attack)
+AUDIT = Command("fusion", "FusionAudit: ASR, R0, R+, delta, RUG, OAR, levels", add_audit_arguments, cmd_audit_fusion)

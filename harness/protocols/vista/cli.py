@@ -1,0 +1,91 @@
+"""VISTA on the command line: ``harness audit vista`` over saved runs, and the audit that follows a
+multi-model ``harness eval`` of a VISTA task (``--judge`` picks its entailment judge)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.cli.common import audit_folder, response_store, show_progress, stamp
+from harness.protocols.base import Command, EvalOutcome
+
+if TYPE_CHECKING:
+    from harness.protocols.vista.audit import AuditResult
+
+def eval_arguments(group: Any) -> None:
+    group.add_argument("--judge", default="embedding",
+                       help="entailment judge of the cross-model audit that follows a multi-model vista eval")
+
+
+def after_eval(outcome: EvalOutcome) -> None:
+    """Audit the models just evaluated on each VISTA task, print the per-model table and write the audit
+    beside the runs; one model alone has nothing to be compared with."""
+    from harness.judges.entailment import make_judge
+    from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
+
+    args = outcome.args
+    for task, records in outcome.samples.items():
+        if len(records) < 2:
+            print(f"\n{task}: one model evaluated; run `harness audit vista` over two or more runs for the "
+                  "cross-model audit")
+            continue
+        judge = make_judge(args.judge, response_store(args))
+        result = audit_records(records, judge, AuditConfig(task=task), show_progress=show_progress(args))
+        print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
+        print_audit(result)
+        if outcome.output is not None:
+            out = write_audit(result, outcome.output / f"audit-{task}-{stamp()}", getattr(judge, "name", args.judge))
+            print(f"audit: {out / 'audit.json'}")
+
+
+def print_audit(result: AuditResult) -> None:
+    print("| Model | Queries | Mean S | Max S | Flags | Pattern | Refusal | Detection |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, row in result.per_model.items():
+        det = row["detection"]
+        print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
+              f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
+              f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
+    cached = result.judge_decisions - result.judge_model_calls
+    print(f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} computed now, {cached} from the "
+          f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
+
+
+def add_audit_arguments(va: argparse.ArgumentParser) -> None:
+    va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
+    va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
+    va.add_argument("--judge", default="embedding",
+                    help="entailment judge: embedding[:threshold] (offline), nli:MODEL (cross-encoder) or a "
+                    "model spec, e.g. hf:Qwen/Qwen3-4B-Instruct-2507")
+    va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
+    va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
+    va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
+    va.add_argument("--alpha", type=float, default=0.5)
+    va.add_argument("--theta", type=float, default=0.6)
+    va.add_argument("--clustering", choices=["components", "strict"], default="components")
+    va.add_argument("--reference", choices=["all", "peers"], default="all")
+    va.add_argument("--cache", help="response store for judge decisions")
+    va.add_argument("--output", help="audit folder (default: beside the runs)")
+
+
+def cmd_audit_vista(args: argparse.Namespace) -> int:
+    from harness.judges.entailment import make_judge
+    from harness.models.base import parse_model_args
+    from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
+
+    run_dirs = [Path(d) for d in args.run_dirs]
+    config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
+                         reference=args.reference, stability=not args.no_stability)
+    prompt = Path(args.judge_prompt).read_text(encoding="utf-8") if args.judge_prompt else None
+    judge = make_judge(args.judge, response_store(args), parse_model_args(args.judge_args), prompt)
+    result = run_audit(run_dirs, judge, config, show_progress=show_progress(args))
+    if result.skipped_runs:
+        print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
+    out = write_audit(result, audit_folder(args.output, run_dirs, "vista"), getattr(judge, "name", args.judge))
+    print_audit(result)
+    print(f"audit: {out / 'audit.json'}")
+    return 0
+
+
+AUDIT = Command("vista", "cross-model semantic-divergence audit", add_audit_arguments, cmd_audit_vista)
