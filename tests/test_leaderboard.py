@@ -298,3 +298,44 @@ def test_cells_pin_hand_computed_values_of_a_rescored_run(db: Database, runs: li
     cell = table.rows[0].cells["shapes_color/exact_match,none"]
     assert cell.value == pytest.approx(2 / 3) and cell.n == 3
     assert (cell.low, cell.high) == (pytest.approx(0.013345, abs=1e-6), pytest.approx(1.319988, abs=1e-6))
+
+
+def test_a_toy_protocol_plugs_its_table_options_job_and_panel_into_the_leaderboard(
+        db: Database, runs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A protocol registered at run time (no leaderboard module names it) gets its own table for its task,
+    its option values from the settings, its job after new submissions carrying that task, and its panel."""
+    from harness.leaderboard.hooks import Job, LeaderboardHooks, Option, Panel
+    from harness.leaderboard.protocol_parts import board_parts
+    from harness.leaderboard.service import import_runs
+    from harness.protocols import base
+
+    calls: list[dict] = []
+
+    def panels(_: Database, options: dict) -> list[Panel]:
+        return [Panel(key="toy-panel", title=f"Toy over {options['task']}", status="ok", message=f"{len(calls)} run(s)",
+                      members=(), data={"calls": len(calls)}, csv="calls\n", model_notes={1: "seen by the toy"})]
+
+    hooks = LeaderboardHooks(options=(Option("task", "shapes_color", "the toy's task"),),
+                             job=Job(tasks=lambda o: (o["task"],), run=lambda _, o: calls.append(dict(o))),
+                             panels=panels)
+    base.protocols()
+    toy = base.Protocol(name="toy", title="Toy", summary="A protocol of the tests.", tasks=("shapes_kind",),
+                        extensions={"leaderboard": hooks})
+    monkeypatch.setitem(base._REGISTRY, "toy", toy)
+    with pytest.raises(HarnessError, match="unknown leaderboard option"):
+        Settings(protocol_options={"toy": {"colour": "red"}})
+    with pytest.raises(HarnessError, match="no such protocol"):
+        Settings(protocol_options={"nothing": {}})
+    settings = Settings(protocol_options={"toy": {"task": "shapes_kind"}})
+    import_runs(db, runs, "alice", settings)
+    assert calls == [{"task": "shapes_kind"}]  # once for both new runs
+    import_runs(db, runs, "alice", settings)
+    assert len(calls) == 1  # nothing new: no job
+    tables = {t.protocol: t for t in protocol_tables(list_submissions(db))}
+    assert list(tables) == ["toy", "shapes"]  # the registered protocols first, then the tables of no protocol
+    assert {c.task for c in tables["toy"].columns} == {"shapes_kind"}
+    assert {c.task for c in tables["shapes"].columns} == {"shapes", "shapes_color"}
+    parts = board_parts(db, settings)
+    assert [p.title for p in parts.panels] == ["Toy over shapes_kind"]
+    assert parts.model_notes(1) == [("Toy over shapes_kind", "seen by the toy")] and parts.model_notes(2) == []
+    assert parts.state("toy", 0) == {"protocol": "toy", "pending": 0, "panels": {"toy-panel": {"calls": 1}}}

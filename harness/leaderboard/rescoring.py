@@ -22,9 +22,10 @@ from typing import Any
 from harness.data import load_task_dataset, resolve_path
 from harness.engine.runner import group_results, model_family_of, rescore_task
 from harness.engine.task_runtime import strip_images
-from harness.errors import HarnessError
+from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
+from harness.protocols.base import protocol_of_task
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
@@ -65,9 +66,22 @@ class Verification:
         return "flagged" if MISMATCH in states else UNVERIFIABLE if UNVERIFIABLE in states else VERIFIED
 
 
-def protocol_of(config: TaskConfig) -> str:
-    """A task's protocol: the name of the task folder its YAML lives in (``tasks/stealth/...`` -> stealth)."""
-    return config.source.parent.name
+OTHER = "other"
+
+
+def table_of(task: str, registry: TaskRegistry) -> str:
+    """The table a task's figures go to: its protocol's (``Protocol.tasks`` in the registry); a task of no
+    protocol goes to a table named for its group (the first by name), else to ``other``."""
+    protocol = protocol_of_task(task, registry)
+    if protocol is not None:
+        return protocol.name
+    for group in sorted(registry.groups):
+        try:
+            if task in registry.expand([group]):
+                return group
+        except TaskConfigError:  # a group whose tasks are not all installed here
+            continue
+    return OTHER
 
 
 def _same(a: Any, b: Any, tolerance: float) -> bool:
@@ -152,7 +166,7 @@ def timed_out(bundle: Bundle, registry: TaskRegistry, budget_s: float) -> Verifi
     for task in bundle.samples:
         config = _server_config(registry, task, run.versions.get(task))
         higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-        checks[task] = TaskCheck(task=task, protocol=protocol_of(config), version=str(config.version),
+        checks[task] = TaskCheck(task=task, protocol=table_of(task, registry), version=str(config.version),
                                  status=UNVERIFIABLE, message=f"unverifiable (timeout): re-scoring ran past "
                                                               f"this server's {budget_s:g} s budget")
     return Verification(results={t: run.results[t] for t in bundle.samples},
@@ -189,7 +203,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
         for task, records in bundle.samples.items():
             config = configs[task]
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base = {"task": task, "protocol": protocol_of(config), "version": str(config.version)}
+            base = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
             if config.process_results_use_image and not _has_dataset(config, data_dir):
                 results[task], counts[task] = run.results[task], run.counts[task]
                 checks[task] = TaskCheck(**base, status=UNVERIFIABLE,

@@ -10,8 +10,8 @@ from typing import Any
 
 from harness.leaderboard.db import Submission
 from harness.leaderboard.records import Z95
+from harness.protocols.base import protocols
 
-PROTOCOL_ORDER = ("shapes", "stealth", "mist", "vista", "fusion", "diavlo")
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
 
 
@@ -68,12 +68,14 @@ def size_bucket(parameters: int | None) -> str:
     return next(label for limit, label in SIZE_BUCKETS if parameters < limit)
 
 
-def _protocol_key(name: str) -> tuple[int, str]:
-    return (PROTOCOL_ORDER.index(name) if name in PROTOCOL_ORDER else len(PROTOCOL_ORDER), name)
+def _table_key(name: str, order: list[str]) -> tuple[int, str]:
+    return (order.index(name) if name in order else len(order), name)
 
 
 def protocol_tables(records: list[Submission]) -> list[Table]:
-    """The tables, protocols in the project's order; groups (a protocol's overall figure) first."""
+    """The tables: the registered protocols' by name, then the tables of tasks of no protocol (named for
+    their group, or ``other``); within a table, groups (a protocol's overall figure) first."""
+    order = [p.name for p in protocols()]
     columns: dict[str, dict[str, Column]] = {}
     groups: set[str] = set()
     for record in records:
@@ -83,7 +85,7 @@ def protocol_tables(records: list[Submission]) -> list[Table]:
             if s.version == "group":
                 groups.add(s.task)
     tables = []
-    for protocol in sorted(columns, key=_protocol_key):
+    for protocol in sorted(columns, key=lambda name: _table_key(name, order)):
         cols = sorted(columns[protocol].values(), key=lambda c: (c.task not in groups, c.task, c.metric))
         rows = []
         for record in records:

@@ -3,3 +3,11 @@
 Its places: builders/mist.py and builders/mist_demo.py, tasks/mist/, cards/mist.md; here: metrics.py (change rate,
 direction, agreement), report.py (with the alt-test of harness/metrics/alttest.py), plots.py.
 """
+
+from harness.protocols.base import Protocol
+
+PROTOCOL = Protocol(name="mist", title="MIST",
+                    summary=("How stable a VLM judge's literal-or-idiomatic verdicts are when an image is "
+                             "added, and whether it could stand in for human annotators (alt-test)."),
+                    tasks=("mist",),
+                    extensions={"leaderboard": "harness.protocols.mist.leaderboard:HOOKS"})
