@@ -324,6 +324,7 @@ def _leaderboard_settings(args: argparse.Namespace) -> Any:
     return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
                     include_paths=tuple(getattr(args, "include_path", None) or ()),
                     on_mismatch=getattr(args, "on_mismatch", "flag"),
+                    max_error_share=getattr(args, "max_error_share", 0.05),
                     limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
                     protocol_options=options,
                     rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
@@ -632,6 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--on-mismatch", choices=["flag", "refuse"], default="flag",
                             help="flag (store and mark) or refuse a run whose claimed figures differ")
         action.add_argument("--max-upload-mb", type=float, default=64.0)
+        action.add_argument("--max-error-share", type=float, default=0.05,
+                            help="a task with more errored samples than this share is stored partial")
         _add_leaderboard_options(action)
         action.set_defaults(func=cmd_leaderboard)
     lb_actions.choices["import"].add_argument("folder")

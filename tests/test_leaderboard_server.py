@@ -20,7 +20,12 @@ from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
 from harness.results.schema import read_run
-from tests.leaderboard_fixtures import edited_run, running_server, tiny_runs
+from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_data_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

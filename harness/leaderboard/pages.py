@@ -14,7 +14,7 @@ import jinja2
 from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.records import Z95
-from harness.leaderboard.tables import SIZE_BUCKETS, protocol_tables
+from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -80,4 +80,5 @@ def render_model(record: Submission, files: list[tuple[str, str, int]], parts: B
     plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
     return _environment().get_template("model.html").render(
         root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),
-        z=Z95, notes=parts.model_notes(record.id))
+        z=Z95, notes=parts.model_notes(record.id),
+        scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores])

@@ -16,7 +16,7 @@ from harness.leaderboard.bundle import Bundle, Limits, SubmissionError, parse_bu
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import Job, LeaderboardHooks, board_protocols, resolve_options
 from harness.leaderboard.records import find_submission, store_submission
-from harness.leaderboard.rescoring import Verification, timed_out, verify
+from harness.leaderboard.rescoring import MAX_ERROR_SHARE, Verification, timed_out, verify
 from harness.taskspec.registry import TaskRegistry
 
 ON_MISMATCH = ("flag", "refuse")
@@ -44,6 +44,7 @@ class Settings:
     on_mismatch: str = "flag"
     limits: Limits = field(default_factory=Limits)
     protocol_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_error_share: float = MAX_ERROR_SHARE
     rescore_timeout_s: float = 120.0
     rescore_workers: int = 2
     quota: Quota = field(default_factory=Quota)
@@ -51,6 +52,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.on_mismatch not in ON_MISMATCH:
             raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+        if not 0 <= self.max_error_share <= 1:
+            raise HarnessError("--max-error-share must be between 0 and 1")
         if not self.rescore_timeout_s > 0 or self.rescore_workers < 1:
             raise HarnessError("--rescore-timeout must be over 0 seconds and --rescore-workers at least 1")
         known = {p.name: h for p, h in board_protocols()}
@@ -65,10 +68,11 @@ class Settings:
 
 
 def _verify_in_child(sender: Connection, bundle: Bundle, include_paths: tuple[str, ...],
-                     data_dir: Path | None) -> None:
+                     data_dir: Path | None, max_error_share: float) -> None:
     """A worker process's job: re-score and send back the verification or the refusal."""
     try:
-        sender.send(("ok", verify(bundle, TaskRegistry.discover(list(include_paths)), data_dir)))
+        registry = TaskRegistry.discover(list(include_paths))
+        sender.send(("ok", verify(bundle, registry, data_dir, max_error_share=max_error_share)))
     except SubmissionError as exc:
         sender.send(("refused", (str(exc), exc.status)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as a refusal of this submission
@@ -91,7 +95,8 @@ class RescoringPool:
         with self._slots:
             receiver, sender = self._context.Pipe(duplex=False)
             child = self._context.Process(target=_verify_in_child, daemon=True,
-                                          args=(sender, bundle, settings.include_paths, settings.data_dir))
+                                          args=(sender, bundle, settings.include_paths, settings.data_dir,
+                                                settings.max_error_share))
             child.start()
             sender.close()
             try:
@@ -138,7 +143,7 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
     if pool is not None:
         verification = pool.verify(bundle, registry, settings)
     else:
-        verification = verify(bundle, registry, settings.data_dir)
+        verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
     checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status == "flagged" and settings.on_mismatch == "refuse":
         detail = "; ".join(f"{t}: {c.message}" for t, c in verification.checks.items() if c.status == "mismatch")
