@@ -14,16 +14,31 @@ from pathlib import Path
 from typing import Any
 
 _RUNS: dict[str, list[Path]] = {}
+_DATA: dict[str, Path] = {}
+SHAPES_DOCS = 3
+
+
+def small_data_dir(factory: Any) -> Path:
+    """A data dir whose shapes dataset has 3 docs (made once per session), so that the tests' runs cover
+    whole tasks (a run cut by --limit is only ever ``partial``) and stay quick."""
+    if "shapes" not in _DATA:
+        from builders import build_dataset
+
+        root = factory.getbasetemp() / "leaderboard-data"
+        build_dataset("shapes", root / "vlm-audit" / "shapes", seed=0, n=SHAPES_DOCS)
+        _DATA["shapes"] = root
+    return _DATA["shapes"]
 
 
 def tiny_runs(data_dir: Path, out: Path) -> list[Path]:
-    """Runs of tiny:llava and tiny:qwen2_vl on the shapes group through the real ``harness eval``
-    (3 docs, 3 sampled answers each, so the VISTA pool has something to cluster); made once per session."""
+    """Runs of tiny:llava and tiny:qwen2_vl over the whole shapes group of ``small_data_dir`` through the
+    real ``harness eval`` (3 docs, 3 sampled answers each, so the VISTA pool has something to cluster);
+    made once per session."""
     if "shapes" not in _RUNS:
         from harness.cli import main
 
         for spec in ("tiny:llava", "tiny:qwen2_vl"):
-            code = main(["eval", "--model", spec, "--tasks", "shapes", "--limit", "3", "--repeats", "3",
+            code = main(["eval", "--model", spec, "--tasks", "shapes", "--repeats", "3",
                          "--gen-kwargs", "temperature=1.0,max_new_tokens=5", "--data-dir", str(data_dir),
                          "--output", str(out), "--no-cache", "--verbosity", "quiet"])
             assert code == 0

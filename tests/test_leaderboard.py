@@ -23,7 +23,12 @@ from harness.leaderboard.tables import protocol_tables, size_bucket, table_csv, 
 from harness.leaderboard.tokens import create_token, list_tokens, revoke_token, submitter_of
 from harness.results.schema import read_run
 from harness.taskspec.registry import TaskRegistry
-from tests.leaderboard_fixtures import edited_run, tiny_runs
+from tests.leaderboard_fixtures import edited_run, small_data_dir, tiny_runs
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_data_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +119,7 @@ def test_claimed_figures_that_differ_are_flagged_or_refused(db: Database, runs: 
     outcome = submit_files(db, read_run_files(forged), "mallory", Settings())
     assert outcome.status == "flagged"
     check = outcome.checks["shapes_color"]
-    assert check["status"] == "mismatch" and outcome.checks["shapes_kind"]["status"] == "verified"
+    assert check["status"] == "mismatch" and outcome.checks["shapes_kind"]["status"] == "rescored"
     assert {"metric": "exact_match,none", "claimed": 0.99,
             "recomputed": read_run(runs[0]).results["shapes_color"]["exact_match,none"]} in check["mismatches"]
     record = list_submissions(db)[0]
@@ -125,7 +130,7 @@ def test_claimed_figures_that_differ_are_flagged_or_refused(db: Database, runs: 
         results["groups"]["shapes"]["exact_match,none"] = 0.5
 
     outcome = submit_files(db, read_run_files(edited_run(runs[0], tmp_path / "group", inflate_group)), "m", Settings())
-    assert outcome.status == "flagged" and outcome.checks["shapes_color"]["status"] == "verified"
+    assert outcome.status == "flagged" and outcome.checks["shapes_color"]["status"] == "rescored"
     assert outcome.checks["shapes"]["status"] == "mismatch" and outcome.checks["shapes"]["version"] == "group"
     group = next(s for s in list_submissions(db)[1].scores if s.task == "shapes")
     assert group.claimed == 0.5 and group.status == "mismatch"
@@ -202,7 +207,7 @@ def test_a_task_scored_from_images_is_unverifiable_without_the_data(tmp_path: Pa
     (tasks / "pixels.yaml").write_text(IMAGE_TASK)
     (tasks / "utils.py").write_text(IMAGE_UTILS)
     assert main(["eval", "--model", "tiny:llava", "--tasks", "shapes_pixels", "--include-path", str(tasks),
-                 "--limit", "2", "--data-dir", str(data_dir), "--output", str(tmp_path / "runs"),
+                 "--data-dir", str(data_dir), "--output", str(tmp_path / "runs"),
                  "--verbosity", "quiet"]) == 0
     (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/*/results.json")]
     bundle = parse_bundle(read_run_files(run_dir))
@@ -293,8 +298,112 @@ def test_cells_pin_hand_computed_values_of_a_rescored_run(db: Database, runs: li
     lines[2]["responses"] = ["not an answer"] * len(lines[2]["responses"])
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
     assert main(["score", str(run_dir)]) == 0
-    assert submit_files(db, read_run_files(run_dir), "alice", Settings()).status == "verified"
+    assert submit_files(db, read_run_files(run_dir), "alice", Settings()).status == "rescored"
     (table,) = protocol_tables(list_submissions(db))
     cell = table.rows[0].cells["shapes_color/exact_match,none"]
     assert cell.value == pytest.approx(2 / 3) and cell.n == 3
     assert (cell.low, cell.high) == (pytest.approx(0.013345, abs=1e-6), pytest.approx(1.319988, abs=1e-6))
+
+
+def test_a_toy_protocol_plugs_its_table_options_job_and_panel_into_the_leaderboard(
+        db: Database, runs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A protocol registered at run time (no leaderboard module names it) gets its own table for its task,
+    its option values from the settings, its job after new submissions carrying that task, and its panel."""
+    from harness.leaderboard.hooks import Job, LeaderboardHooks, Option, Panel
+    from harness.leaderboard.protocol_parts import board_parts
+    from harness.leaderboard.service import import_runs
+    from harness.protocols import base
+
+    calls: list[dict] = []
+
+    def panels(_: Database, options: dict) -> list[Panel]:
+        return [Panel(key="toy-panel", title=f"Toy over {options['task']}", status="ok", message=f"{len(calls)} run(s)",
+                      members=(), data={"calls": len(calls)}, csv="calls\n", model_notes={1: "seen by the toy"})]
+
+    hooks = LeaderboardHooks(options=(Option("task", "shapes_color", "the toy's task"),),
+                             job=Job(tasks=lambda o: (o["task"],), run=lambda _, o: calls.append(dict(o))),
+                             panels=panels)
+    base.protocols()
+    toy = base.Protocol(name="toy", title="Toy", summary="A protocol of the tests.", tasks=("shapes_kind",),
+                        extensions={"leaderboard": hooks})
+    monkeypatch.setitem(base._REGISTRY, "toy", toy)
+    with pytest.raises(HarnessError, match="unknown leaderboard option"):
+        Settings(protocol_options={"toy": {"colour": "red"}})
+    with pytest.raises(HarnessError, match="no such protocol"):
+        Settings(protocol_options={"nothing": {}})
+    settings = Settings(protocol_options={"toy": {"task": "shapes_kind"}})
+    import_runs(db, runs, "alice", settings)
+    assert calls == [{"task": "shapes_kind"}]  # once for both new runs
+    import_runs(db, runs, "alice", settings)
+    assert len(calls) == 1  # nothing new: no job
+    tables = {t.protocol: t for t in protocol_tables(list_submissions(db))}
+    assert list(tables) == ["toy", "shapes"]  # the registered protocols first, then the tables of no protocol
+    assert {c.task for c in tables["toy"].columns} == {"shapes_kind"}
+    assert {c.task for c in tables["shapes"].columns} == {"shapes", "shapes_color"}
+    parts = board_parts(db, settings)
+    assert [p.title for p in parts.panels] == ["Toy over shapes_kind"]
+    assert parts.model_notes(1) == [("Toy over shapes_kind", "seen by the toy")] and parts.model_notes(2) == []
+    assert parts.state("toy", 0) == {"protocol": "toy", "pending": 0, "panels": {"toy-panel": {"calls": 1}}}
+
+
+def _cherry_picked(run: Path, dest: Path) -> Path:
+    """A copy of ``run`` with 2 of 3 shapes_color samples marked errors and one shapes_kind sample deleted,
+    re-scored with `harness score` so that every claimed figure and count agrees with the samples."""
+    from harness.cli import main
+
+    shutil.copytree(run, dest)
+    color = dest / "samples_shapes_color.jsonl"
+    lines = [json.loads(line) for line in color.read_text().splitlines()]
+    for record in lines[1:]:
+        record.update(responses=[], metrics={}, filtered={}, error="generation failed: (cherry-picked)")
+    color.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    kind = dest / "samples_shapes_kind.jsonl"
+    kind.write_text("".join(line + "\n" for line in kind.read_text().splitlines()[:2]))
+    assert main(["score", str(dest)]) == 0
+    return dest
+
+
+def test_a_cherry_picked_run_is_partial_never_verified(db: Database, runs: list[Path], tmp_path: Path,
+                                                       data_dir: Path) -> None:
+    """Errors over 5% of a task (2 of 3 samples) and a deleted sample (2 of the dataset's 3 docs) make those
+    tasks partial, with or without the server's copy of the data; without it the rest is only rescored."""
+    run = _cherry_picked(runs[0], tmp_path / "picked")
+    with_data = verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), data_dir)
+    assert with_data.status == "partial"
+    color, kind = with_data.checks["shapes_color"], with_data.checks["shapes_kind"]
+    assert (color.status, color.errors, color.docs_covered, color.docs_expected) == ("partial", 2, 3, 3)
+    assert "2 of 3 samples are errors (over the 5% this server accepts)" in color.message
+    assert (kind.status, kind.docs_covered, kind.docs_expected) == ("partial", 2, 3)
+    assert "covers 2 of the task's 3 docs" in kind.message
+    assert with_data.checks["shapes"].status == "partial"  # a group is as good as its worst member
+    blind = verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), None)
+    assert blind.status == "partial" and blind.checks["shapes_kind"].docs_expected == 3  # the claimed n-samples
+    assert verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), data_dir,
+                  max_error_share=1.0).checks["shapes_color"].status == "verified"
+
+    def hide(results: dict) -> None:  # a cheat that also rewrites n-samples to the samples it kept
+        results["n-samples"]["shapes_kind"]["effective"] = 2
+
+    hidden = edited_run(run, tmp_path / "hidden", hide)
+    blind = verify(parse_bundle(read_run_files(hidden)), TaskRegistry.discover(), None)
+    kind = blind.checks["shapes_kind"]
+    assert kind.status == "rescored" and "docs not checked" in kind.message
+    seen = verify(parse_bundle(read_run_files(hidden)), TaskRegistry.discover(), data_dir)
+    assert seen.checks["shapes_kind"].status == "partial"
+    outcome = submit_files(db, read_run_files(run), "mallory", Settings(data_dir=data_dir))
+    assert outcome.status == "partial"
+    (table,) = protocol_tables(list_submissions(db))
+    cell = table.rows[0].cells["shapes_color/exact_match,none"]
+    assert (cell.n, cell.errors, cell.unparsed, cell.status) == (1, 2, 0, "partial")
+    group = table.rows[0].cells["shapes/exact_match,none"]
+    assert (group.n, group.errors, group.status) == (3, 2, "partial")  # 1 + 2 scored, 2 + 0 errors
+
+
+def test_a_run_cut_by_limit_is_partial(db: Database, runs: list[Path], tmp_path: Path) -> None:
+    """Without the data, a claimed --limit that cut the task (effective == limit) is partial."""
+    def limited(results: dict) -> None:
+        results["config"]["limit"] = 3
+
+    check = verify(parse_bundle(read_run_files(edited_run(runs[0], tmp_path / "cut", limited))),
+                   TaskRegistry.discover(), None).checks["shapes_color"]
+    assert check.status == "partial" and "cut to 3 docs (--limit)" in check.message

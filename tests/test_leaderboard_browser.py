@@ -14,12 +14,17 @@ from harness.leaderboard.db import Database
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
-from tests.leaderboard_fixtures import edited_run, running_server, tiny_runs
+from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HOSTILE = '<script>alert("x")</script>'
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_data_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

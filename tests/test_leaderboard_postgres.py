@@ -21,7 +21,7 @@ from harness.leaderboard.records import list_submissions
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tokens import create_token, submitter_of
-from tests.leaderboard_fixtures import free_port, running_server, tiny_runs
+from tests.leaderboard_fixtures import free_port, running_server, small_data_dir, tiny_runs
 
 
 def _pg_bin() -> Path | None:
@@ -53,6 +53,11 @@ def postgres_url() -> Iterator[str]:
         subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_data_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

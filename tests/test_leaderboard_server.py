@@ -17,10 +17,15 @@ from harness.leaderboard.bundle import Limits, read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.export import export_site
 from harness.leaderboard.server import create_app
-from harness.leaderboard.service import Settings, VistaSettings
+from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
 from harness.results.schema import read_run
-from tests.leaderboard_fixtures import edited_run, running_server, tiny_runs
+from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return small_data_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -183,22 +188,26 @@ def test_hub_layout_import_and_static_export(runs: list[Path], data_dir: Path, t
 
 
 def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[Path], tmp_path: Path) -> None:
+    """The pool is VISTA's after-submission job, declared through its leaderboard hooks; the generic server
+    runs it, serves its panel (JSON, CSV, image) and its line on each pooled model's page."""
     db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
     token = create_token(db, "alice")
-    settings = Settings(vista=VistaSettings(task="shapes_color", judge="embedding:0.9", theta=0.3))
+    settings = Settings(protocol_options={"vista": {"task": "shapes_color", "judge": "embedding:0.9", "theta": 0.3}})
 
     def settled(url: str) -> dict:
         deadline = time.time() + 120
-        while (state := httpx.get(f"{url}/api/vista").json())["pending"] and time.time() < deadline:
+        while (state := httpx.get(f"{url}/api/protocols/vista").json())["pending"] and time.time() < deadline:
             time.sleep(0.2)
         return state
 
     with running_server(create_app(settings, db)) as url:
+        assert httpx.get(f"{url}/api/protocols/nothing").status_code == 404
+        assert httpx.get(f"{url}/panels/vista-pool.png").status_code == 404
         assert _upload(url, read_run_files(runs[0]), token).status_code == 201
-        pool = settled(url)["pool"]
+        pool = settled(url)["panels"]["vista-pool"]
         assert pool["status"] == "waiting" and "needs at least two" in pool["message"]
         second = _upload(url, read_run_files(runs[1]), token).json()
-        pool = settled(url)["pool"]
+        pool = settled(url)["panels"]["vista-pool"]
         assert pool["status"] == "ok", pool["message"]
         assert [m["model"] for m in pool["members"]] == ["tiny:llava", "tiny:qwen2_vl"]
         assert pool["judge"].startswith("embedding") and pool["config"]["theta"] == 0.3
@@ -206,15 +215,15 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
             assert figures["queries"] == 3 and 0 <= figures["mean_suspicion"] <= figures["max_suspicion"] <= 1
         assert pool["per_model"]["tiny:qwen2_vl"]["submission_id"] == second["id"]
         index = httpx.get(f"{url}/").text
-        assert "VISTA peer pool (shapes_color)" in index and 'src="vista/suspicion.png"' in index
-        assert httpx.get(f"{url}/vista/suspicion.png").content.startswith(b"\x89PNG")
+        assert "VISTA peer pool (shapes_color)" in index and 'src="panels/vista-pool.png"' in index
+        assert httpx.get(f"{url}/panels/vista-pool.png").content.startswith(b"\x89PNG")
         rows_text = httpx.get(f"{url}/tables/vista-pool.csv").text
         rows = rows_text.splitlines()
         assert rows[0].startswith("model,submission_id,queries,mean_suspicion") and len(rows) == 3
         assert httpx.get(f"{url}/tables/vista-pool.json").json()["per_model"] == pool["per_model"]
         mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
         assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
-    site = export_site(db, tmp_path / "site", "shapes_color")
+    site = export_site(db, tmp_path / "site", settings)
     assert _site_pages_with_working_links(site) == 3
     assert (site / "tables" / "vista-pool.csv").read_text() == rows_text
 
@@ -235,6 +244,11 @@ def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "no active token named 'alice'" in capsys.readouterr().err
     assert main(["leaderboard", "export", "--out", str(tmp_path / "site"), "--db", "not a url"]) == 2
     assert "not a database URL" in capsys.readouterr().err
+    from harness.cli import _leaderboard_settings, build_parser
+
+    args = build_parser().parse_args(["leaderboard", "import", "hub", "--vista-task", "shapes_color",
+                                      "--vista-theta", "0.3"])  # flags generated from the protocol's hooks
+    assert _leaderboard_settings(args).protocol_options == {"vista": {"task": "shapes_color", "theta": 0.3}}
     port = free_port()
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}

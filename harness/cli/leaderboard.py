@@ -29,8 +29,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.add_argument("--on-mismatch", choices=["flag", "refuse"], default="flag",
                             help="flag (store and mark) or refuse a run whose claimed figures differ")
         action.add_argument("--max-upload-mb", type=float, default=64.0)
-        action.add_argument("--vista-task", default="vista", help="the task whose samples form the VISTA pool")
-        action.add_argument("--vista-judge", default="embedding", help="the pool audit's entailment judge")
+        action.add_argument("--max-error-share", type=float, default=0.05,
+                            help="a task with more errored samples than this share is stored partial")
+        _add_leaderboard_options(action)
         action.set_defaults(func=cmd_leaderboard)
     lb_actions.choices["import"].add_argument("folder")
     lb_actions.choices["import"].add_argument("--submitter", default="hub import")
@@ -46,20 +47,40 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
     ex.add_argument("--out", required=True)
     ex.add_argument("--db", help=db_help)
-    ex.add_argument("--vista-task", default="vista")
+    _add_leaderboard_options(ex)
     ex.set_defaults(func=cmd_leaderboard)
+
+
+_LB_OPTION = "leaderboard_option"  # dest prefix of the flags each protocol's leaderboard options generate
+
+
+def _add_leaderboard_options(parser: argparse.ArgumentParser) -> None:
+    """``--<protocol>-<option>`` for every option a protocol's leaderboard hooks declare."""
+    from harness.leaderboard.hooks import board_protocols
+
+    for protocol, hooks in board_protocols():
+        for option in hooks.options:
+            parser.add_argument(f"--{protocol.name}-{option.name}", type=type(option.default), default=None,
+                                dest=f"{_LB_OPTION}:{protocol.name}:{option.name}", metavar=option.name.upper(),
+                                help=f"{option.help} (default {option.default})")
 
 
 def _leaderboard_settings(args: argparse.Namespace) -> Any:
     from harness.leaderboard.bundle import Limits
-    from harness.leaderboard.service import Quota, Settings, VistaSettings
+    from harness.leaderboard.service import Quota, Settings
+
+    options: dict[str, dict[str, Any]] = {}
+    for dest, value in vars(args).items():
+        if dest.startswith(f"{_LB_OPTION}:") and value is not None:
+            _, protocol, name = dest.split(":")
+            options.setdefault(protocol, {})[name] = value
 
     return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
                     include_paths=tuple(getattr(args, "include_path", None) or ()),
                     on_mismatch=getattr(args, "on_mismatch", "flag"),
+                    max_error_share=getattr(args, "max_error_share", 0.05),
                     limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
-                    vista=VistaSettings(task=getattr(args, "vista_task", "vista"),
-                                        judge=getattr(args, "vista_judge", "embedding")),
+                    protocol_options=options,
                     rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
                     rescore_workers=getattr(args, "rescore_workers", 2),
                     quota=Quota(submissions_per_day=getattr(args, "quota_submissions", 50),
@@ -91,7 +112,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     elif args.action == "export":
         from harness.leaderboard.export import export_site
 
-        print(f"static site: {export_site(db, Path(args.out), settings.vista.task) / 'index.html'}")
+        print(f"static site: {export_site(db, Path(args.out), settings) / 'index.html'}")
     elif args.action == "import":
         from harness.leaderboard.client import hub_runs
         from harness.leaderboard.service import import_runs

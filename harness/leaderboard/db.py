@@ -124,8 +124,9 @@ class StoredFile(Base):
     submission: Mapped[Submission] = relationship(back_populates="files")
 
 
-class VistaPool(Base):
-    """One computation of the VISTA peer pool: who was in it, when, with which judge, and the figures."""
+class PoolComputation(Base):
+    """One computation of a protocol's cross-model pool (a job of its leaderboard hooks): who was in it,
+    when, with which judge and settings, and the figures. The table keeps its first name (migration 0001)."""
 
     __tablename__ = "vista_pools"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -11,9 +11,10 @@ from typing import Any
 
 import jinja2
 
-from harness.leaderboard.db import Submission, VistaPool
+from harness.leaderboard.db import Submission
+from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.records import Z95
-from harness.leaderboard.tables import SIZE_BUCKETS, protocol_tables
+from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -45,14 +46,14 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render_index(records: list[Submission], pool: VistaPool | None) -> str:
+def render_index(records: list[Submission], parts: BoardParts) -> str:
     tables = protocol_tables(records)
     families = sorted({r.family or "unknown" for r in records})
     present = {r.size for t in tables for r in t.rows}
     sizes = [label for _, label in SIZE_BUCKETS if label in present] + (["unknown"] if "unknown" in present else [])
     return _environment().get_template("index.html").render(
         root="", generated=_now(), tables=tables, families=families, sizes=sizes,
-        n_submissions=len(records), pool=pool)
+        n_submissions=len(records), panels=parts.panels)
 
 
 def provenance_items(record: Submission) -> list[tuple[str, Any]]:
@@ -75,11 +76,9 @@ def provenance_items(record: Submission) -> list[tuple[str, Any]]:
     return [(k, v if isinstance(v, dict | list) else "–" if v is None else str(v)) for k, v in items]
 
 
-def render_model(record: Submission, files: list[tuple[str, str, int]], pool: VistaPool | None) -> str:
+def render_model(record: Submission, files: list[tuple[str, str, int]], parts: BoardParts) -> str:
     plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
-    vista = None
-    if pool is not None:
-        vista = next((v for v in pool.per_model.values() if v.get("submission_id") == record.id), None)
     return _environment().get_template("model.html").render(
         root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),
-        z=Z95, pool=pool, vista=vista)
+        z=Z95, notes=parts.model_notes(record.id),
+        scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores])

@@ -20,7 +20,7 @@ from sqlalchemy.orm import selectinload
 from harness.leaderboard.bundle import RESULTS, Bundle
 from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
-from harness.leaderboard.rescoring import Verification
+from harness.leaderboard.rescoring import Verification, worst
 
 CHART = "leaderboard_metrics.png"
 MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL
@@ -71,10 +71,6 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _worst(states: set[str]) -> str:
-    return next((s for s in ("mismatch", "unverifiable") if s in states), "verified")
-
-
 def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
                 group_members: dict[str, list[str]]) -> list[Score]:
     """One row per metric of each task, then of each group (its status the worst of its members')."""
@@ -87,7 +83,7 @@ def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
         if members:
             first = verification.checks[members[0]]
             states = {verification.checks[m].status for m in [*members, group] if m in verification.checks}
-            units.append((group, values, first.protocol, "group", _worst(states),
+            units.append((group, values, first.protocol, "group", worst(states),
                           sum(verification.counts[m].scored for m in members),
                           verification.higher_is_better.get(members[0], {})))
     rows: list[Score] = []

@@ -4,9 +4,13 @@ with the numbers the submitter claims.
 
 Per task the outcome is one of:
 
-- ``verified``: the recomputed task values, counts and per-sample metrics equal the claimed ones;
-- ``mismatch``: some claimed number differs (listed), or, when the server holds the dataset, a sample's
-  doc differs from the dataset's doc of the same id;
+- ``verified``: the recomputed task values, task report, counts and per-sample metrics equal the claimed
+  ones, every sample's doc equals the server's copy of the dataset, and the samples cover the whole task;
+- ``rescored``: as verified, but the server holds no copy of the dataset, so neither the docs nor the
+  task's full size could be checked (coverage is then checked against the claimed ``n-samples``);
+- ``partial``: the samples cover only part of the task (deleted samples, or a run cut by ``--limit``),
+  or more than ``max_error_share`` of them are errors: a cherry-picked run is never verified;
+- ``mismatch``: some claimed number differs (listed), or a sample's doc differs from the dataset's;
 - ``unverifiable``: the task's scoring reads images (``process_results_use_image``) and the server has
   no copy of its dataset; the claimed values are kept and shown as not re-scored, never as verified.
 """
@@ -22,14 +26,17 @@ from typing import Any
 from harness.data import load_task_dataset, resolve_path
 from harness.engine.runner import group_results, model_family_of, rescore_task
 from harness.engine.task_runtime import strip_images
-from harness.errors import HarnessError
+from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
+from harness.protocols.base import protocol_of_task
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 
-VERIFIED, MISMATCH, UNVERIFIABLE = "verified", "mismatch", "unverifiable"
+VERIFIED, RESCORED, PARTIAL, MISMATCH, UNVERIFIABLE = "verified", "rescored", "partial", "mismatch", "unverifiable"
+SEVERITY = (MISMATCH, UNVERIFIABLE, PARTIAL, RESCORED, VERIFIED)  # a submission's status is its worst task's
+MAX_ERROR_SHARE = 0.05  # more errored samples than this share make a task partial
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,14 @@ class TaskCheck:
     mismatches: tuple[dict[str, Any], ...] = ()
     samples_differing: int = 0
     docs_checked: bool = False
+    docs_expected: int | None = None  # the task's docs: the dataset's count, else the claimed n-samples
+    docs_covered: int = 0  # distinct doc ids of the samples among them
+    errors: int = 0
+
+
+def worst(states: set[str]) -> str:
+    """The most severe of some task states (``verified`` for none)."""
+    return next((s for s in SEVERITY if s in states), VERIFIED)
 
 
 @dataclass(frozen=True)
@@ -60,14 +75,28 @@ class Verification:
 
     @property
     def status(self) -> str:
-        """``flagged`` when any task mismatches, else ``unverifiable`` when any could not be re-scored."""
-        states = {c.status for c in self.checks.values()}
-        return "flagged" if MISMATCH in states else UNVERIFIABLE if UNVERIFIABLE in states else VERIFIED
+        """``flagged`` when any task mismatches, else the worst task state (unverifiable, partial,
+        rescored, verified)."""
+        state = worst({c.status for c in self.checks.values()})
+        return "flagged" if state == MISMATCH else state
 
 
-def protocol_of(config: TaskConfig) -> str:
-    """A task's protocol: the name of the task folder its YAML lives in (``tasks/stealth/...`` -> stealth)."""
-    return config.source.parent.name
+OTHER = "other"
+
+
+def table_of(task: str, registry: TaskRegistry) -> str:
+    """The table a task's figures go to: its protocol's (``Protocol.tasks`` in the registry); a task of no
+    protocol goes to a table named for its group (the first by name), else to ``other``."""
+    protocol = protocol_of_task(task, registry)
+    if protocol is not None:
+        return protocol.name
+    for group in sorted(registry.groups):
+        try:
+            if task in registry.expand([group]):
+                return group
+        except TaskConfigError:  # a group whose tasks are not all installed here
+            continue
+    return OTHER
 
 
 def _same(a: Any, b: Any, tolerance: float) -> bool:
@@ -90,9 +119,10 @@ def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: flo
             for k in keys if not _same(claimed.get(k), recomputed.get(k), tolerance)]
 
 
-def _docs_differing(config: TaskConfig, family: str | None, records: list[SampleRecord],
-                    data_dir: Path | None) -> int | None:
-    """How many samples carry a doc other than the dataset's doc of that id; None without the dataset."""
+def _dataset_docs(config: TaskConfig, family: str | None, records: list[SampleRecord],
+                  data_dir: Path | None) -> tuple[int, int] | None:
+    """(samples whose doc is not the dataset's doc of that id, the task's doc count); None without the
+    dataset."""
     if not _has_dataset(config, data_dir):
         return None
     from harness.engine.task_runtime import TaskRuntime
@@ -108,14 +138,78 @@ def _docs_differing(config: TaskConfig, family: str | None, records: list[Sample
         doc = docs[record.doc_id]
         if stable_hash(doc) != record.doc_hash or to_jsonable(strip_images(doc)) != record.doc:
             differing += 1
-    return differing
+    return differing, len(docs)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of its task a submission's samples cover, as far as the server can tell."""
+
+    expected: int | None  # the task's docs: the dataset's count, else the claimed effective n-samples
+    covered: int  # distinct doc ids of the samples in range(expected)
+    samples: int
+    errors: int
+    limit: int | None  # the run's claimed --limit when it cut the task (known only without the dataset)
+
+    def problems(self, max_error_share: float) -> list[str]:
+        """Why the samples do not stand for the whole task (empty when they do)."""
+        out = []
+        if self.expected is not None and self.covered < self.expected:
+            out.append(f"covers {self.covered} of the task's {self.expected} docs")
+        if self.limit is not None:
+            out.append(f"the run was cut to {self.limit} docs (--limit)")
+        if self.samples and self.errors / self.samples > max_error_share:
+            out.append(f"{self.errors} of {self.samples} samples are errors (over the {max_error_share:.0%} "
+                       "this server accepts)")
+        return out
+
+
+def coverage(records: list[SampleRecord], counts: TaskCounts, claimed_size: Any, claimed_limit: Any,
+             dataset_size: int | None) -> Coverage:
+    """The samples' coverage of their task: against the server's copy of the dataset when it has one, else
+    against the run's own claim (``n-samples`` effective, and ``--limit``)."""
+    expected = dataset_size
+    limit = None
+    if expected is None:
+        effective = claimed_size.get("effective") if isinstance(claimed_size, dict) else None
+        expected = effective if isinstance(effective, int) and not isinstance(effective, bool) else None
+        if isinstance(claimed_limit, int) and expected is not None and expected >= claimed_limit:
+            limit = claimed_limit
+    ids = {r.doc_id for r in records}
+    covered = len(ids) if expected is None else sum(0 <= i < expected for i in ids)
+    return Coverage(expected, covered, counts.samples, counts.errors, limit)
+
+
+_REPORT_ARTEFACTS = ("plot", "plots")  # file names the report writes: not figures
+
+
+def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+    """A report as {dotted path: leaf value}, without the names of its plot files."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() if key not in _REPORT_ARTEFACTS
+                for k, v in _leaves(item, f"{path}.{key}" if path else str(key)).items()}
+    return {path: value}
+
+
+def _compare_reports(claimed: dict[str, Any] | None, recomputed: dict[str, Any] | None,
+                     tolerance: float) -> list[dict[str, Any]]:
+    """The figures of a task report that differ between the claim and the server's recomputation (the
+    first five, by path)."""
+    if claimed is None or recomputed is None:
+        return [] if claimed == recomputed else [{"metric": "report", "claimed": "present" if claimed else None,
+                                                  "recomputed": "present" if recomputed else None}]
+    ours, theirs = _leaves(recomputed), _leaves(claimed)
+    differing = [k for k in sorted(set(ours) | set(theirs)) if not _same(theirs.get(k), ours.get(k), tolerance)]
+    return [{"metric": f"report {k}", "claimed": theirs.get(k), "recomputed": ours.get(k)} for k in differing[:5]]
 
 
 def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCounts, records: list[SampleRecord],
            rescored: list[SampleRecord], recomputed: dict[str, Any], counts: TaskCounts, bad_docs: int | None,
-           tolerance: float) -> TaskCheck:
-    """Compare a task's claims (figures, counts, per-sample metrics, docs) with the server's re-scoring."""
-    mismatches = _compare(claimed, recomputed, tolerance)
+           covers: Coverage, reports: tuple[dict[str, Any] | None, dict[str, Any] | None], tolerance: float,
+           max_error_share: float) -> TaskCheck:
+    """Compare a task's claims (figures, report, counts, per-sample metrics, docs) with the server's
+    re-scoring, and its samples with the whole task."""
+    mismatches = _compare(claimed, recomputed, tolerance) + _compare_reports(*reports, tolerance)
     if claimed_counts.model_dump() != counts.model_dump():
         mismatches.append({"metric": "counts", "claimed": claimed_counts.model_dump(),
                            "recomputed": counts.model_dump()})
@@ -128,8 +222,14 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
         problems.append(f"{differing} sample(s) carry per-sample metrics that differ")
     if bad_docs:
         problems.append(f"{bad_docs} sample doc(s) differ from the dataset")
-    return TaskCheck(**base, status=MISMATCH if problems else VERIFIED, message="; ".join(problems),
-                     mismatches=tuple(mismatches), samples_differing=differing, docs_checked=bad_docs is not None)
+    partial = covers.problems(max_error_share)
+    docs_checked = bad_docs is not None
+    status = MISMATCH if problems else PARTIAL if partial else VERIFIED if docs_checked else RESCORED
+    notes = problems + partial + ([] if docs_checked else ["docs not checked: this server holds no copy of the "
+                                                           "dataset"])
+    return TaskCheck(**base, status=status, message="; ".join(notes), mismatches=tuple(mismatches),
+                     samples_differing=differing, docs_checked=docs_checked, docs_expected=covers.expected,
+                     docs_covered=covers.covered, errors=covers.errors)
 
 
 def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> TaskConfig:
@@ -152,7 +252,7 @@ def timed_out(bundle: Bundle, registry: TaskRegistry, budget_s: float) -> Verifi
     for task in bundle.samples:
         config = _server_config(registry, task, run.versions.get(task))
         higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-        checks[task] = TaskCheck(task=task, protocol=protocol_of(config), version=str(config.version),
+        checks[task] = TaskCheck(task=task, protocol=table_of(task, registry), version=str(config.version),
                                  status=UNVERIFIABLE, message=f"unverifiable (timeout): re-scoring ran past "
                                                               f"this server's {budget_s:g} s budget")
     return Verification(results={t: run.results[t] for t in bundle.samples},
@@ -172,8 +272,8 @@ def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
                                   "send every task of the group, or drop the group from groups/group_subtasks")
 
 
-def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
-           tolerance: float = 1e-9) -> Verification:
+def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None, tolerance: float = 1e-9,
+           max_error_share: float = MAX_ERROR_SHARE) -> Verification:
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
     are refused (the server would not be running the code that scored them)."""
     run = bundle.run
@@ -189,7 +289,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
         for task, records in bundle.samples.items():
             config = configs[task]
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base = {"task": task, "protocol": protocol_of(config), "version": str(config.version)}
+            base = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
             if config.process_results_use_image and not _has_dataset(config, data_dir):
                 results[task], counts[task] = run.results[task], run.counts[task]
                 checks[task] = TaskCheck(**base, status=UNVERIFIABLE,
@@ -198,24 +298,28 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             try:
                 runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
                 report = runtime.report(rescored, Path(tmp))
-                bad_docs = _docs_differing(config, family, records, data_dir)
+                dataset = _dataset_docs(config, family, records, data_dir)
             except Exception as exc:  # the submitted samples broke the task's code
                 raise SubmissionError(f"task {task}: the samples cannot be scored "
                                       f"({type(exc).__name__}: {exc})") from None
             if report is not None:
                 reports[task] = report
+            covers = coverage(records, counts[task], run.n_samples.get(task), run.config.get("limit"),
+                              dataset[1] if dataset else None)
             checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
-                                  counts[task], bad_docs, tolerance)
+                                  counts[task], dataset[0] if dataset else None, covers,
+                                  (run.reports.get(task), report), tolerance, max_error_share)
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     for group, values in groups.items():
         members = [checks[m] for m in run.group_subtasks.get(group, []) if m in checks]
         if members and group in run.groups and all(m.status != UNVERIFIABLE for m in members):
             mismatches = _compare(run.groups[group], values, tolerance)
+            state = MISMATCH if mismatches else worst({m.status for m in members} - {MISMATCH})
             checks[group] = TaskCheck(
-                task=group, protocol=members[0].protocol, version="group", status=MISMATCH if mismatches else VERIFIED,
+                task=group, protocol=members[0].protocol, version="group", status=state,
                 message=f"{len(mismatches)} claimed group figure(s) differ" if mismatches else "",
-                mismatches=tuple(mismatches))
+                mismatches=tuple(mismatches), docs_checked=all(m.docs_checked for m in members))
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
                         higher_is_better=higher, plots=plots)
 

@@ -1,9 +1,10 @@
 """``harness leaderboard serve``: the web service (FastAPI).
 
 Routes mirror the static export's file layout (``index.html``, ``model/<id>.html``,
-``tables/<protocol>.csv|json``, ``files/<id>/<name>``, ``vista/suspicion.png``, ``static/``), plus the API:
+``tables/<table>.csv|json``, ``files/<id>/<name>``, ``panels/<key>.png``, ``static/``), plus the API:
 ``POST /api/submissions`` (multipart ``files``, ``Authorization: Bearer TOKEN``), ``GET /api/submissions``,
-``GET /api/submissions/<id>``, ``GET /api/vista`` and ``GET /api/health``.
+``GET /api/submissions/<id>``, ``GET /api/protocols/<name>`` (its panels and pending jobs) and
+``GET /api/health``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from starlette.formparsers import MultiPartException
 
 from harness.leaderboard.bundle import SubmissionError
 from harness.leaderboard.db import Database
+from harness.leaderboard.hooks import Job, Options
 from harness.leaderboard.pages import STATIC, render_index, render_model
+from harness.leaderboard.protocol_parts import board_parts
 from harness.leaderboard.records import (
     file_index,
     get_file,
@@ -33,17 +36,9 @@ from harness.leaderboard.records import (
     submission_summary,
     usage_last_day,
 )
-from harness.leaderboard.service import RescoringPool, Settings, VistaSettings, submit_files
+from harness.leaderboard.service import RescoringPool, Settings, due_jobs, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
-from harness.protocols.vista.pool import (
-    POOL_TABLE,
-    latest_pool,
-    make_pool_judge,
-    pool_csv,
-    pool_json,
-    recompute_pool,
-)
 from harness.taskspec.registry import TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -60,16 +55,16 @@ class _BodyTooLarge(Exception):
     pass
 
 
-class PoolWorker:
-    """Re-runs the VISTA pool audit in one background thread; requests queued while one waits are merged."""
+class JobWorker:
+    """Runs one protocol's after-submission job in a background thread; requests queued while one waits
+    are merged (the job recomputes from everything stored, so one run serves them all)."""
 
-    def __init__(self, db: Database, settings: VistaSettings) -> None:
-        self.db, self.settings = db, settings
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vista-pool")
+    def __init__(self, db: Database, name: str, job: Job, options: Options) -> None:
+        self.db, self.name, self.job, self.options = db, name, job, options
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-job")
         self._lock = threading.Lock()
         self._queued = False
         self._running = 0
-        self._judge: Any = None
 
     @property
     def pending(self) -> int:
@@ -88,11 +83,9 @@ class PoolWorker:
             self._queued = False
             self._running += 1
         try:
-            if self._judge is None:
-                self._judge = make_pool_judge(self.settings)
-            recompute_pool(self.db, self.settings, self._judge)
+            self.job.run(self.db, self.options)
         except Exception:
-            log.exception("the VISTA pool could not be recomputed")
+            log.exception("the %s job after a submission failed", self.name)
         finally:
             with self._lock:
                 self._running -= 1
@@ -123,17 +116,18 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     """The leaderboard app over ``settings.db_url`` (migrated on open)."""
     db = db or Database(settings.db_url)
     registry = TaskRegistry.discover(list(settings.include_paths))
-    worker = PoolWorker(db, settings.vista)
+    workers = {name: JobWorker(db, name, job, options) for name, job, options in due_jobs(settings, None)}
     rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        worker.shutdown()
+        for worker in workers.values():
+            worker.shutdown()
 
     app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
                   openapi_url="/api/openapi.json", lifespan=lifespan)
-    app.state.db, app.state.settings, app.state.pool_worker = db, settings, worker
+    app.state.db, app.state.settings, app.state.job_workers = db, settings, workers
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.middleware("http")
@@ -193,8 +187,9 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry, rescoring)
         except SubmissionError as exc:
             return _error(exc.status, str(exc))
-        if not outcome.duplicate and settings.vista.task in outcome.tasks:
-            worker.request()
+        if not outcome.duplicate:
+            for name, _, _ in due_jobs(settings, outcome.tasks):
+                workers[name].request()
         return JSONResponse(outcome.as_json(), status_code=200 if outcome.duplicate else 201)
 
     @app.get("/api/submissions")
@@ -209,10 +204,14 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
         return JSONResponse({**submission_summary(record),
                              "files": [{"name": n, "kind": k, "size": s} for n, k, s in file_index(db, record.id)]})
 
-    @app.get("/api/vista")
-    def vista() -> dict[str, Any]:
-        return {"task": settings.vista.task, "pending": worker.pending,
-                "pool": pool_json(latest_pool(db, settings.vista.task))}
+    @app.get("/api/protocols/{name}")
+    def protocol_state(name: str) -> Response:
+        parts = board_parts(db, settings)
+        found = parts.protocol(name)
+        if found is None:
+            return _error(404, f"no protocol {name!r} on this leaderboard")
+        worker = workers.get(found.name)
+        return JSONResponse(parts.state(found.name, worker.pending if worker else 0))
 
     @app.get("/api/health")
     def health() -> dict[str, Any]:
@@ -221,20 +220,21 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     @app.get("/index.html", response_class=HTMLResponse)
     def index() -> HTMLResponse:
-        return HTMLResponse(render_index(list_submissions(db), latest_pool(db, settings.vista.task)))
+        return HTMLResponse(render_index(list_submissions(db), board_parts(db, settings)))
 
     @app.get("/model/{submission_id}.html", response_class=HTMLResponse)
     def model_page(submission_id: int) -> Response:
         record = get_submission(db, submission_id)
         if record is None:
             return HTMLResponse("<h1>No such submission</h1>", status_code=404)
-        return HTMLResponse(render_model(record, file_index(db, record.id), latest_pool(db, settings.vista.task)))
+        return HTMLResponse(render_model(record, file_index(db, record.id), board_parts(db, settings)))
 
     @app.get("/tables/{protocol}.{fmt}")
     def table(protocol: str, fmt: str) -> Response:
-        if protocol == POOL_TABLE:
-            pool = latest_pool(db, settings.vista.task)
-            content = None if pool is None else pool_json(pool) if fmt == "json" else pool_csv(pool)
+        parts = board_parts(db, settings)
+        panel = parts.panel(protocol)
+        if panel is not None:
+            content: Any = dict(panel.data) if fmt == "json" else panel.csv
         else:
             found = next((t for t in protocol_tables(list_submissions(db)) if t.protocol == protocol), None)
             content = None if found is None else table_json(found) if fmt == "json" else table_csv(found)
@@ -254,12 +254,12 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
         headers = {} if suffix == ".png" else {"Content-Disposition": f'attachment; filename="{name}"'}
         return Response(content, media_type=_MEDIA.get(suffix, "application/octet-stream"), headers=headers)
 
-    @app.get("/vista/suspicion.png")
-    def vista_plot() -> Response:
-        pool = latest_pool(db, settings.vista.task)
-        if pool is None or pool.plot is None:
-            return _error(404, "no VISTA pool plot yet")
-        return Response(pool.plot, media_type="image/png")
+    @app.get("/panels/{key}.png")
+    def panel_image(key: str) -> Response:
+        panel = board_parts(db, settings).panel(key)
+        if panel is None or panel.image is None:
+            return _error(404, f"no image for panel {key!r} yet")
+        return Response(panel.image, media_type="image/png")
 
     return app
 

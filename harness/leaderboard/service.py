@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -13,23 +14,12 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, SubmissionError, parse_bundle, read_run_files
 from harness.leaderboard.db import Database
+from harness.leaderboard.hooks import Job, LeaderboardHooks, board_protocols, resolve_options
 from harness.leaderboard.records import find_submission, store_submission
-from harness.leaderboard.rescoring import Verification, timed_out, verify
+from harness.leaderboard.rescoring import MAX_ERROR_SHARE, Verification, timed_out, verify
 from harness.taskspec.registry import TaskRegistry
 
 ON_MISMATCH = ("flag", "refuse")
-
-
-@dataclass(frozen=True)
-class VistaSettings:
-    """The VISTA peer pool: which task's samples are pooled, the judge and the audit's settings."""
-
-    task: str = "vista"
-    judge: str = "embedding"
-    alpha: float = 0.5
-    theta: float = 0.6
-    clustering: str = "components"
-    reference: str = "all"
 
 
 @dataclass(frozen=True)
@@ -45,14 +35,16 @@ class Settings:
     """How a leaderboard re-scores and stores submissions.
 
     ``on_mismatch``: ``flag`` stores a submission whose claimed figures differ from the re-scored ones
-    and marks it (the page shows the server's figures); ``refuse`` rejects it with the differences."""
+    and marks it (the page shows the server's figures); ``refuse`` rejects it with the differences.
+    ``protocol_options``: per protocol, values of the options its leaderboard hooks declare."""
 
     db_url: str | None = None
     data_dir: Path | None = None
     include_paths: tuple[str, ...] = ()
     on_mismatch: str = "flag"
     limits: Limits = field(default_factory=Limits)
-    vista: VistaSettings = field(default_factory=VistaSettings)
+    protocol_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_error_share: float = MAX_ERROR_SHARE
     rescore_timeout_s: float = 120.0
     rescore_workers: int = 2
     quota: Quota = field(default_factory=Quota)
@@ -60,15 +52,27 @@ class Settings:
     def __post_init__(self) -> None:
         if self.on_mismatch not in ON_MISMATCH:
             raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+        if not 0 <= self.max_error_share <= 1:
+            raise HarnessError("--max-error-share must be between 0 and 1")
         if not self.rescore_timeout_s > 0 or self.rescore_workers < 1:
             raise HarnessError("--rescore-timeout must be over 0 seconds and --rescore-workers at least 1")
+        known = {p.name: h for p, h in board_protocols()}
+        for name, given in self.protocol_options.items():
+            if name not in known:
+                raise HarnessError(f"leaderboard options for {name!r}: no such protocol with leaderboard hooks")
+            resolve_options(known[name], given)
+
+    def options(self, protocol: str, hooks: LeaderboardHooks) -> dict[str, Any]:
+        """The option values of ``protocol``'s leaderboard hooks (defaults filled in)."""
+        return resolve_options(hooks, self.protocol_options.get(protocol))
 
 
 def _verify_in_child(sender: Connection, bundle: Bundle, include_paths: tuple[str, ...],
-                     data_dir: Path | None) -> None:
+                     data_dir: Path | None, max_error_share: float) -> None:
     """A worker process's job: re-score and send back the verification or the refusal."""
     try:
-        sender.send(("ok", verify(bundle, TaskRegistry.discover(list(include_paths)), data_dir)))
+        registry = TaskRegistry.discover(list(include_paths))
+        sender.send(("ok", verify(bundle, registry, data_dir, max_error_share=max_error_share)))
     except SubmissionError as exc:
         sender.send(("refused", (str(exc), exc.status)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as a refusal of this submission
@@ -91,7 +95,8 @@ class RescoringPool:
         with self._slots:
             receiver, sender = self._context.Pipe(duplex=False)
             child = self._context.Process(target=_verify_in_child, daemon=True,
-                                          args=(sender, bundle, settings.include_paths, settings.data_dir))
+                                          args=(sender, bundle, settings.include_paths, settings.data_dir,
+                                                settings.max_error_share))
             child.start()
             sender.close()
             try:
@@ -138,7 +143,7 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
     if pool is not None:
         verification = pool.verify(bundle, registry, settings)
     else:
-        verification = verify(bundle, registry, settings.data_dir)
+        verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
     checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status == "flagged" and settings.on_mismatch == "refuse":
         detail = "; ".join(f"{t}: {c.message}" for t, c in verification.checks.items() if c.status == "mismatch")
@@ -150,7 +155,8 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
 def import_runs(db: Database, run_dirs: list[Path], submitter: str,
                 settings: Settings) -> list[tuple[Path, Outcome | SubmissionError]]:
     """Ingest run folders (a Hub-layout clone), each through the same checks as an upload; a refused run
-    is reported and the others go on. Recomputes the VISTA pool when new pooled samples came in."""
+    is reported and the others go on. Then runs each protocol's after-submission job once if new
+    submissions carry its tasks."""
     registry = TaskRegistry.discover(list(settings.include_paths))
     outcomes: list[tuple[Path, Outcome | SubmissionError]] = []
     for run_dir in run_dirs:
@@ -158,8 +164,18 @@ def import_runs(db: Database, run_dirs: list[Path], submitter: str,
             outcomes.append((run_dir, submit_files(db, read_run_files(run_dir), submitter, settings, registry)))
         except SubmissionError as exc:
             outcomes.append((run_dir, exc))
-    if any(isinstance(o, Outcome) and not o.duplicate and settings.vista.task in o.tasks for _, o in outcomes):
-        from harness.protocols.vista.pool import make_pool_judge, recompute_pool
-
-        recompute_pool(db, settings.vista, make_pool_judge(settings.vista))
+    new = [o for _, o in outcomes if isinstance(o, Outcome) and not o.duplicate]
+    for _, job, options in due_jobs(settings, [t for o in new for t in o.tasks]):
+        job.run(db, options)
     return outcomes
+
+
+def due_jobs(settings: Settings, tasks: Sequence[str] | None) -> list[tuple[str, Job, dict[str, Any]]]:
+    """(protocol, job, its options) of the after-submission jobs that new samples of ``tasks`` call for
+    (every job for None)."""
+    due = []
+    for protocol, hooks in board_protocols():
+        options = settings.options(protocol.name, hooks)
+        if hooks.job is not None and (tasks is None or set(hooks.job.tasks(options)) & set(tasks)):
+            due.append((protocol.name, hooks.job, options))
+    return due

@@ -10,8 +10,8 @@ from typing import Any
 
 from harness.leaderboard.db import Submission
 from harness.leaderboard.records import Z95
+from harness.protocols.base import protocols
 
-PROTOCOL_ORDER = ("shapes", "stealth", "mist", "vista", "fusion", "diavlo")
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
 
 
@@ -33,11 +33,16 @@ class Column:
 
 @dataclass(frozen=True)
 class Cell:
+    """A figure with its 95% CI and its coverage: n scored samples, errored samples, and samples whose
+    answer the metric could not parse."""
+
     value: float | None
     low: float | None
     high: float | None
     n: int | None
     status: str
+    errors: int | None = None
+    unparsed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -68,12 +73,14 @@ def size_bucket(parameters: int | None) -> str:
     return next(label for limit, label in SIZE_BUCKETS if parameters < limit)
 
 
-def _protocol_key(name: str) -> tuple[int, str]:
-    return (PROTOCOL_ORDER.index(name) if name in PROTOCOL_ORDER else len(PROTOCOL_ORDER), name)
+def _table_key(name: str, order: list[str]) -> tuple[int, str]:
+    return (order.index(name) if name in order else len(order), name)
 
 
 def protocol_tables(records: list[Submission]) -> list[Table]:
-    """The tables, protocols in the project's order; groups (a protocol's overall figure) first."""
+    """The tables: the registered protocols' by name, then the tables of tasks of no protocol (named for
+    their group, or ``other``); within a table, groups (a protocol's overall figure) first."""
+    order = [p.name for p in protocols()]
     columns: dict[str, dict[str, Column]] = {}
     groups: set[str] = set()
     for record in records:
@@ -83,11 +90,11 @@ def protocol_tables(records: list[Submission]) -> list[Table]:
             if s.version == "group":
                 groups.add(s.task)
     tables = []
-    for protocol in sorted(columns, key=_protocol_key):
+    for protocol in sorted(columns, key=lambda name: _table_key(name, order)):
         cols = sorted(columns[protocol].values(), key=lambda c: (c.task not in groups, c.task, c.metric))
         rows = []
         for record in records:
-            cells = {f"{s.task}/{s.metric}": _cell(s) for s in record.scores if s.protocol == protocol}
+            cells = {f"{s.task}/{s.metric}": _cell(s, record) for s in record.scores if s.protocol == protocol}
             if not cells:
                 continue
             rows.append(Row(id=record.id, model=record.model, family=record.family or "unknown",
@@ -99,10 +106,23 @@ def protocol_tables(records: list[Submission]) -> list[Table]:
     return tables
 
 
-def _cell(score: Any) -> Cell:
+def coverage_of(record: Submission, task: str, metric: str) -> tuple[int | None, int | None]:
+    """(errored samples, samples the metric could not parse) behind one figure of a record, from the
+    server's counts; a group's are its member tasks' sums."""
+    counts = record.recomputed.get("counts", {})
+    members = record.claimed.get("group_subtasks", {}).get(task) if task not in counts else [task]
+    rows = [counts[m] for m in members or [] if m in counts]
+    if not rows:
+        return None, None
+    return sum(r["errors"] for r in rows), sum(r.get("unparsed", {}).get(metric, 0) for r in rows)
+
+
+def _cell(score: Any, record: Submission) -> Cell:
+    errors, unparsed = coverage_of(record, score.task, score.metric)
     if score.value is None or score.stderr is None:
-        return Cell(score.value, None, None, score.n, score.status)
-    return Cell(score.value, score.value - Z95 * score.stderr, score.value + Z95 * score.stderr, score.n, score.status)
+        return Cell(score.value, None, None, score.n, score.status, errors, unparsed)
+    return Cell(score.value, score.value - Z95 * score.stderr, score.value + Z95 * score.stderr, score.n, score.status,
+                errors, unparsed)
 
 
 _FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "submitter", "submitted_at"]
@@ -131,12 +151,14 @@ def table_csv(table: Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     header = list(_FIXED)
     for c in table.columns:
-        header += [c.key, f"{c.key} ci_low", f"{c.key} ci_high", f"{c.key} status"]
+        header += [c.key, f"{c.key} ci_low", f"{c.key} ci_high", f"{c.key} n", f"{c.key} errors",
+                   f"{c.key} unparsed", f"{c.key} status"]
     writer.writerow(header)
     for r in table.rows:
         line = [spreadsheet_safe(getattr(r, k)) for k in _FIXED]
         for c in table.columns:
             cell = r.cells.get(c.key)
-            line += [cell.value, cell.low, cell.high, cell.status] if cell else ["", "", "", ""]
+            line += ([cell.value, cell.low, cell.high, cell.n, cell.errors, cell.unparsed, cell.status] if cell
+                     else [""] * 7)
         writer.writerow(line)
     return buffer.getvalue()

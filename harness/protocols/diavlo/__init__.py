@@ -9,9 +9,27 @@ from builders import Builder
 from harness.protocols.base import Protocol
 from harness.protocols.diavlo import cli
 
+SUMMARY = (
+    "Whether the knowledge a model's rationale uses (REALLY-KNOW) matches what the task needs (SHOULD-"
+    "KNOW), and how that relates to its accuracy."
+)
+
 PROTOCOL = Protocol(
-    name="diavlo", title="DiaVLo", summary="SHOULD-KNOW vs REALLY-KNOW: which visual concepts an answer rests on",
-    tasks=("diavlo",), card="diavlo", extra="diavlo", audit=cli.AUDIT,
-    builders=(Builder("diavlo", "builders.diavlo", "DiaVLo SHOULD-KNOW triplets with boxes over four VQA sources",
-                      "diavlo", "--sources NAME=PATH,..."),),
+    name="diavlo",
+    title="DiaVLo",
+    summary=SUMMARY,
+    tasks=("diavlo",),
+    card="diavlo",
+    extra="diavlo",
+    audit=cli.AUDIT,
+    builders=(
+        Builder(
+            "diavlo",
+            "builders.diavlo",
+            "DiaVLo SHOULD-KNOW triplets with boxes over four VQA sources",
+            "diavlo",
+            "--sources NAME=PATH,...",
+        ),
+    ),
+    extensions={"leaderboard": "harness.protocols.diavlo.leaderboard:HOOKS"},
 )

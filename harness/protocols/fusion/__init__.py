@@ -10,10 +10,30 @@ from builders import Builder
 from harness.protocols.base import Protocol
 from harness.protocols.fusion import cli
 
+SUMMARY = (
+    "How often attacks through each pathway (pixels, typed and natural text evidence) flip a model's "
+    "correct answers, and the union risk over them."
+)
+
 PROTOCOL = Protocol(
-    name="fusion", aliases=("fusionaudit",), title="FusionAudit", summary="pathway-conditioned robustness: "
-    "attacks on the visual, textual and fused evidence of an answer", tasks=("fusion",), card="fusionaudit",
-    extra="fusion", audit=cli.AUDIT, commands=(cli.ATTACK,),
-    builders=(Builder("fusion", "builders.fusion.build", "FusionAudit items with their rendered-text variants",
-                      "fusion", "[--chartqa SRC --docvqa SRC --mme SRC]", aliases=("fusionaudit",)),),
+    name="fusion",
+    aliases=("fusionaudit",),
+    title="FusionAudit",
+    summary=SUMMARY,
+    tasks=("fusion",),
+    card="fusionaudit",
+    extra="fusion",
+    audit=cli.AUDIT,
+    commands=(cli.ATTACK,),
+    builders=(
+        Builder(
+            "fusion",
+            "builders.fusion.build",
+            "FusionAudit items with their rendered-text variants",
+            "fusion",
+            "[--chartqa SRC --docvqa SRC --mme SRC]",
+            aliases=("fusionaudit",),
+        ),
+    ),
+    extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
 )

@@ -7,9 +7,25 @@ direction, agreement), report.py (with the alt-test of harness/metrics/alttest.p
 from builders import Builder
 from harness.protocols.base import Protocol
 
+SUMMARY = (
+    "How stable a VLM judge's literal-or-idiomatic verdicts are when an image is added, and whether it "
+    "could stand in for human annotators (alt-test)."
+)
+
 PROTOCOL = Protocol(
-    name="mist", title="MIST", summary="misleading images: how far an image moves a VLM judge off the human panels",
-    tasks=("mist",), card="mist",
-    builders=(Builder("mist", "builders.mist", "Misleading-Image Stress Test from AdMIRe-format rows", None,
-                      "--admire ROWS --images DIR --humans FILE"),),
+    name="mist",
+    title="MIST",
+    summary=SUMMARY,
+    tasks=("mist",),
+    card="mist",
+    builders=(
+        Builder(
+            "mist",
+            "builders.mist",
+            "Misleading-Image Stress Test from AdMIRe-format rows",
+            None,
+            "--admire ROWS --images DIR --humans FILE",
+        ),
+    ),
+    extensions={"leaderboard": "harness.protocols.mist.leaderboard:HOOKS"},
 )

@@ -7,9 +7,23 @@ primacy/recency, IER), report.py (the task report), plots.py.
 from builders import Builder
 from harness.protocols.base import Protocol
 
+SUMMARY = "How much the color and contrast of rendered text shift a model's sentiment ratings and answers."
+
 PROTOCOL = Protocol(
-    name="stealth", title="Stealth Prompt Testset", summary="color and contrast of rendered text that alone change "
-    "a model's reading", tasks=("stealth", "stealth_ocr"), card="stealth", extra="stealth",
-    builders=(Builder("stealth", "builders.stealth", "Stealth Prompt Testset: text rendered in styles that alone "
-                      "change it", "stealth", "[--squad FILE]"),),
+    name="stealth",
+    title="Stealth Prompt Testset",
+    summary=SUMMARY,
+    tasks=("stealth", "stealth_ocr"),
+    card="stealth",
+    extra="stealth",
+    builders=(
+        Builder(
+            "stealth",
+            "builders.stealth",
+            "Stealth Prompt Testset: text rendered in styles that alone change it",
+            "stealth",
+            "[--squad FILE]",
+        ),
+    ),
+    extensions={"leaderboard": "harness.protocols.stealth.leaderboard:HOOKS"},
 )

@@ -9,10 +9,24 @@ from builders import Builder
 from harness.protocols.base import Protocol
 from harness.protocols.vista import cli
 
+SUMMARY = (
+    "How far a model's answers to the same image and prompt diverge from its peers' (suspicion S), and "
+    "whether it refuses some demographic groups more than others."
+)
+
 PROTOCOL = Protocol(
-    name="vista", title="VISTA", summary="cross-model semantic divergence: where a model's answers leave its peers'",
-    tasks=("vista",), card="vista", extra="vista", audit=cli.AUDIT, after_eval=cli.after_eval, audit_tag="vista",
+    name="vista",
+    title="VISTA",
+    summary=SUMMARY,
+    tasks=("vista",),
+    card="vista",
+    extra="vista",
+    audit=cli.AUDIT,
+    after_eval=cli.after_eval,
+    audit_tag="vista",
     eval_arguments=cli.eval_arguments,
-    builders=(Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)",
-                      "vista"),),
+    builders=(
+        Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
+    ),
+    extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
 )

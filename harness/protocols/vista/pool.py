@@ -7,27 +7,51 @@ shown against the pool they were computed in.
 
 from __future__ import annotations
 
+import functools
 import tempfile
-from dataclasses import asdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 
-from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
-from harness.leaderboard.service import VistaSettings
+from harness.leaderboard.db import Database, PoolComputation, StoredFile, Submission
 from harness.leaderboard.tables import spreadsheet_safe as _safe
-from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
+from harness.metrics.bootstrap import cluster_ci
+from harness.protocols.vista.audit import AuditConfig, AuditResult, audit_records, write_audit
+from harness.protocols.vista.metrics import model_detection
 from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
 
 
-def make_pool_judge(settings: VistaSettings) -> Any:
-    """The pool's entailment judge (an LLM judge caches its decisions in the harness response store)."""
+@dataclass(frozen=True)
+class PoolSettings:
+    """The peer pool: which task's samples are pooled, the judge and the audit's settings."""
+
+    task: str = "vista"
+    judge: str = "embedding"
+    alpha: float = 0.5
+    theta: float = 0.6
+    clustering: str = "components"
+    reference: str = "all"
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
+        return cls(task=str(options["task"]), judge=str(options["judge"]), alpha=float(options["alpha"]),
+                   theta=float(options["theta"]), clustering=str(options["clustering"]),
+                   reference=str(options["reference"]))
+
+
+@functools.cache
+def make_pool_judge(name: str) -> Any:
+    """The pool's entailment judge, one per process and name (an LLM judge caches its decisions in the
+    harness response store)."""
     from harness.judges.entailment import make_judge
     from harness.models.tiny import cache_root
 
-    return make_judge(settings.judge, cache_root() / "responses.sqlite")
+    return make_judge(name, cache_root() / "responses.sqlite")
 
 
 def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
@@ -53,13 +77,26 @@ def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[st
     return out
 
 
-def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
+def _intervals(result: AuditResult, model: str) -> dict[str, list[float] | None]:
+    """Bootstrap 95% CIs over the model's queries: mean S, the flagged share and the detection score."""
+    values = np.array([r["suspicion"] for r in result.rows if r["model"] == model])
+    theta = result.config.theta
+
+    def ci(figure: Any) -> list[float] | None:
+        found = cluster_ci(len(values), lambda idx: figure(values[idx]))
+        return list(found) if found else None
+
+    return {"mean_suspicion": ci(lambda v: float(v.mean())), "flag_share": ci(lambda v: float((v >= theta).mean())),
+            "detection_score": ci(lambda v: float(model_detection(list(v), theta)["score"]))}
+
+
+def recompute_pool(db: Database, settings: PoolSettings, judge: Any) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
     the stored row says the pool is waiting for peers."""
     members = pool_members(db, settings.task)
     config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
                          clustering=settings.clustering, reference=settings.reference)
-    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
+    row = PoolComputation(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
                     members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
     if len(members) < 2:
         row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
@@ -76,19 +113,21 @@ def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
             row.status = "ok"
             row.message = (f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
                            f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries")
-            row.per_model = {m: {**v, "submission_id": ids.get(m)} for m, v in result.per_model.items()}
+            row.per_model = {m: {**v, "flag_share": v["flags"] / v["queries"], "ci95": _intervals(result, m),
+                                 "submission_id": ids.get(m)} for m, v in result.per_model.items()}
     with db.session() as session:
         session.add(row)
         session.commit()
         return row.id
 
 
-def latest_pool(db: Database, task: str) -> VistaPool | None:
+def latest_pool(db: Database, task: str) -> PoolComputation | None:
     with db.session() as session:
-        return session.scalar(select(VistaPool).where(VistaPool.task == task).order_by(VistaPool.id.desc()).limit(1))
+        return session.scalar(select(PoolComputation).where(PoolComputation.task == task)
+                              .order_by(PoolComputation.id.desc()).limit(1))
 
 
-def pool_json(pool: VistaPool | None) -> dict[str, Any] | None:
+def pool_json(pool: PoolComputation | None) -> dict[str, Any] | None:
     if pool is None:
         return None
     return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,
@@ -97,11 +136,11 @@ def pool_json(pool: VistaPool | None) -> dict[str, Any] | None:
 
 
 POOL_TABLE = "vista-pool"
-_POOL_COLUMNS = ("model", "submission_id", "queries", "mean_suspicion", "max_suspicion", "flags",
+_POOL_COLUMNS = ("model", "submission_id", "queries", "mean_suspicion", "max_suspicion", "flags", "flag_share",
                  "mean_semantic_entropy", "refusal_rate", "dominant_pattern")
 
 
-def pool_csv(pool: VistaPool) -> str:
+def pool_csv(pool: PoolComputation) -> str:
     """The pool's per-model table, with when, how and over whom it was computed on every row."""
     import csv
     import io
