@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from harness.errors import DatasetError
+from harness.paths import cache_root
 from harness.taskspec.config import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def default_data_dir() -> Path:
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env)
-    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness")) / "data"
+    return cache_root() / "data"
 
 
 def resolve_path(dataset_path: str, data_dir: Path | None) -> tuple[str, bool]:

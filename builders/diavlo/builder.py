@@ -48,11 +48,11 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
                                "(e.g. tiny:qwen2_vl)")
         from harness.engine.store import ResponseStore
         from harness.models.base import create_backend
-        from harness.models.tiny import cache_root
+        from harness.paths import default_store_path
         from harness.protocols.diavlo.detector import OpenVocabDetector
 
         detector_source = DetectorSource(OpenVocabDetector(detector), create_backend(relation_model), relation_model,
-                                         ResponseStore(cache_root() / "responses.sqlite"))
+                                         ResponseStore(default_store_path()))
     if annotations is None and detector_source is None:
         raise HarnessError("no scene-graph source: pass --scene-graphs FILE and/or --detector with --relation-model")
     return ChainedSource(annotations, detector_source)
@@ -92,7 +92,7 @@ def build(out: Path, sources: str | tuple[str, ...] = (), seed: int = 0, per_sou
             paths, graphs = write_sources(tmp)
             return build(out, sources_arg(paths), seed, per_source, str(graphs), detector, relation_model,
                          max_candidates, curation_out, curated)
-    from harness.judges.entailment import MiniLMEncoder
+    from harness.embeddings import MiniLMEncoder
 
     locations = parse_sources(sources)
     graph = _scene_graph_source(scene_graphs, detector, relation_model)

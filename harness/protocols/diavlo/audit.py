@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.engine.requests import make_request
 from harness.engine.runner import answer_requests
+from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
-from harness.hashing import derive_seed, stable_hash
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
@@ -134,18 +135,6 @@ def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, 
     return out
 
 
-def _task_docs(run: RunResults, task: str, data_dir: Path | None) -> tuple[Any, list[Any]]:
-    from harness.data import load_task_dataset
-    from harness.engine.task_runtime import TaskRuntime
-    from harness.taskspec.registry import TaskRegistry
-
-    registry = TaskRegistry.discover(run.config.get("include_paths", []))
-    config = registry.get(task)
-    runtime = TaskRuntime(config, run.provenance.get("model", {}).get("model_family"))
-    docs = runtime.process_docs(load_task_dataset(config, data_dir).docs)
-    return runtime, docs
-
-
 def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
     """The run's generation settings and n for ``task``, so the unoccluded design is the run's own request."""
     gen = dict(run.provenance.get("generation", {}).get(task, {}))
@@ -169,7 +158,8 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
         rows = pair_rows(records, config.thresholds)
         audit.per_source[task] = behaviour_summary(rows, config.mi_estimator, config.mi_resamples, config.seed)
         audit.pairs.extend({**r, "task": task} for r in rows)
-        runtime, docs = _task_docs(run, task, data_dir)
+        opened = open_run_task(run, task, data_dir)
+        runtime, docs = opened.runtime, opened.docs
         params, n = _params(run, task)
         for record in records:
             if record.error is not None or not record.responses:
@@ -225,8 +215,7 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
         cf_doc = {**doc, "image": occlude(image, [boxes[c] for c in design])}
         messages = runtime.build_messages(cf_doc)
-        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
-        request = GenerationRequest(key, messages, params, n, derive_seed(base_seed, key))
+        request = make_request(messages, params, n, base_seed)
         plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
                        "occluded": list(design),
                        "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),

@@ -36,7 +36,7 @@ DEFAULT_THRESHOLDS = Thresholds()
 @functools.cache
 def shared_encoder() -> Any:
     """One offline MiniLM encoder per process (scoring, audits)."""
-    from harness.judges.entailment import MiniLMEncoder
+    from harness.embeddings import MiniLMEncoder
 
     return MiniLMEncoder()
 

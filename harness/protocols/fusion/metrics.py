@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.metrics.bootstrap import cluster_cis
 
 VIS_PGD, END_PGD, MANTIS, TYPO_EVID, NAT_EVID = "vis_pgd", "end_pgd", "mantis", "typo_evid", "nat_evid"
 PIXEL_ATTACKS = (VIS_PGD, END_PGD, MANTIS)
@@ -236,26 +237,11 @@ def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], univers
     the outcomes of the drawn items that lie in its own clean-correct set (with their multiplicity),
     so differences and averages across models are resampled together. A figure undefined on a
     resample is dropped from it; None when fewer than 2 items exist or most resamples are undefined."""
-    if len(universe) < 2:
-        return {}
-    rng = np.random.default_rng(seed)
-    values: dict[Hashable, list[float]] = {}
-    for idx in rng.integers(0, len(universe), size=(n_resamples, len(universe))):
+    def figures(idx: np.ndarray) -> Mapping[Hashable, float | None]:
         drawn = [universe[k] for k in idx]
-        sample = {m: [items[i] for i in drawn if i in items] for m, items in per_model.items()}
-        for name, value in statistic(sample).items():
-            bucket = values.setdefault(name, [])
-            if value is not None and math.isfinite(value):
-                bucket.append(float(value))
-    alpha = (1 - confidence) / 2
-    out: dict[Hashable, tuple[float, float] | None] = {}
-    for name, vs in values.items():
-        if len(vs) < n_resamples / 2:
-            out[name] = None
-        else:
-            low, high = np.quantile(vs, [alpha, 1 - alpha])
-            out[name] = (float(low), float(high))
-    return out
+        return statistic({m: [items[i] for i in drawn if i in items] for m, items in per_model.items()})
+
+    return cluster_cis(len(universe), figures, n_resamples, confidence, seed)
 
 
 def macro_average(values: Iterable[float | None]) -> float | None:

@@ -25,9 +25,9 @@ from harness.results.schema import SampleRecord
 def make_pool_judge(settings: VistaSettings) -> Any:
     """The pool's entailment judge (an LLM judge caches its decisions in the harness response store)."""
     from harness.judges.entailment import make_judge
-    from harness.models.tiny import cache_root
+    from harness.paths import default_store_path
 
-    return make_judge(settings.judge, cache_root() / "responses.sqlite")
+    return make_judge(settings.judge, default_store_path())
 
 
 def pool_members(db: Database, task: str) -> list[tuple[int, str]]:

@@ -18,9 +18,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
-from harness.models.base import GenerationParams, GenerationRequest
+from harness.models.base import GenerationParams
 from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
@@ -92,17 +93,14 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
                         family: str | None) -> tuple[list[CleanItem], GenerationParams]:
     """C from a saved clean run, with each item's doc, prompt and clean answer, and the task's
     generation settings (used again for the re-check)."""
-    from harness.data import load_task_dataset
-    from harness.engine.task_runtime import TaskRuntime
+    from harness.engine.tasks import open_task
     from harness.results.schema import read_samples
-    from harness.taskspec.registry import TaskRegistry
 
     path = run_dir / f"samples_{task}.jsonl"
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no samples of task {task} (run it with harness eval, or drop --clean-run)")
-    config = TaskRegistry.discover(include_paths).get(task)
-    runtime = TaskRuntime(config, family)
-    docs = runtime.process_docs(load_task_dataset(config, data_dir).docs)
+    opened = open_task(task, family, data_dir, include_paths)
+    config, runtime, docs = opened.config, opened.runtime, opened.docs
     items = []
     for record in read_samples(run_dir, task):
         if record.error is not None or record.metrics.get("correct,none") != 1.0:
@@ -173,8 +171,7 @@ def _attack_batch(wb: WhiteBox, attack: str, items: list[CleanItem], params: Gen
     for it, image in zip(items, images, strict=True):
         messages = _replace_image(it.messages, image)
         key = stable_hash({"attack": attack, "item": it.item, "image": image, "params": params.as_dict()})
-        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=1,
-                                          seed=derive_seed(opts.seed, key)))
+        requests.append(make_request(messages, params, 1, opts.seed, key=key))
     # One request per call: left padding in a batch could change a greedy answer by itself.
     answers = [wb.backend.generate([request])[0] for request in requests]
     out = []
