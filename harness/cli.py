@@ -29,9 +29,9 @@ def _parse_gen_kwargs(text: str | None) -> dict[str, Any]:
 
 
 def _default_store() -> Path:
-    from harness.models.tiny import cache_root
+    from harness.paths import default_store_path
 
-    return cache_root() / "responses.sqlite"
+    return default_store_path()
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -70,9 +70,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
         print(f"\n{spec}")
         print(summary_table(run))
-        stats = run.provenance["requests"]
-        print(f"\n{stats['generated']} request(s) generated, {stats['cached']} from the response store; "
-              f"wall time {run.provenance['wall_time_s']:.1f}s")
+        stats = run.provenance.requests
+        print(f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
+              f"wall time {run.provenance.wall_time_s or 0:.1f}s")
         if run_dir is not None:
             print(f"results: {run_dir / 'results.json'}")
         if all(c.scored == 0 for c in run.counts.values()) and any(c.samples for c in run.counts.values()):
@@ -96,11 +96,11 @@ def _vista_audit(records: dict[str, list[Any]], args: argparse.Namespace, task: 
 
     judge = make_judge(args.judge, Path(args.cache) if args.cache else _default_store())
     result = audit_records(records, judge, AuditConfig(task=task), show_progress=args.verbosity != "quiet")
-    print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
+    print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
     _print_audit(result)
     if output is not None:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-        out = write_audit(result, output / f"audit-{task}-{stamp}", getattr(judge, "name", args.judge))
+        out = write_audit(result, output / f"audit-{task}-{stamp}", judge.name)
         print(f"audit: {out / 'audit.json'}")
 
 
@@ -124,12 +124,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
                        Path(args.output) if args.output else None)
     print(summary_table(run))
-    rescored = run.provenance["rescored"]
-    if rescored["originals"] is None:
-        print(f"\nwrote to {args.output}: {', '.join(rescored['files'])} (the run folder is unchanged)")
+    rescored = run.provenance.rescored
+    assert rescored is not None  # score_run always records its rescoring
+    if rescored.originals is None:
+        print(f"\nwrote to {args.output}: {', '.join(rescored.files)} (the run folder is unchanged)")
     else:
-        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored['files'])}; the run's files as first written "
-              f"are kept in {rescored['originals']}")
+        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
+              f"are kept in {rescored.originals}")
     return 0
 
 
@@ -201,8 +202,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from harness.data import default_data_dir
     from harness.engine.runner import EvalOptions, evaluate
     from harness.models.base import create_backend, parse_model_args
+    from harness.protocols.fusion.attacks.losses import white_box
     from harness.protocols.fusion.attacks.pgd import PGDConfig
-    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
     from harness.protocols.fusion.attacks.run import (
         ATTACKS,
         DIAGNOSTICS,
@@ -231,12 +232,10 @@ def cmd_attack(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     for spec in args.model:
         backend = create_backend(spec, model_args)
-        if getattr(backend, "model_type", None) not in SUPPORTED:
-            raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, "
-                               f"not {getattr(backend, 'model_type', type(backend).__name__)!r}")
+        attacked = white_box(backend, spec)
         if args.clean_run:
             run_dir = Path(args.clean_run)
-            saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")
+            saved = read_run(run_dir).provenance.model.fingerprint
             if saved != backend.fingerprint:
                 raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
                                    f"{backend.fingerprint})")
@@ -245,15 +244,17 @@ def cmd_attack(args: argparse.Namespace) -> int:
                                     seed=args.seed, batch_size=args.batch_size, limit=args.limit,
                                     output=Path(args.output), store_path=_default_store(),
                                     show_progress=opts.show_progress)
-            _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
+            _, _, written = evaluate(backend, spec, eval_opts, model_args)
+            assert written is not None  # evaluate writes a run folder when given an output
+            run_dir = written
         items, params = clean_correct_items(run_dir, tasks[0], data_dir, args.include_path or [],
                                                backend.model_family)
-        summary = run_attacks(backend, run_dir, items, params, opts)
-        print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")
+        summary = run_attacks(attacked, run_dir, items, params, opts)
+        print(f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}")
         print("| Attack | ASR | items/min |\n|---|---|---|")
         for attack in opts.attacks:
-            value = summary["asr"][attack]
-            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary['items_per_minute'][attack]} |")
+            value = summary.asr[attack]
+            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary.items_per_minute[attack]} |")
         print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
     return 0
 
@@ -276,7 +277,7 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
         print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = write_audit(result, Path(args.output) if args.output else run_dirs[0].parent.parent / f"audit-vista-{stamp}",
-                      getattr(judge, "name", args.judge))
+                      judge.name)
     _print_audit(result)
     print(f"audit: {out / 'audit.json'}")
     return 0
@@ -382,8 +383,8 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
     audits = []
     for run_dir in map(Path, args.run_dirs):
         run = read_run(run_dir)
-        spec = args.model or str(run.config.get("model"))
-        model_args = parse_model_args(args.model_args) if args.model_args else run.config.get("model_args", {})
+        spec = args.model or run.config.model
+        model_args = parse_model_args(args.model_args) if args.model_args else run.config.model_args
         audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir, detector))
     store.close()
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

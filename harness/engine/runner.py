@@ -26,7 +26,23 @@ from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 from harness.paths import new_run_dir
 from harness.provenance import environment
-from harness.results.schema import RunResults, SampleRecord, TaskCounts, read_run, read_samples, write_run
+from harness.results.schema import (
+    DatasetFingerprint,
+    GenerationSettings,
+    ModelInfo,
+    Provenance,
+    RequestCounts,
+    Rescoring,
+    RunConfig,
+    RunResults,
+    SampleRecord,
+    SeedPolicy,
+    TaskCounts,
+    Turn,
+    read_run,
+    read_samples,
+    write_run,
+)
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 
@@ -116,7 +132,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
 
 
 def _generate(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
-              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], dict[str, int]]:
+              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
     """Answer every request from the store or the backend; returns responses, errors and counts."""
     unique: dict[str, GenerationRequest] = {}
     for req in requests:
@@ -130,8 +146,7 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
         else:
             responses[req.key] = cached
     errors: dict[str, str] = {}
-    stats = {"requests": len(requests), "unique_requests": len(unique), "cached": len(responses),
-             "generated": 0, "generated_samples": 0}
+    stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
     bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc="generate", disable=not opts.show_progress)
     try:
         for batch in backend.preferred_batch(missing, opts.batch_size):
@@ -142,8 +157,8 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
                 else:
                     store.put(backend.fingerprint, req.key, req.seed, out)
                     responses[req.key] = out
-                    stats["generated"] += 1
-                    stats["generated_samples"] += len(out)
+                    stats.generated += 1
+                    stats.generated_samples += len(out)
                 bar.update(req.n)
     finally:
         bar.close()
@@ -160,15 +175,15 @@ def answer_requests(backend: Backend, requests: list[GenerationRequest], store: 
 
 
 def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
-                     store: ResponseStore, opts: EvalOptions, stats: dict[str, int]
-                     ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+                     store: ResponseStore, opts: EvalOptions, stats: RequestCounts
+                     ) -> dict[tuple[str, int], list[Turn]]:
     """Turns 2.. of multi-turn tasks (``metadata: {harness_turns: [...]}``), one round per turn.
 
     Turn t+1 of sample k continues sample k's conversation (its answer as the assistant message, then
     the next user prompt; images stay in turn 1), as an n=1 request keyed by the whole conversation, so
     every turn is cached and resumed on its own and identical (greedy) chains are generated once. A
     failed generation is recorded on that turn and ends the doc's conversation.
-    Returns (task, doc_id) -> [{"prompt", "request_keys", "responses", "error"}, ...].
+    Returns (task, doc_id) -> its turns after the first.
     """
     chains: dict[tuple[str, int], list[list[Any]]] = {}
     prompts: dict[tuple[str, int], list[str]] = {}
@@ -179,24 +194,23 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
                 at = (task.config.task, doc_id)
                 chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
                 prompts[at], params[at] = follow_ups, task.params
-    turns: dict[tuple[str, int], list[dict[str, Any]]] = {at: [] for at in chains}
+    turns: dict[tuple[str, int], list[Turn]] = {at: [] for at in chains}
     for t in range(max((len(p) for p in prompts.values()), default=0)):
         pending: dict[tuple[str, int], list[GenerationRequest]] = {}
         for at, convs in chains.items():
-            if t >= len(prompts[at]) or (turns[at] and turns[at][-1]["error"]):
+            if t >= len(prompts[at]) or (turns[at] and turns[at][-1].error):
                 continue
             pending[at] = []
             for conv in convs:
                 conv.append(_text_message("user", prompts[at][t]))
                 pending[at].append(make_request(conv, params[at], 1, opts.seed))
         out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts)
-        for name in ("requests", "unique_requests", "cached", "generated", "generated_samples"):
-            stats[f"follow_up_{name}"] = stats.get(f"follow_up_{name}", 0) + round_stats[name]
+        stats.add_follow_up(round_stats)
         for at, reqs in pending.items():
             failed = next((errors[r.key] for r in reqs if r.key in errors), None)
             answers = [] if failed else [out[r.key][0] for r in reqs]
-            turns[at].append({"prompt": prompts[at][t], "request_keys": [r.key for r in reqs],
-                              "responses": answers, "error": failed})
+            turns[at].append(Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers,
+                                  error=failed))
             for conv, answer in zip(chains[at], answers, strict=False):
                 conv.append(_text_message("assistant", answer))
     return turns
@@ -229,8 +243,9 @@ def group_results(registry: TaskRegistry, names: list[str], results: dict[str, d
                 weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
                 stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
-                ok = all(isinstance(s, float) for s in stderrs) and sum(sizes) > len(sizes)
-                out[f"{metric}_stderr,{filt}"] = pooled_stderr(stderrs, sizes) if ok else "N/A"
+                floats = [s for s in stderrs if isinstance(s, float)]
+                ok = len(floats) == len(stderrs) and sum(sizes) > len(sizes)
+                out[f"{metric}_stderr,{filt}"] = pooled_stderr(floats, sizes) if ok else "N/A"
         groups[name] = out
     return groups, subtasks
 
@@ -265,11 +280,12 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     for task in prepared:
         final = []
         for record, doc in zip(task.records, task.docs, strict=True):
-            if record.error is None and record.request_key is not None:
-                if record.request_key in errors:
-                    record = record.model_copy(update={"error": errors[record.request_key]})
+            key = record.request_key
+            if record.error is None and key is not None:
+                if key in errors:
+                    record = record.model_copy(update={"error": errors[key]})
                 else:
-                    record = record.model_copy(update={"responses": responses[record.request_key],
+                    record = record.model_copy(update={"responses": responses[key],
                                                        "turns": turns.get((task.config.task, record.doc_id), [])})
                     record = task.runtime.score(record, doc)
             final.append(record)
@@ -283,28 +299,27 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         results=results, groups=groups, group_subtasks=group_subtasks,
         configs={t.config.task: _config_snapshot(t.config) for t in prepared},
         versions={t.config.task: t.config.version for t in prepared},
-        **{"n-samples": {t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
-                         for t in prepared}},
+        n_samples={t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
+                   for t in prepared},
         higher_is_better={t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list}
                           for t in prepared},
         counts=counts,
         reports=reports,
-        config={"model": model_spec, "model_args": model_args or {}, "batch_size": opts.batch_size,
-                "limit": opts.limit, "seed": opts.seed, "tasks": opts.tasks,
-                "include_paths": [str(Path(p).resolve()) for p in opts.include_paths],
-                "gen_overrides": opts.gen_overrides, "repeats": opts.repeats, "use_cache": opts.use_cache,
-                "refresh": opts.refresh},
-        provenance={
-            **environment(), "model": backend.info(),
-            "datasets": {t.config.task: t.fingerprint for t in prepared},
-            "generation": {t.config.task: {**t.params.as_dict(), "n": opts.repeats or t.config.repeats}
-                           for t in prepared},
-            "seeds": {"base_seed": opts.seed, "per_request": "sha256(base_seed:request_key)[:8]"},
-            "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
-            "wall_time_s": round(wall, 3), "generation_time_s": round(gen_seconds, 3),
-            "throughput_samples_per_s": round(stats["generated_samples"] / gen_seconds, 3) if gen_seconds else None,
-            "requests": stats,
-        },
+        config=RunConfig(
+            model=model_spec, model_args=model_args or {}, batch_size=opts.batch_size, limit=opts.limit,
+            seed=opts.seed, tasks=opts.tasks, include_paths=[str(Path(p).resolve()) for p in opts.include_paths],
+            gen_overrides=opts.gen_overrides, repeats=opts.repeats, use_cache=opts.use_cache, refresh=opts.refresh),
+        provenance=Provenance(
+            **environment(), model=ModelInfo.model_validate(backend.info()),
+            datasets={t.config.task: DatasetFingerprint.model_validate(t.fingerprint) for t in prepared},
+            generation={t.config.task: GenerationSettings(**t.params.as_dict(), n=opts.repeats or t.config.repeats)
+                        for t in prepared},
+            seeds=SeedPolicy(base_seed=opts.seed),
+            started_at=datetime.fromtimestamp(started, UTC).isoformat(),
+            wall_time_s=round(wall, 3), generation_time_s=round(gen_seconds, 3),
+            throughput_samples_per_s=round(stats.generated_samples / gen_seconds, 3) if gen_seconds else None,
+            requests=stats,
+        ),
     )
     if run_dir is not None:
         write_run(run_dir, run, samples)
@@ -365,7 +380,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     in_place = dest.resolve() == run_dir.resolve()
     if not in_place and (dest / "results.json").exists():
         raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
-    registry = TaskRegistry.discover(run.config.get("include_paths", []))
+    registry = TaskRegistry.discover(run.config.include_paths)
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
@@ -374,7 +389,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     for task in run.configs:
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
             registry.get(task), family, read_samples(run_dir, task), data_dir)
-    groups, group_subtasks = group_results(registry, run.config.get("tasks", []), results, counts)
+    groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
     check_output(dest)
     originals = _keep_originals(run_dir) if in_place else None
     before = _file_stamps(dest)
@@ -384,9 +399,9 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     updated = run.model_copy(update={
         "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
         "reports": reports,
-        "provenance": {**run.provenance, "rescored": {
-            **environment(), "source": str(run_dir.resolve()), "files": written,
-            "originals": None if originals is None else str(originals)}},
+        "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
+            **environment(), source=str(run_dir.resolve()), files=written,
+            originals=None if originals is None else str(originals))}),
     })
     write_run(dest, updated, samples)
     return updated, samples

@@ -155,7 +155,7 @@ class TaskRuntime:
                         if not _is_image(image):
                             raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
                         image.load()  # force decoding now so a corrupt file is this doc's error
-        return messages
+        return cast(list[Message], messages)
 
     def target(self, doc: dict[str, Any]) -> Any:
         """The doc's target; a field that is null is this doc's bad input, never the string 'None'."""
@@ -199,7 +199,7 @@ class TaskRuntime:
         unparsed: list[str] = []
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
-            scoring_doc = {**scoring_doc, "harness_turns": record.turns}
+            scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
         for pipe in self.config.filters:
             answers = apply_pipeline(pipe.steps, record.responses)
             filtered[pipe.name] = answers[0] if len(answers) == 1 else answers
@@ -312,6 +312,6 @@ def _render_field(spec: Any, doc: dict[str, Any]) -> str:
     import jinja2
 
     try:
-        return _template(str(spec)).render(**doc)
+        return str(_template(str(spec)).render(**doc))
     except (jinja2.TemplateError, BadInputError) as exc:
         raise BadInputError(f"template {spec!r}: {exc}") from exc

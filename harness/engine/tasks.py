@@ -37,7 +37,7 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
     if isinstance(task, TaskConfig):
         config = task
     else:
-        config = (registry or TaskRegistry.discover(list(include_paths))).get(task)
+        config = (registry or TaskRegistry.discover(include_paths)).get(task)
     runtime = TaskRuntime(config, family)
     dataset = loaded or load_task_dataset(config, data_dir)
     return OpenTask(config, runtime, dataset, runtime.process_docs(dataset.docs))
@@ -45,15 +45,14 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
 
 def open_run_task(run: RunResults, task: str, data_dir: Path | None) -> OpenTask:
     """A task of a saved run, opened as the run opened it (its include paths, its model's family)."""
-    return open_task(task, model_family_of(run), data_dir, run.config.get("include_paths", []))
+    return open_task(task, model_family_of(run), data_dir, run.config.include_paths)
 
 
 def model_family_of(run: RunResults) -> str | None:
     """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
-    family = run.provenance.get("model", {}).get("model_family")
-    if family:
-        return str(family)
+    model = run.provenance.model
+    if model.model_family:
+        return model.model_family
     from harness.models.hf import LMMS_FAMILY
 
-    model_type = run.provenance.get("model", {}).get("model_type")
-    return LMMS_FAMILY.get(model_type, model_type) if model_type else None
+    return LMMS_FAMILY.get(model.model_type, model.model_type) if model.model_type else None

@@ -1,21 +1,22 @@
 """Entailment judges for VISTA clustering: embedding cosine (offline), an NLI cross-encoder, or an LLM
 asked Yes/No.
 
-A judge is a callable ``entails(premise, hypothesis) -> bool``; it counts its model calls so audits can
-report them. LLM decisions go through a harness backend and its response store (loaded into memory once),
-so a rerun of an audit asks nothing twice and a fully cached audit never touches the model.
+Each is a :class:`harness.judges.base.Judge`: a callable ``entails(premise, hypothesis) -> bool`` with a
+name and a count of its model calls, so audits can report them. LLM decisions go through a harness backend
+and its response store (loaded into memory once), so a rerun of an audit asks nothing twice and a fully
+cached audit never touches the model.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 from harness.embeddings import MiniLMEncoder
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import stable_hash
+from harness.judges.base import Judge
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 
 # The question is asked once per direction; two Yes answers make a mutual entailment.
@@ -123,7 +124,7 @@ class LLMJudge:
 
 
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
-               prompt: str | None = None) -> Any:
+               prompt: str | None = None) -> Judge:
     """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model
     spec for an LLM judge (``prompt`` overrides its Yes/No question)."""
     if spec == "embedding" or spec.startswith("embedding:"):

@@ -63,7 +63,7 @@ IDEFICS3_TEMPLATE = (
 )
 
 
-def _tokenizer(specials: list[str], template: str, **special_kwargs: Any) -> Any:
+def _tokenizer(specials: list[str], template: str | None, **special_kwargs: Any) -> Any:
     """Train a byte-level BPE on a small fixed corpus and wrap it with the architecture's tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ class TaskRegistry:
     _loaded: dict[str, TaskConfig] = field(default_factory=dict)
 
     @classmethod
-    def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
+    def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
         paths = [bundled_tasks_dir(), *(Path(p) for p in include_paths or [])]
         for p in paths:
             if not p.is_dir():

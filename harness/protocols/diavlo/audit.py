@@ -44,7 +44,7 @@ from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.protocols.diavlo.metrics import Thresholds
 from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
-from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
+from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
 
@@ -115,7 +115,7 @@ def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, 
                   detector: Any | None) -> dict[str, list[float] | None]:
     """concept -> box: best-matching SK concept's box, else the detector's, else None."""
     encoder = shared_encoder()
-    sk_boxes = {}
+    sk_boxes: dict[str, list[float]] = {}
     for t in sk:
         for role in ("subject", "object"):
             if t.get(f"{role}_box"):
@@ -137,9 +137,9 @@ def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, 
 
 def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
     """The run's generation settings and n for ``task``, so the unoccluded design is the run's own request."""
-    gen = dict(run.provenance.get("generation", {}).get(task, {}))
-    n = int(gen.pop("n", 1))
-    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), n
+    settings = run.provenance.generation.get(task, GenerationSettings())
+    gen = settings.model_dump(exclude={"n"})
+    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), settings.n
 
 
 def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any, data_dir: Path | None,
@@ -149,7 +149,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
     tasks = [t for t in run.configs if t.startswith("diavlo_")]
     if not tasks:
         raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
-    audit = ModelAudit(str(run.config.get("model")), str(run_dir))
+    audit = ModelAudit(run.config.model, str(run_dir))
     counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
               "counterfactuals": 0}
     plans: list[tuple[dict[str, Any], GenerationRequest]] = []
@@ -165,7 +165,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
             if record.error is not None or not record.responses:
                 continue
             counts["pairs"] += 1
-            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, int(run.config.get("seed", 0))),
+            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, run.config.seed),
                                      config, detector, counts, task))
     audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
     responses, errors = answer_requests(backend, [req for _, req in plans], store, config.batch_size)
@@ -213,7 +213,7 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     original_correct = (performance(doc, original) or 0.0) >= 0.5
     plans = []
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
-        cf_doc = {**doc, "image": occlude(image, [boxes[c] for c in design])}
+        cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
         messages = runtime.build_messages(cf_doc)
         request = make_request(messages, params, n, base_seed)
         plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
@@ -320,7 +320,8 @@ def summary_tables(audits: list[ModelAudit]) -> str:
                     lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
                     continue
                 est = e.estimate
+                checks = " | ".join("-" if c is None else f"{c.effect:+.3f}"
+                                    for c in (e.placebo, e.random_common_cause))
                 lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
-                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {e.placebo.effect:+.3f} | "
-                             f"{e.random_common_cause.effect:+.3f} | {verdict} |")
+                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from harness.judges.base import Judge
 from harness.leaderboard.db import Database, StoredFile, Submission, VistaPool
 from harness.leaderboard.service import VistaSettings
 from harness.leaderboard.tables import spreadsheet_safe as _safe
@@ -22,7 +23,7 @@ from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
 
 
-def make_pool_judge(settings: VistaSettings) -> Any:
+def make_pool_judge(settings: VistaSettings) -> Judge:
     """The pool's entailment judge (an LLM judge caches its decisions in the harness response store)."""
     from harness.judges.entailment import make_judge
     from harness.paths import default_store_path
@@ -49,17 +50,18 @@ def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[st
         for submission_id, model in members:
             content = session.scalar(select(StoredFile.content).where(
                 StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
-            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(content.decode("utf-8"))]
+            text = (content or b"").decode("utf-8")
+            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(text)]
     return out
 
 
-def recompute_pool(db: Database, settings: VistaSettings, judge: Any) -> int:
+def recompute_pool(db: Database, settings: VistaSettings, judge: Judge) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
     the stored row says the pool is waiting for peers."""
     members = pool_members(db, settings.task)
     config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
                          clustering=settings.clustering, reference=settings.reference)
-    row = VistaPool(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
+    row = VistaPool(task=settings.task, judge=judge.name, config=asdict(config),
                     members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
     if len(members) < 2:
         row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
