@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from harness.errors import DatasetError
+from harness.paths import cache_root
 from harness.taskspec.config import TaskConfig
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def default_data_dir() -> Path:
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env)
-    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness")) / "data"
+    return cache_root() / "data"
 
 
 def resolve_path(dataset_path: str, data_dir: Path | None) -> tuple[str, bool]:
@@ -163,7 +164,8 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
         else:
             if local:
                 # datasets' cache can serve a stale copy of a folder rebuilt in place: key it by content.
-                kwargs.setdefault("cache_dir", str(Path(datasets.config.HF_DATASETS_CACHE) / "harness-local" / sha))
+                cache = Path(datasets.config.HF_DATASETS_CACHE) / "harness-local" / str(sha)
+                kwargs.setdefault("cache_dir", str(cache))
             docs = datasets.load_dataset(path, name=config.dataset_name, split=split, **kwargs)
     except KeyError:
         raise DatasetError(f"task {config.task}: dataset {path} has no split {split!r}") from None
@@ -171,6 +173,7 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
         if local:
             raise DatasetError(f"task {config.task}: cannot read {path}: {str(exc).splitlines()[0]}") from None
         raise MissingDatasetError(config, data_dir, offline or type(exc).__name__) from None
+    fingerprint: dict[str, Any]
     if local:
         fingerprint = {"kind": "local", "path": path, "sha256": sha}
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import platform
 import subprocess
@@ -30,10 +31,10 @@ def git_revision() -> str | None:
     except (OSError, subprocess.SubprocessError):
         pass
     try:
-        from harness._build_info import GIT_COMMIT  # type: ignore[import-not-found]
+        build_info = importlib.import_module("harness._build_info")
     except ImportError:
         return None
-    return GIT_COMMIT
+    return str(build_info.GIT_COMMIT)
 
 
 def package_versions() -> dict[str, str]:

@@ -52,7 +52,7 @@ def test_eval_writes_results_and_samples_and_rerun_generates_nothing(tmp_path: P
     assert color["exact_match,none"] == expected
 
     again, samples2, _ = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir))
-    assert again.provenance["requests"]["generated"] == 0 and again.provenance["requests"]["cached"] == 8
+    assert again.provenance.requests.generated == 0 and again.provenance.requests.cached == 8
     assert [r.responses for r in samples2["shapes_color"]] == [r.responses for r in samples["shapes_color"]]
 
 
@@ -102,14 +102,14 @@ def test_native_n_samples_are_cached_seeded_and_deduplicated(
     o = opts(tmp_path, data_dir, tasks=["shapes_sampled", "shapes_sampled_twin"], include_paths=[str(sampled_tasks)],
              limit=3)
     run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", o)
-    assert run.provenance["requests"]["unique_requests"] == 3  # identical prompts across tasks generate once
-    assert run.provenance["requests"]["generated_samples"] == 9
+    assert run.provenance.requests.unique_requests == 3  # identical prompts across tasks generate once
+    assert run.provenance.requests.generated_samples == 9
     first = [r.responses for r in samples["shapes_sampled"]]
     assert all(len(r) == 3 for r in first) and any(len(set(r)) > 1 for r in first)
     assert [r.responses for r in samples["shapes_sampled_twin"]] == first
     # sampled requests are cached too ...
     cached, again, _ = evaluate(qwen(), "tiny:qwen2_vl", o)
-    assert cached.provenance["requests"]["generated"] == 0
+    assert cached.provenance.requests.generated == 0
     # ... and reproducible from the seed alone, without the cache
     fresh = evaluate(qwen(), "tiny:qwen2_vl", EvalOptions(**{**o.__dict__, "use_cache": False}))[1]
     assert [r.responses for r in fresh["shapes_sampled"]] == first
@@ -121,7 +121,7 @@ def test_repeats_override_gives_n_responses_per_doc(tmp_path: Path, data_dir: Pa
     run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2,
                                                                repeats=3))
     assert all(len(r.responses) == 3 and len(set(r.responses)) == 1 for r in samples["shapes_color"])  # greedy
-    assert run.provenance["generation"]["shapes_color"]["n"] == 3
+    assert run.provenance.generation["shapes_color"].n == 3
 
 
 def test_refresh_regenerates_and_no_cache_leaves_store_untouched(tmp_path: Path, data_dir: Path) -> None:
@@ -130,7 +130,7 @@ def test_refresh_regenerates_and_no_cache_leaves_store_untouched(tmp_path: Path,
     assert not (tmp_path / "store.sqlite").exists()
     evaluate(qwen(), "tiny:qwen2_vl", o)
     refreshed = evaluate(qwen(), "tiny:qwen2_vl", EvalOptions(**{**o.__dict__, "refresh": True}))[0]
-    assert refreshed.provenance["requests"]["generated"] == 2
+    assert refreshed.provenance.requests.generated == 2
 
 
 def test_corrupt_image_becomes_a_per_sample_error_and_the_run_goes_on(tmp_path: Path, data_dir: Path) -> None:
@@ -203,4 +203,4 @@ def test_a_store_locked_by_another_writer_neither_fails_nor_loses_the_run(
     other.rollback()
     other.close()
     again, _, _ = evaluate(qwen(), "tiny:qwen2_vl", run_opts)  # the kept answers were merged: nothing to generate
-    assert again.provenance["requests"]["generated"] == 0 and again.provenance["requests"]["cached"] == 2
+    assert again.provenance.requests.generated == 0 and again.provenance.requests.cached == 2

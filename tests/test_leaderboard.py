@@ -91,15 +91,15 @@ def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(db: Data
     for record, run_dir in zip(records, runs, strict=True):
         run = read_run(run_dir)
         row = next(r for r in table.rows if r.id == record.id)
-        assert row.model == run.config["model"] and row.family == run.provenance["model"]["model_type"]
-        assert record.parameters == run.provenance["model"]["parameters"] and row.size == "< 1B"
+        assert row.model == run.config.model and row.family == run.provenance.model.model_type
+        assert record.parameters == run.provenance.model.parameters and row.size == "< 1B"
         for task, values in {**run.results, **run.groups}.items():
             value, stderr = values["exact_match,none"], values["exact_match_stderr,none"]
             cell = row.cells[f"{task}/exact_match,none"]
             assert cell.value == pytest.approx(value) and cell.status == "verified"
             assert cell.low == pytest.approx(value - Z95 * stderr) and cell.high == pytest.approx(value + Z95 * stderr)
     exported = list(csv.DictReader(io.StringIO(table_csv(table))))
-    assert [r["model"] for r in exported] == [read_run(r).config["model"] for r in runs]
+    assert [r["model"] for r in exported] == [read_run(r).config.model for r in runs]
     assert json.loads(json.dumps(table_json(table)))["rows"][0]["cells"]["shapes_color/exact_match,none"]["value"] \
         == pytest.approx(read_run(runs[0]).results["shapes_color"]["exact_match,none"])
     with db.session() as session:

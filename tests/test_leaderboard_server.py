@@ -69,15 +69,15 @@ def test_runs_submitted_from_the_command_line_appear_with_numbers_provenance_and
         assert [s["model"] for s in api] == ["tiny:llava", "tiny:qwen2_vl"]
         for record, run_dir in zip(api, runs, strict=True):
             run = read_run(run_dir)
-            assert f'href="model/{record["id"]}.html">{run.config["model"]}</a>' in index
+            assert f'href="model/{record["id"]}.html">{run.config.model}</a>' in index
             value = run.results["shapes_color"]["exact_match,none"]
             score = next(s for s in record["scores"]
                          if s["task"] == "shapes_color" and s["metric"] == "exact_match,none")
             assert score["value"] == pytest.approx(value) and score["claimed"] == pytest.approx(value)
             assert f"{value:.3f}" in index
             page = httpx.get(f"{url}/model/{record['id']}.html").text
-            for item in (run.provenance["git_revision"], run.provenance["model"]["fingerprint"],
-                         run.provenance["datasets"]["shapes_color"]["sha256"], "alice", record["content_hash"]):
+            for item in (run.provenance.git_revision, run.provenance.model.fingerprint,
+                         run.provenance.datasets["shapes_color"].sha256, "alice", record["content_hash"]):
                 assert item in page
             plots = re.findall(r'<img class="plot" src="\.\./(files/\d+/[^"]+\.png)"', page)
             assert plots and all(httpx.get(f"{url}/{p}").content.startswith(b"\x89PNG") for p in plots)

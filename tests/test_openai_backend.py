@@ -81,7 +81,7 @@ def test_eval_through_a_local_server_with_n_samples(server, data_dir: Path) -> N
     records = samples["shapes_color"]
     assert all(r.error is None and len(r.responses) == 2 for r in records)  # the server returns 1 choice per call
     assert all(isinstance(t, str) and "\n" not in t for r in records for t in r.responses)
-    assert run.provenance["model"]["backend"] == "openai" and run.counts["shapes_color"].errors == 0
+    assert run.provenance.model.backend == "openai" and run.counts["shapes_color"].errors == 0
 
 
 def test_unsupported_settings_and_a_dead_server_become_sample_errors(server) -> None:

@@ -39,3 +39,19 @@ def test_unknown_name_suggests_close_matches(tasks_dir: Path) -> None:
 def test_missing_include_path_fails(tmp_path: Path) -> None:
     with pytest.raises(TaskConfigError, match="not a folder"):
         TaskRegistry.discover([tmp_path / "nope"])
+
+
+def test_group_aggregate_metric_list_is_typed(tasks_dir: Path) -> None:
+    (spec,) = TaskRegistry.discover([tasks_dir]).groups["greek"].aggregate_metric_list
+    assert (spec.metric, spec.filter_list, spec.weight_by_size) == ("exact_match", ("none",), True)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("  - weight_by_size: true\n", "each aggregate_metric_list entry needs a 'metric' name"),
+    ("  - metric: exact_match\n    weight_by_size: maybe\n", "weight_by_size must be true or false, got 'maybe'"),
+    ("  - metric: exact_match\n    filter_list: [1]\n", "filter_list must be a filter name or a list of them"),
+])
+def test_a_bad_aggregate_metric_list_names_the_group_file(tasks_dir: Path, entry: str, message: str) -> None:
+    write(tasks_dir / "group.yaml", "group: greek\ntask: [alpha_one, beta_two]\naggregate_metric_list:\n" + entry)
+    reg = TaskRegistry.discover([tasks_dir])
+    assert "greek" not in reg.groups and any("group.yaml" in b and message in b for b in reg.broken)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.engine.runner import EvalOptions, evaluate, score_run
+from harness.engine.runner import EvalOptions, evaluate, score_run, validate_tasks
+from harness.errors import TaskConfigError
 from harness.models import create_backend
 from harness.models.base import Backend
 from harness.results import read_run, read_samples
@@ -78,6 +79,14 @@ def pairs_only(values):
 
 def scores(doc, results):
     return {"exact_match": float(results[0].strip() == doc["color"])}
+
+
+def report(records, out_dir, metadata):
+    return {"n": len(records)}
+
+
+def report_without_metadata(records, out_dir):
+    return {}
 """
 
 
@@ -194,3 +203,31 @@ def test_process_docs_that_raises_stops_with_one_line(tmp_path: Path, data_dir: 
                  "--data-dir", str(data_dir), "--limit", "2", "--verbosity", "quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: task fragile: process_docs failed (ValueError: ") and "nonexistent" in err
+
+
+@pytest.mark.parametrize("report, message", [
+    ("utils.repotr", "!function utils.repotr: "),
+    ("nowhere.report", "!function nowhere.report: no "),
+    ("utils.report_without_metadata", "harness_report utils.report_without_metadata must take (records, out_dir, "
+                                      "metadata)"),
+])
+def test_a_wrong_report_name_fails_before_the_model_loads(tmp_path: Path, data_dir: Path, report: str,
+                                                          message: str, capsys: pytest.CaptureFixture) -> None:
+    folder = task_dir(tmp_path)
+    yaml = folder / "fragile.yaml"
+    yaml.write_text(yaml.read_text() + f"  - harness_report: {report}\n")
+    opts = EvalOptions(tasks=["fragile"], include_paths=[str(folder)], data_dir=data_dir, show_progress=False)
+    with pytest.raises(TaskConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        validate_tasks(opts)
+    # the command line stops there, in one line, with no model loaded and no run folder written
+    assert main(["eval", "--model", "tiny:no_such_arch", "--tasks", "fragile", "--include-path", str(folder),
+                 "--data-dir", str(data_dir), "--output", str(tmp_path / "out"), "--verbosity", "quiet"]) == 2
+    assert message in capsys.readouterr().err and not list((tmp_path / "out").rglob("results.json"))
+
+
+def test_a_report_named_correctly_runs_after_scoring(tmp_path: Path, data_dir: Path) -> None:
+    folder = task_dir(tmp_path)
+    yaml = folder / "fragile.yaml"
+    yaml.write_text(yaml.read_text() + "  - harness_report: utils.report\n")
+    results, _, _ = run(tmp_path, data_dir, folder, limit=2)
+    assert results.reports == {"fragile": {"n": 2}}

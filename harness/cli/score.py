@@ -23,10 +23,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
                        Path(args.output) if args.output else None)
     print(summary_table(run))
-    rescored = run.provenance["rescored"]
-    if rescored["originals"] is None:
-        print(f"\nwrote to {args.output}: {', '.join(rescored['files'])} (the run folder is unchanged)")
+    rescored = run.provenance.rescored
+    assert rescored is not None  # score_run always records its rescoring
+    if rescored.originals is None:
+        print(f"\nwrote to {args.output}: {', '.join(rescored.files)} (the run folder is unchanged)")
     else:
-        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored['files'])}; the run's files as first written "
-              f"are kept in {rescored['originals']}")
+        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
+              f"are kept in {rescored.originals}")
     return 0

@@ -29,7 +29,6 @@ def summary_table(run: RunResults) -> str:
             unparsed = counts.unparsed.get(key, 0) if counts else "-"
             cells = [task, metric, filt, _fmt(value), _fmt(stderr), n, errors, unparsed]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    model = run.provenance.get("model", {})
-    if model.get("smoke_test_model"):
+    if run.provenance.model.smoke_test_model:
         lines.append("\nNote: this is a smoke-test model with random weights; its outputs and scores are meaningless.")
     return "\n".join(lines)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -16,15 +15,34 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.data import LoadedDataset, load_task_dataset, load_task_datasets
+from harness.data import LoadedDataset, load_task_datasets
+from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
+from harness.engine.tasks import model_family_of, open_task
 from harness.errors import HarnessError, UnsupportedRequestError
-from harness.hashing import derive_seed, stable_hash, to_jsonable
+from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.paths import new_run_dir
 from harness.provenance import environment
-from harness.results.schema import RunResults, SampleRecord, TaskCounts, read_run, read_samples, write_run
+from harness.results.schema import (
+    DatasetFingerprint,
+    GenerationSettings,
+    ModelInfo,
+    Provenance,
+    RequestCounts,
+    Rescoring,
+    RunConfig,
+    RunResults,
+    SampleRecord,
+    SeedPolicy,
+    TaskCounts,
+    Turn,
+    read_run,
+    read_samples,
+    write_run,
+)
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 
@@ -76,13 +94,12 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
              loaded: LoadedDataset | None) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
-    runtime = TaskRuntime(config, backend.model_family)
     params = GenerationParams.from_kwargs(
         GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
         where=f"task {config.task} generation_kwargs",
     )
-    loaded = loaded or load_task_dataset(config, opts.data_dir)
-    docs = runtime.process_docs(loaded.docs)
+    opened = open_task(config, backend.model_family, opts.data_dir, loaded=loaded)
+    runtime, docs = opened.runtime, opened.docs
     n = opts.repeats or config.repeats
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
@@ -104,19 +121,18 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
-        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
-        seed = derive_seed(opts.seed, key)
-        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=n, seed=seed))
+        request = make_request(messages, params, n, opts.seed)
+        requests.append(request)
         records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
-                                    request_key=key, seed=seed))
+                                    request_key=request.key, seed=request.seed))
         if follow_ups:
-            conversations[doc_id] = (key, messages, follow_ups)
-    prepared = _PreparedTask(config, runtime, params, loaded.fingerprint, records, kept_docs, conversations)
+            conversations[doc_id] = (request.key, messages, follow_ups)
+    prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations)
     return prepared, requests
 
 
 def _generate(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
-              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], dict[str, int]]:
+              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
     """Answer every request from the store or the backend; returns responses, errors and counts."""
     unique: dict[str, GenerationRequest] = {}
     for req in requests:
@@ -130,8 +146,7 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
         else:
             responses[req.key] = cached
     errors: dict[str, str] = {}
-    stats = {"requests": len(requests), "unique_requests": len(unique), "cached": len(responses),
-             "generated": 0, "generated_samples": 0}
+    stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
     bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc="generate", disable=not opts.show_progress)
     try:
         for batch in backend.preferred_batch(missing, opts.batch_size):
@@ -142,8 +157,8 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
                 else:
                     store.put(backend.fingerprint, req.key, req.seed, out)
                     responses[req.key] = out
-                    stats["generated"] += 1
-                    stats["generated_samples"] += len(out)
+                    stats.generated += 1
+                    stats.generated_samples += len(out)
                 bar.update(req.n)
     finally:
         bar.close()
@@ -160,15 +175,15 @@ def answer_requests(backend: Backend, requests: list[GenerationRequest], store: 
 
 
 def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
-                     store: ResponseStore, opts: EvalOptions, stats: dict[str, int]
-                     ) -> dict[tuple[str, int], list[dict[str, Any]]]:
+                     store: ResponseStore, opts: EvalOptions, stats: RequestCounts
+                     ) -> dict[tuple[str, int], list[Turn]]:
     """Turns 2.. of multi-turn tasks (``metadata: {harness_turns: [...]}``), one round per turn.
 
     Turn t+1 of sample k continues sample k's conversation (its answer as the assistant message, then
     the next user prompt; images stay in turn 1), as an n=1 request keyed by the whole conversation, so
     every turn is cached and resumed on its own and identical (greedy) chains are generated once. A
     failed generation is recorded on that turn and ends the doc's conversation.
-    Returns (task, doc_id) -> [{"prompt", "request_keys", "responses", "error"}, ...].
+    Returns (task, doc_id) -> its turns after the first.
     """
     chains: dict[tuple[str, int], list[list[Any]]] = {}
     prompts: dict[tuple[str, int], list[str]] = {}
@@ -179,25 +194,23 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
                 at = (task.config.task, doc_id)
                 chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
                 prompts[at], params[at] = follow_ups, task.params
-    turns: dict[tuple[str, int], list[dict[str, Any]]] = {at: [] for at in chains}
+    turns: dict[tuple[str, int], list[Turn]] = {at: [] for at in chains}
     for t in range(max((len(p) for p in prompts.values()), default=0)):
         pending: dict[tuple[str, int], list[GenerationRequest]] = {}
         for at, convs in chains.items():
-            if t >= len(prompts[at]) or (turns[at] and turns[at][-1]["error"]):
+            if t >= len(prompts[at]) or (turns[at] and turns[at][-1].error):
                 continue
             pending[at] = []
             for conv in convs:
                 conv.append(_text_message("user", prompts[at][t]))
-                key = stable_hash({"messages": conv, "params": params[at].as_dict(), "n": 1})
-                pending[at].append(GenerationRequest(key, list(conv), params[at], 1, derive_seed(opts.seed, key)))
+                pending[at].append(make_request(conv, params[at], 1, opts.seed))
         out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts)
-        for name in ("requests", "unique_requests", "cached", "generated", "generated_samples"):
-            stats[f"follow_up_{name}"] = stats.get(f"follow_up_{name}", 0) + round_stats[name]
+        stats.add_follow_up(round_stats)
         for at, reqs in pending.items():
             failed = next((errors[r.key] for r in reqs if r.key in errors), None)
             answers = [] if failed else [out[r.key][0] for r in reqs]
-            turns[at].append({"prompt": prompts[at][t], "request_keys": [r.key for r in reqs],
-                              "responses": answers, "error": failed})
+            turns[at].append(Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers,
+                                  error=failed))
             for conv, answer in zip(chains[at], answers, strict=False):
                 conv.append(_text_message("assistant", answer))
     return turns
@@ -220,25 +233,21 @@ def group_results(registry: TaskRegistry, names: list[str], results: dict[str, d
         subtasks[name] = members
         out: dict[str, Any] = {"alias": name}
         for agg in spec.aggregate_metric_list:
-            metric = agg["metric"]
-            filters = agg.get("filter_list", "none")
-            for filt in [filters] if isinstance(filters, str) else filters:
+            metric = agg.metric
+            for filt in agg.filter_list:
                 key = f"{metric},{filt}"
                 have = [t for t in members if results[t].get(key) is not None]
                 if not have:
                     continue
                 sizes = [counts[t].scored for t in have]
-                weights = sizes if agg.get("weight_by_size", True) else [1] * len(have)
+                weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
                 stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
-                ok = all(isinstance(s, float) for s in stderrs) and sum(sizes) > len(sizes)
-                out[f"{metric}_stderr,{filt}"] = pooled_stderr(stderrs, sizes) if ok else "N/A"
+                floats = [s for s in stderrs if isinstance(s, float)]
+                ok = len(floats) == len(stderrs) and sum(sizes) > len(sizes)
+                out[f"{metric}_stderr,{filt}"] = pooled_stderr(floats, sizes) if ok else "N/A"
         groups[name] = out
     return groups, subtasks
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120]
 
 
 def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: dict[str, str] | None = None,
@@ -271,62 +280,50 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     for task in prepared:
         final = []
         for record, doc in zip(task.records, task.docs, strict=True):
-            if record.error is None and record.request_key is not None:
-                if record.request_key in errors:
-                    record = record.model_copy(update={"error": errors[record.request_key]})
+            key = record.request_key
+            if record.error is None and key is not None:
+                if key in errors:
+                    record = record.model_copy(update={"error": errors[key]})
                 else:
-                    record = record.model_copy(update={"responses": responses[record.request_key],
+                    record = record.model_copy(update={"responses": responses[key],
                                                        "turns": turns.get((task.config.task, record.doc_id), [])})
                     record = task.runtime.score(record, doc)
             final.append(record)
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
-    run_dir = _new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
+    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
     reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
     wall = time.time() - started
     run = RunResults(
         results=results, groups=groups, group_subtasks=group_subtasks,
         configs={t.config.task: _config_snapshot(t.config) for t in prepared},
         versions={t.config.task: t.config.version for t in prepared},
-        **{"n-samples": {t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
-                         for t in prepared}},
+        n_samples={t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
+                   for t in prepared},
         higher_is_better={t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list}
                           for t in prepared},
         counts=counts,
         reports=reports,
-        config={"model": model_spec, "model_args": model_args or {}, "batch_size": opts.batch_size,
-                "limit": opts.limit, "seed": opts.seed, "tasks": opts.tasks,
-                "include_paths": [str(Path(p).resolve()) for p in opts.include_paths],
-                "gen_overrides": opts.gen_overrides, "repeats": opts.repeats, "use_cache": opts.use_cache,
-                "refresh": opts.refresh},
-        provenance={
-            **environment(), "model": backend.info(),
-            "datasets": {t.config.task: t.fingerprint for t in prepared},
-            "generation": {t.config.task: {**t.params.as_dict(), "n": opts.repeats or t.config.repeats}
-                           for t in prepared},
-            "seeds": {"base_seed": opts.seed, "per_request": "sha256(base_seed:request_key)[:8]"},
-            "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
-            "wall_time_s": round(wall, 3), "generation_time_s": round(gen_seconds, 3),
-            "throughput_samples_per_s": round(stats["generated_samples"] / gen_seconds, 3) if gen_seconds else None,
-            "requests": stats,
-        },
+        config=RunConfig(
+            model=model_spec, model_args=model_args or {}, batch_size=opts.batch_size, limit=opts.limit,
+            seed=opts.seed, tasks=opts.tasks, include_paths=[str(Path(p).resolve()) for p in opts.include_paths],
+            gen_overrides=opts.gen_overrides, repeats=opts.repeats, use_cache=opts.use_cache, refresh=opts.refresh),
+        provenance=Provenance(
+            **environment(), model=ModelInfo.model_validate(backend.info()),
+            datasets={t.config.task: DatasetFingerprint.model_validate(t.fingerprint) for t in prepared},
+            generation={t.config.task: GenerationSettings(**t.params.as_dict(), n=opts.repeats or t.config.repeats)
+                        for t in prepared},
+            seeds=SeedPolicy(base_seed=opts.seed),
+            started_at=datetime.fromtimestamp(started, UTC).isoformat(),
+            wall_time_s=round(wall, 3), generation_time_s=round(gen_seconds, 3),
+            throughput_samples_per_s=round(stats.generated_samples / gen_seconds, 3) if gen_seconds else None,
+            requests=stats,
+        ),
     )
     if run_dir is not None:
         write_run(run_dir, run, samples)
     return run, samples, run_dir
-
-
-def _new_run_dir(output: Path, model_spec: str, started: float) -> Path:
-    """``output/<model>/<UTC timestamp>``, suffixed when two runs start in the same second."""
-    stamp = datetime.fromtimestamp(started, UTC).strftime("%Y%m%d-%H%M%S")
-    run_dir = output / _slug(model_spec) / stamp
-    suffix = 1
-    while run_dir.exists():
-        suffix += 1
-        run_dir = output / _slug(model_spec) / f"{stamp}-{suffix}"
-    run_dir.mkdir(parents=True)
-    return run_dir
 
 
 def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
@@ -357,11 +354,13 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
                  data_dir: Path | None) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
     """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
     the dataset (``data_dir``) for them."""
-    runtime = TaskRuntime(config, model_family)
     docs: list[dict[str, Any]] = [r.doc for r in records]
     if config.process_results_use_image:
-        loaded = runtime.process_docs(load_task_dataset(config, data_dir).docs)
-        docs = [loaded[r.doc_id] for r in records]
+        opened = open_task(config, model_family, data_dir)
+        runtime = opened.runtime
+        docs = [opened.docs[r.doc_id] for r in records]
+    else:
+        runtime = TaskRuntime(config, model_family)
     rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
     results, counts = runtime.aggregate(rescored)
     return runtime, rescored, results, counts
@@ -381,7 +380,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     in_place = dest.resolve() == run_dir.resolve()
     if not in_place and (dest / "results.json").exists():
         raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
-    registry = TaskRegistry.discover(run.config.get("include_paths", []))
+    registry = TaskRegistry.discover(run.config.include_paths)
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
@@ -390,7 +389,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     for task in run.configs:
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
             registry.get(task), family, read_samples(run_dir, task), data_dir)
-    groups, group_subtasks = group_results(registry, run.config.get("tasks", []), results, counts)
+    groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
     check_output(dest)
     originals = _keep_originals(run_dir) if in_place else None
     before = _file_stamps(dest)
@@ -400,9 +399,9 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     updated = run.model_copy(update={
         "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
         "reports": reports,
-        "provenance": {**run.provenance, "rescored": {
-            **environment(), "source": str(run_dir.resolve()), "files": written,
-            "originals": None if originals is None else str(originals)}},
+        "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
+            **environment(), source=str(run_dir.resolve()), files=written,
+            originals=None if originals is None else str(originals))}),
     })
     write_run(dest, updated, samples)
     return updated, samples
@@ -431,17 +430,6 @@ def _keep_originals(run_dir: Path) -> Path:
     shutil.rmtree(kept, ignore_errors=True)  # an incomplete copy (no results.json) is replaced
     os.replace(tmp, kept)
     return kept
-
-
-def model_family_of(run: RunResults) -> str | None:
-    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
-    family = run.provenance.get("model", {}).get("model_family")
-    if family:
-        return family
-    from harness.models.hf import LMMS_FAMILY
-
-    model_type = run.provenance.get("model", {}).get("model_type")
-    return LMMS_FAMILY.get(model_type, model_type) if model_type else None
 
 
 def check_output(output: Path | None) -> None:

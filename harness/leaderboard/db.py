@@ -143,7 +143,7 @@ class PoolComputation(Base):
 
 def default_db_url() -> str:
     """``sqlite:///$HARNESS_CACHE/leaderboard.sqlite`` (the harness cache, as for tiny models)."""
-    from harness.models.tiny import cache_root
+    from harness.paths import cache_root
 
     return f"sqlite:///{cache_root() / 'leaderboard.sqlite'}"
 

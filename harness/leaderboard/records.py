@@ -122,7 +122,7 @@ def find_submission(db: Database, content_hash: str) -> Submission | None:
 def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str) -> tuple[int, bool]:
     """Insert the record (scores, files, the server's plots); returns (id, whether it existed already)."""
     run = bundle.run
-    traits = model_traits(bundle.model, run.provenance)
+    traits = model_traits(bundle.model, run.provenance.model_dump())
     scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
     files = [_file(name, "results" if name == RESULTS else "samples", data)
              for name, data in sorted(bundle.files.items()) if name.endswith((".json", ".jsonl"))]
@@ -137,8 +137,8 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
         model_id=traits.model_id and str(traits.model_id)[:500],
         revision=traits.revision and str(traits.revision)[:200],
         backend=traits.backend, family=traits.family, parameters=traits.parameters, access=traits.access,
-        smoke_test_model=traits.smoke_test_model, harness_version=str(run.provenance.get("harness_version"))[:50],
-        git_revision=str(run.provenance.get("git_revision"))[:100], submitter=submitter, status=verification.status,
+        smoke_test_model=traits.smoke_test_model, harness_version=str(run.provenance.harness_version)[:50],
+        git_revision=str(run.provenance.git_revision)[:100], submitter=submitter, status=verification.status,
         claimed=run.model_dump(mode="json", by_alias=True),
         recomputed={"results": verification.results, "groups": verification.groups, "reports": verification.reports,
                     "counts": {t: c.model_dump() for t, c in verification.counts.items()}},
@@ -197,7 +197,7 @@ def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
     with db.session() as session:
         rows = session.execute(select(StoredFile.name, StoredFile.kind, StoredFile.size)
                                .where(StoredFile.submission_id == submission_id).order_by(StoredFile.id))
-        return [tuple(r) for r in rows]
+        return [(r.name, r.kind, r.size) for r in rows]
 
 
 def get_file(db: Database, submission_id: int, name: str) -> bytes | None:

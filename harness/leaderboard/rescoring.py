@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import load_task_dataset, resolve_path
-from harness.engine.runner import group_results, model_family_of, rescore_task
+from harness.engine.runner import group_results, rescore_task
 from harness.engine.task_runtime import strip_images
+from harness.engine.tasks import model_family_of
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
@@ -289,7 +290,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
         for task, records in bundle.samples.items():
             config = configs[task]
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
+            base: dict[str, Any] = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
             if config.process_results_use_image and not _has_dataset(config, data_dir):
                 results[task], counts[task] = run.results[task], run.counts[task]
                 checks[task] = TaskCheck(**base, status=UNVERIFIABLE,
@@ -304,7 +305,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                                       f"({type(exc).__name__}: {exc})") from None
             if report is not None:
                 reports[task] = report
-            covers = coverage(records, counts[task], run.n_samples.get(task), run.config.get("limit"),
+            covers = coverage(records, counts[task], run.n_samples.get(task), run.config.limit,
                               dataset[1] if dataset else None)
             checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
                                   counts[task], dataset[0] if dataset else None, covers,
@@ -326,4 +327,4 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
 
 def _has_dataset(config: TaskConfig, data_dir: Path | None) -> bool:
     """Whether the server holds a local copy of the task's dataset (it never downloads one)."""
-    return data_dir is not None and bool(config.dataset_path) and resolve_path(config.dataset_path, data_dir)[1]
+    return data_dir is not None and bool(config.dataset_path) and resolve_path(str(config.dataset_path), data_dir)[1]

@@ -15,12 +15,10 @@ across queries and re-clusterings (leave-one-peer-out), and the number of judge 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-
-Judge = Callable[[str, str], bool]  # entails(premise, hypothesis)
+from harness.judges.base import Entails
 
 
 @dataclass
@@ -32,8 +30,9 @@ class ClusterResult:
 class DecisionCache:
     """The judge's decisions by (premise, hypothesis); ``calls`` counts the ones actually asked."""
 
-    def __init__(self, judge: Judge) -> None:
-        self.judge, self.cache, self.calls = judge, {}, 0
+    def __init__(self, judge: Entails) -> None:
+        self.judge, self.calls = judge, 0
+        self.cache: dict[tuple[str, str], bool] = {}
 
     def entails(self, a: str, b: str) -> bool:
         found = self.cache.get((a, b))
@@ -46,7 +45,7 @@ class DecisionCache:
         return self.entails(a, b) and self.entails(b, a)
 
 
-def cluster_responses(responses: list[str], judge: Judge, rule: str = "components",
+def cluster_responses(responses: list[str], judge: Entails, rule: str = "components",
                       cache: DecisionCache | None = None) -> ClusterResult:
     """Cluster ids per response (module docstring); ``cache`` reuses decisions from earlier calls."""
     if rule not in {"components", "strict"}:

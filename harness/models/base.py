@@ -7,7 +7,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 
@@ -171,6 +171,28 @@ class Backend(ABC):
         return output_type == "generate_until"
 
 
+@runtime_checkable
+class WhiteBoxBackend(Protocol):
+    """What white-box code (gradients through the model, attention read-outs, hooks) needs from a backend:
+    the loaded model with its tokenizer and processor, and the exact inputs ``generate`` would build, so an
+    attack differentiates the same path that answers. ``harness.models.hf.HFBackend`` is one."""
+
+    model_type: str
+    is_multimodal: bool
+    model: Any
+    tokenizer: Any
+    processor: Any
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]: ...
+
+    def prepare_inputs(self, batch: list[list[Message]]) -> Any: ...
+
+
 BackendFactory = Callable[[str, dict[str, str]], Backend]
 _REGISTRY: dict[str, str | BackendFactory] = {
     "hf": "harness.models.hf:HFBackend.from_spec",
@@ -221,4 +243,4 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
         for part in attr.split("."):
             obj = getattr(obj, part)
         factory = obj
-    return factory(name, dict(model_args or {}))  # type: ignore[operator]
+    return factory(name, dict(model_args or {}))

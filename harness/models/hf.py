@@ -118,8 +118,8 @@ class HFBackend(Backend):
         self.dtype = dtype
         self.revision = model_args.get("revision")
         self.attn_implementation = model_args.get("attn_implementation")
-        self.pixel_bounds = {key: _positive_int(key, model_args[key]) for key in ("min_pixels", "max_pixels")
-                             if key in model_args}
+        self.pixel_bounds: dict[str, int] = {key: _positive_int(key, model_args[key])
+                                             for key in ("min_pixels", "max_pixels") if key in model_args}
         trust = model_args.get("trust_remote_code", "false").lower() in {"1", "true", "yes"}
         self._load(trust)
 
@@ -175,9 +175,9 @@ class HFBackend(Backend):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.to(self.device).eval()
         self.commit = getattr(config, "_commit_hash", None)
-        local = Path(self.name)
+        folder = Path(self.name)
         self._fingerprint = hashlib.sha256(json.dumps({
-            "model": folder_fingerprint(local) if local.is_dir() else f"{self.name}@{self.commit or self.revision}",
+            "model": folder_fingerprint(folder) if folder.is_dir() else f"{self.name}@{self.commit or self.revision}",
             "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
         }, sort_keys=True).encode()).hexdigest()[:16]
 

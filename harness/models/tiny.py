@@ -8,7 +8,6 @@ loads a user's model. Outputs are meaningless by design: these models exist to e
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import Any
 
 from harness.errors import ModelSpecError
 from harness.extras import require
+from harness.paths import cache_root
 
 RECIPE_VERSION = "2"
 _CORPUS_WORDS = (
@@ -63,7 +63,7 @@ IDEFICS3_TEMPLATE = (
 )
 
 
-def _tokenizer(specials: list[str], template: str, **special_kwargs: Any) -> Any:
+def _tokenizer(specials: list[str], template: str | None, **special_kwargs: Any) -> Any:
     """Train a byte-level BPE on a small fixed corpus and wrap it with the architecture's tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -387,10 +387,6 @@ def require_chat_arch(arch: str) -> None:
     if arch in NOT_CHAT:
         raise ModelSpecError(f"tiny:{arch} is not a chat model to evaluate: it is {NOT_CHAT[arch]}; "
                              f"chat models: {', '.join('tiny:' + a for a in sorted(set(RECIPES) - set(NOT_CHAT)))}")
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "harness"))
 
 
 def tiny_model_path(arch: str) -> Path:

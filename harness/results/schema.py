@@ -11,7 +11,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -20,7 +20,27 @@ from harness.results.jsonl import jsonl_lines
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+# 2: typed run config, provenance (environment, model info, datasets, generation, request counts, rescoring)
+# and turns; version-1 files hold the same keys untyped and are read by the same models.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+
+
+class _Record(BaseModel):
+    """A typed part of a results file that keeps keys it does not name (backends and datasets add theirs)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Turn(BaseModel):
+    """One follow-up turn of a multi-turn sample: the user prompt, and per sample its request and answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    request_keys: list[str] = Field(default_factory=list)
+    responses: list[str] = Field(default_factory=list, description="One answer per sample; empty on error")
+    error: str | None = None
 
 
 class SampleRecord(BaseModel):
@@ -40,9 +60,7 @@ class SampleRecord(BaseModel):
     filtered: dict[str, Any] = Field(default_factory=dict, description="Filter pipeline name -> its output")
     metrics: dict[str, Any] = Field(default_factory=dict, description='"metric,filter" -> per-sample value')
     unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
-    turns: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="Follow-up turns of a multi-turn task: prompt, request_keys, responses (one per sample), error")
+    turns: list[Turn] = Field(default_factory=list, description="Follow-up turns of a multi-turn task")
     error: str | None = Field(default=None, description="Why this sample has no responses or no metrics")
 
 
@@ -51,6 +69,127 @@ class TaskCounts(BaseModel):
     scored: int
     errors: int
     unparsed: dict[str, int] = Field(default_factory=dict)
+
+
+class RunConfig(_Record):
+    """How the run was asked for (``harness eval``'s options), enough to repeat it."""
+
+    model: str
+    model_args: dict[str, str] = Field(default_factory=dict)
+    batch_size: int = 1
+    limit: int | None = None
+    seed: int = 0
+    tasks: list[str] = Field(default_factory=list)
+    include_paths: list[str] = Field(default_factory=list)
+    gen_overrides: dict[str, Any] = Field(default_factory=dict)
+    repeats: int | None = None
+    use_cache: bool = True
+    refresh: bool = False
+
+
+class ModelInfo(_Record):
+    """What the backend says about its model (``Backend.info()``); backends add their own keys."""
+
+    backend: str | None = None
+    model: str | None = None
+    model_type: str | None = None
+    model_family: str | None = None
+    fingerprint: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    parameters: int | None = None
+    smoke_test_model: bool = False
+
+
+class Environment(_Record):
+    """The software and host a result was made with (``harness.provenance.environment``)."""
+
+    harness_version: str | None = None
+    git_revision: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    python: str | None = None
+    platform: str | None = None
+    command: list[str] = Field(default_factory=list)
+
+
+class DatasetFingerprint(_Record):
+    """Exactly which data a task read: a local folder (path, sha256) or a Hub repo (revision)."""
+
+    kind: Literal["local", "hub"] | None = None
+    path: str | None = None
+    sha256: str | None = None
+    repo: str | None = None
+    revision: str | None = None
+    split: str | None = None
+    num_rows: int | None = None
+    datasets_fingerprint: str | None = None
+
+
+class RequestCounts(BaseModel):
+    """How many requests a run made and where their answers came from (the store or the model);
+    ``follow_up_*`` count the turns after the first of multi-turn tasks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int = 0
+    unique_requests: int = 0
+    cached: int = 0
+    generated: int = 0
+    generated_samples: int = 0
+    follow_up_requests: int = 0
+    follow_up_unique_requests: int = 0
+    follow_up_cached: int = 0
+    follow_up_generated: int = 0
+    follow_up_generated_samples: int = 0
+
+    def add_follow_up(self, round_counts: RequestCounts) -> None:
+        """Count one round of follow-up turns (its own first-turn counts) under ``follow_up_*``."""
+        self.follow_up_requests += round_counts.requests
+        self.follow_up_unique_requests += round_counts.unique_requests
+        self.follow_up_cached += round_counts.cached
+        self.follow_up_generated += round_counts.generated
+        self.follow_up_generated_samples += round_counts.generated_samples
+
+
+class GenerationSettings(_Record):
+    """A task's decoding settings as run (``GenerationParams.as_dict()``) and its samples per doc."""
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    num_beams: int = 1
+    until: list[str] = Field(default_factory=list)
+    do_sample: bool = False
+    n: int = 1
+
+
+class SeedPolicy(BaseModel):
+    base_seed: int = 0
+    per_request: str = "sha256(base_seed:request_key)[:8]"
+
+
+class Rescoring(Environment):
+    """``harness score``: where the samples came from, which files it wrote and where the originals are."""
+
+    source: str
+    files: list[str] = Field(default_factory=list)
+    originals: str | None = None
+
+
+class Provenance(Environment):
+    """Where a run came from: software, model, data, decoding settings, seeds, timings, request counts."""
+
+    model: ModelInfo = Field(default_factory=ModelInfo)
+    datasets: dict[str, DatasetFingerprint] = Field(default_factory=dict)
+    generation: dict[str, GenerationSettings] = Field(default_factory=dict)
+    seeds: SeedPolicy = Field(default_factory=SeedPolicy)
+    started_at: str | None = None
+    wall_time_s: float | None = None
+    generation_time_s: float | None = None
+    throughput_samples_per_s: float | None = None
+    requests: RequestCounts = Field(default_factory=RequestCounts)
+    rescored: Rescoring | None = None
 
 
 class RunResults(BaseModel):
@@ -68,11 +207,24 @@ class RunResults(BaseModel):
     higher_is_better: dict[str, dict[str, bool]] = Field(default_factory=dict)
     counts: dict[str, TaskCounts]
     reports: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-task extra reports")
-    config: dict[str, Any]
-    provenance: dict[str, Any]
+    config: RunConfig
+    provenance: Provenance
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+
+def parse_run(raw: Any) -> RunResults:
+    """A ``results.json`` mapping of any readable version, as the current model. Version 1 wrote the
+    same keys untyped (its counts of follow-up requests only when there were any): it validates as it
+    is, and is upgraded to the current version (written so if rescored)."""
+    if isinstance(raw, dict):  # anything else fails validation below, as not a results file
+        version = raw.get("schema_version", 1)
+        if version not in READABLE_VERSIONS:
+            raise HarnessError(f"schema_version {version!r}; this harness reads version(s) "
+                               f"{', '.join(map(str, READABLE_VERSIONS))}")
+        raw = {**raw, "schema_version": SCHEMA_VERSION}
+    return RunResults.model_validate(raw)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -101,9 +253,11 @@ def read_run(run_dir: Path) -> RunResults:
         raise HarnessError(f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
                            "rescored run keeps its first version under original/) or rerun harness eval") from None
     try:
-        return RunResults.model_validate(raw)
+        return parse_run(raw)
     except ValidationError as exc:
         raise HarnessError(f"{path}: not a harness results file ({_first_problem(exc)})") from None
+    except HarnessError as exc:
+        raise HarnessError(f"{path}: {exc}") from None
 
 
 def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:

@@ -52,6 +52,41 @@ DEFAULT_FILTERS = (FilterPipeline("none", (FilterStep("take_first"),)),)
 
 
 @dataclass(frozen=True)
+class AggregateMetric:
+    """One ``aggregate_metric_list`` entry of a group: which member metric (under which filters) the group
+    reports, averaged over its tasks weighted by their scored samples or, without ``weight_by_size``, equally.
+    ``aggregation`` is read for lmms-eval's sake; a group's figure is always that weighted mean."""
+
+    metric: str
+    filter_list: tuple[str, ...] = ("none",)
+    weight_by_size: bool = True
+    aggregation: str = "mean"
+
+    @classmethod
+    def parse(cls, entries: Any, where: str) -> tuple[AggregateMetric, ...]:
+        """A group's list, each entry checked, so a typo fails when the group is read, not after a run."""
+        if entries is None:
+            return ()
+        if not isinstance(entries, list):
+            raise TaskConfigError(f"{where}: aggregate_metric_list must be a list")
+        out = []
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("metric"), str):
+                raise TaskConfigError(f"{where}: each aggregate_metric_list entry needs a 'metric' name, got {entry!r}")
+            filters = entry.get("filter_list", "none")
+            filters = [filters] if isinstance(filters, str) else filters
+            if not isinstance(filters, list) or not filters or not all(isinstance(f, str) for f in filters):
+                raise TaskConfigError(f"{where}: aggregate_metric_list filter_list must be a filter name or a list "
+                                      f"of them, got {entry.get('filter_list')!r}")
+            weight = entry.get("weight_by_size", True)
+            if not isinstance(weight, bool):
+                raise TaskConfigError(f"{where}: aggregate_metric_list weight_by_size must be true or false, "
+                                      f"got {weight!r}")
+            out.append(cls(entry["metric"], tuple(filters), weight, str(entry.get("aggregation", "mean"))))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
 class TaskConfig:
     """A task as written in YAML (after ``include`` resolution), in lmms-eval's schema."""
 

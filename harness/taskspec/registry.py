@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.errors import TaskConfigError
-from harness.taskspec.config import TaskConfig
+from harness.taskspec.config import AggregateMetric, TaskConfig
 from harness.taskspec.yaml_loader import load_yaml_config
 
 
@@ -19,7 +19,7 @@ class GroupSpec:
     group: str
     tasks: tuple[str, ...]
     source: Path
-    aggregate_metric_list: tuple[dict[str, Any], ...] = ()
+    aggregate_metric_list: tuple[AggregateMetric, ...] = ()
 
 
 def bundled_tasks_dir() -> Path:
@@ -43,7 +43,7 @@ class TaskRegistry:
     _loaded: dict[str, TaskConfig] = field(default_factory=dict)
 
     @classmethod
-    def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
+    def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
         paths = [bundled_tasks_dir(), *(Path(p) for p in include_paths or [])]
         for p in paths:
             if not p.is_dir():
@@ -64,9 +64,12 @@ class TaskRegistry:
         group = raw.get("group")
         if isinstance(task, list) and isinstance(group, str):
             members = tuple(t if isinstance(t, str) else str(t.get("task")) for t in task)
-            self._groups[group] = GroupSpec(
-                group, members, path, tuple(raw.get("aggregate_metric_list") or ())
-            )
+            try:
+                aggregates = AggregateMetric.parse(raw.get("aggregate_metric_list"), str(path))
+            except TaskConfigError as exc:
+                self.broken.append(str(exc))
+                return
+            self._groups[group] = GroupSpec(group, members, path, aggregates)
         elif isinstance(task, str):
             self._task_files[task] = path  # later folders override bundled tasks, as in lmms-eval
             tags = raw.get("tag") or []

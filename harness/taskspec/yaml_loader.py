@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -44,7 +44,7 @@ class FunctionRef:
         fn = getattr(module, attr, None)
         if fn is None:
             raise TaskConfigError(f"!function {self.name}: {module.__file__} has no {attr!r}")
-        return fn
+        return cast(Callable[..., Any], fn)
 
 
 def _import_file(path: Path) -> Any:

@@ -35,15 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from harness.engine.requests import make_request
 from harness.engine.runner import answer_requests
+from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
-from harness.hashing import derive_seed, stable_hash
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.protocols.diavlo.metrics import Thresholds
 from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
-from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
+from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
 
@@ -114,7 +115,7 @@ def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, 
                   detector: Any | None) -> dict[str, list[float] | None]:
     """concept -> box: best-matching SK concept's box, else the detector's, else None."""
     encoder = shared_encoder()
-    sk_boxes = {}
+    sk_boxes: dict[str, list[float]] = {}
     for t in sk:
         for role in ("subject", "object"):
             if t.get(f"{role}_box"):
@@ -134,23 +135,11 @@ def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, 
     return out
 
 
-def _task_docs(run: RunResults, task: str, data_dir: Path | None) -> tuple[Any, list[Any]]:
-    from harness.data import load_task_dataset
-    from harness.engine.task_runtime import TaskRuntime
-    from harness.taskspec.registry import TaskRegistry
-
-    registry = TaskRegistry.discover(run.config.get("include_paths", []))
-    config = registry.get(task)
-    runtime = TaskRuntime(config, run.provenance.get("model", {}).get("model_family"))
-    docs = runtime.process_docs(load_task_dataset(config, data_dir).docs)
-    return runtime, docs
-
-
 def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
     """The run's generation settings and n for ``task``, so the unoccluded design is the run's own request."""
-    gen = dict(run.provenance.get("generation", {}).get(task, {}))
-    n = int(gen.pop("n", 1))
-    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), n
+    settings = run.provenance.generation.get(task, GenerationSettings())
+    gen = settings.model_dump(exclude={"n"})
+    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), settings.n
 
 
 def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any, data_dir: Path | None,
@@ -160,7 +149,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
     tasks = [t for t in run.configs if t.startswith("diavlo_")]
     if not tasks:
         raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
-    audit = ModelAudit(str(run.config.get("model")), str(run_dir))
+    audit = ModelAudit(run.config.model, str(run_dir))
     counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
               "counterfactuals": 0}
     plans: list[tuple[dict[str, Any], GenerationRequest]] = []
@@ -169,13 +158,14 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
         rows = pair_rows(records, config.thresholds)
         audit.per_source[task] = behaviour_summary(rows, config.mi_estimator, config.mi_resamples, config.seed)
         audit.pairs.extend({**r, "task": task} for r in rows)
-        runtime, docs = _task_docs(run, task, data_dir)
+        opened = open_run_task(run, task, data_dir)
+        runtime, docs = opened.runtime, opened.docs
         params, n = _params(run, task)
         for record in records:
             if record.error is not None or not record.responses:
                 continue
             counts["pairs"] += 1
-            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, int(run.config.get("seed", 0))),
+            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, run.config.seed),
                                      config, detector, counts, task))
     audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
     responses, errors = answer_requests(backend, [req for _, req in plans], store, config.batch_size)
@@ -223,10 +213,9 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     original_correct = (performance(doc, original) or 0.0) >= 0.5
     plans = []
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
-        cf_doc = {**doc, "image": occlude(image, [boxes[c] for c in design])}
+        cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
         messages = runtime.build_messages(cf_doc)
-        key = stable_hash({"messages": messages, "params": params.as_dict(), "n": n})
-        request = GenerationRequest(key, messages, params, n, derive_seed(base_seed, key))
+        request = make_request(messages, params, n, base_seed)
         plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
                        "occluded": list(design),
                        "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
@@ -331,7 +320,8 @@ def summary_tables(audits: list[ModelAudit]) -> str:
                     lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
                     continue
                 est = e.estimate
+                checks = " | ".join("-" if c is None else f"{c.effect:+.3f}"
+                                    for c in (e.placebo, e.random_common_cause))
                 lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
-                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {e.placebo.effect:+.3f} | "
-                             f"{e.random_common_cause.effect:+.3f} | {verdict} |")
+                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |")
     return "\n".join(lines)

@@ -59,8 +59,8 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
     run_dirs = [Path(d) for d in args.run_dirs]
     for run_dir in run_dirs:
         run = read_run(run_dir)
-        spec = args.model or str(run.config.get("model"))
-        model_args = parse_model_args(args.model_args) if args.model_args else run.config.get("model_args", {})
+        spec = args.model or run.config.model
+        model_args = parse_model_args(args.model_args) if args.model_args else run.config.model_args
         audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector))
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))

@@ -49,7 +49,8 @@ def similarity_performance_plot(rows: dict[str, list[dict[str, Any]]], path: Pat
         pts = [(r["similarity"], r["performance"]) for r in model_rows
                if r["similarity"] is not None and r["performance"] is not None]
         if pts:
-            ax.scatter(*zip(*pts, strict=True), alpha=0.6, s=22, label=f"{_short(model)} (n={len(pts)})")
+            xs, ys = zip(*pts, strict=True)
+            ax.scatter(xs, ys, alpha=0.6, s=22, label=f"{_short(model)} (n={len(pts)})")
     for x, name in ((0.35, "tau_d = tau_e"), (0.75, "tau_a")):
         ax.axvline(x, color="gray", linestyle=":", linewidth=1)
         ax.text(x, 1.04, name, fontsize=7, ha="center")

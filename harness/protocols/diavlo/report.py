@@ -27,6 +27,7 @@ from harness.protocols.diavlo.metrics import (
     similarity_matrix,
 )
 from harness.protocols.diavlo.triplet_parser import OK, parse_triplets
+from harness.results.schema import Turn
 
 TURN_ERROR, NO_TURNS = "turn_error", "no_turns"
 LOSSES = ("empty", "unusable", TURN_ERROR, NO_TURNS)
@@ -36,7 +37,7 @@ DEFAULT_THRESHOLDS = Thresholds()
 @functools.cache
 def shared_encoder() -> Any:
     """One offline MiniLM encoder per process (scoring, audits)."""
-    from harness.judges.entailment import MiniLMEncoder
+    from harness.embeddings import MiniLMEncoder
 
     return MiniLMEncoder()
 
@@ -52,13 +53,13 @@ def performance(doc: dict[str, Any], answer: str) -> float | None:
     return token_f1(answer, doc["answer"])
 
 
-def rk_from_turns(turns: list[dict[str, Any]] | None) -> tuple[tuple[Triplet, ...], str]:
+def rk_from_turns(turns: Sequence[Turn]) -> tuple[tuple[Triplet, ...], str]:
     """RK triplets of the first sample's last turn and the loss status (module docstring)."""
     if not turns:
         return (), NO_TURNS
-    if any(t.get("error") for t in turns) or not turns[-1].get("responses"):
+    if any(t.error for t in turns) or not turns[-1].responses:
         return (), TURN_ERROR
-    parsed = parse_triplets(turns[-1]["responses"][0])
+    parsed = parse_triplets(turns[-1].responses[0])
     return parsed.triplets, parsed.status
 
 
@@ -69,7 +70,7 @@ def sk_triplets(doc: dict[str, Any]) -> list[Triplet]:
 def score_pair(doc: dict[str, Any], answer: str, turns: list[dict[str, Any]] | None,
                thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
     """The per-pair metrics of a DiaVLo task (class indicators only for classified pairs)."""
-    rk, status = rk_from_turns(turns)
+    rk, status = rk_from_turns([Turn.model_validate(t) for t in turns or []])
     sk = sk_triplets(doc)
     pairing = best_match(similarity_matrix(rk, sk, shared_encoder())) if rk and sk else None
     similarity = pairing.similarity if pairing else None

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
-from harness.results.jsonl import read_jsonl
+from harness.results.attacks import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.results.schema import read_run, read_samples
 
 VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
@@ -50,8 +50,8 @@ def _models(run_dirs: list[Path]) -> dict[str, ModelRuns]:
     models: dict[str, ModelRuns] = {}
     for run_dir in run_dirs:
         run = read_run(run_dir)
-        name = str(run.config.get("model"))
-        entry = models.setdefault(name, ModelRuns(name, run.provenance.get("model", {}).get("model_type")))
+        name = run.config.model
+        entry = models.setdefault(name, ModelRuns(name, run.provenance.model.model_type))
         entry.folders.append(Path(run_dir))
     return models
 
@@ -59,20 +59,11 @@ def _models(run_dirs: list[Path]) -> dict[str, ModelRuns]:
 def _samples(folders: list[Path], task: str) -> dict[str, Any]:
     """item id -> sample record of ``task``: the first folder that has the task wins, a folder written by
     ``harness attack`` first (its clean answers define the C that was attacked)."""
-    ordered = sorted(folders, key=lambda f: not (f / "attack_outcomes.jsonl").is_file())
+    ordered = sorted(folders, key=lambda f: not (f / OUTCOMES_FILE).is_file())
     for folder in ordered:
         if (folder / f"samples_{task}.jsonl").is_file():
             return {str(r.doc.get("id", r.doc_id)): r for r in read_samples(folder, task)}
     return {}
-
-
-def _jsonl(folders: list[Path], name: str) -> list[dict[str, Any]]:
-    rows = []
-    for folder in folders:
-        path = folder / name
-        if path.is_file():
-            rows.extend(read_jsonl(path))
-    return rows
 
 
 def model_outcomes(runs: ModelRuns,
@@ -92,27 +83,26 @@ def model_outcomes(runs: ModelRuns,
         answered, reading = _samples(runs.folders, task), _samples(runs.folders, read_task)
         for i in c_items:
             rec = answered.get(i)
-            usable = rec is not None and rec.error is None and "correct,none" in rec.metrics
-            if usable and attack == fm.NAT_EVID and config.natevid_preserved_only:
-                usable = rec.doc.get("natevid_status") != "destroyed"
-            if usable:
+            destroyed = (attack == fm.NAT_EVID and config.natevid_preserved_only and rec is not None
+                         and rec.doc.get("natevid_status") == "destroyed")
+            if rec is not None and rec.error is None and "correct,none" in rec.metrics and not destroyed:
                 flips[i][attack] = rec.metrics["correct,none"] == 0.0
                 use[i][variant] = rec.metrics.get("uses_injected,none") == 1.0
             r = reading.get(i)
             if r is not None and r.error is None and "reads_injected,none" in r.metrics:
                 read[i][variant] = r.metrics["reads_injected,none"] == 1.0
-    for row in _jsonl(runs.folders, "attack_outcomes.jsonl"):
-        if row["item"] in flips and row.get("error") is None:
-            flips[row["item"]][row["attack"]] = bool(row["flipped"])
+    for outcome in (o for folder in runs.folders for o in read_outcomes(folder)):
+        if outcome.item in flips and outcome.error is None:
+            flips[outcome.item][outcome.attack] = outcome.flipped
     oar: dict[str, float | None] = {}
     restored: dict[str, bool] = {}
     depths: dict[str, list[int]] = {}
-    for row in _jsonl(runs.folders, "diagnostics.jsonl"):
-        if row["diagnostic"] == "oar":
-            oar[row["item"]] = row["value"]
-        elif row["diagnostic"] == "restoration":
-            restored[row["item"]] = bool(row["value"])
-            depths[row["item"]] = list(row.get("depths", []))
+    for row in (d for folder in runs.folders for d in read_diagnostics(folder)):
+        if row.diagnostic == "oar":
+            oar[row.item] = None if row.value is None else float(row.value)
+        else:
+            restored[row.item] = bool(row.value)
+            depths[row.item] = list(row.depths)
     outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar.get(i),
                                restored=restored.get(i)) for i in c_items]
     missing = {a: sum(a not in flips[i] for i in c_items) for a in fm.SUITE}

@@ -63,7 +63,7 @@ def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: di
 
     if args.clean_run:
         run_dir = Path(args.clean_run)
-        saved = read_run(run_dir).provenance.get("model", {}).get("fingerprint")
+        saved = read_run(run_dir).provenance.model.fingerprint
         if saved != backend.fingerprint:
             raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
                                f"{backend.fingerprint})")
@@ -72,31 +72,30 @@ def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: di
                             seed=args.seed, batch_size=args.batch_size, limit=args.limit,
                             output=Path(args.output), store_path=default_store(),
                             show_progress=opts.show_progress)
-    _, _, run_dir = evaluate(backend, spec, eval_opts, model_args)
-    return run_dir
+    _, _, written = evaluate(backend, spec, eval_opts, model_args)
+    assert written is not None  # evaluate writes a run folder when given an output
+    return written
 
 
 def cmd_attack(args: argparse.Namespace) -> int:
     from harness.models.base import create_backend, parse_model_args
-    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
+    from harness.protocols.fusion.attacks.losses import white_box
     from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks
 
     opts = attack_options(args)
     model_args = parse_model_args(args.model_args)
     for spec in args.model:
         backend = create_backend(spec, model_args)
-        if getattr(backend, "model_type", None) not in SUPPORTED:
-            raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, "
-                               f"not {getattr(backend, 'model_type', type(backend).__name__)!r}")
+        attacked = white_box(backend, spec)
         run_dir = _clean_run(args, backend, spec, model_args, opts)
         items, params = clean_correct_items(run_dir, opts.task, data_dir(args), args.include_path or [],
                                             backend.model_family)
-        summary = run_attacks(backend, run_dir, items, params, opts)
-        print(f"\n{spec}: clean-correct items |C| = {summary['n_clean_correct']}")
+        summary = run_attacks(attacked, run_dir, items, params, opts)
+        print(f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}")
         print("| Attack | ASR | items/min |\n|---|---|---|")
         for attack in opts.attacks:
-            value = summary["asr"][attack]
-            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary['items_per_minute'][attack]} |")
+            value = summary.asr[attack]
+            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary.items_per_minute[attack]} |")
         print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
     return 0
 

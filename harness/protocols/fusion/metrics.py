@@ -22,12 +22,13 @@ case of a list without repeats.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.metrics.bootstrap import K, cluster_cis
 
 VIS_PGD, END_PGD, MANTIS, TYPO_EVID, NAT_EVID = "vis_pgd", "end_pgd", "mantis", "typo_evid", "nat_evid"
 PIXEL_ATTACKS = (VIS_PGD, END_PGD, MANTIS)
@@ -113,8 +114,11 @@ def deltas(outcomes: Sequence[ItemOutcome], mode: str = "pathway") -> dict[str, 
 
 def exclusive_flip_rates(outcomes: Sequence[ItemOutcome], attacks: Sequence[str] = SUITE) -> dict[str, float | None]:
     """Per attack, the share of ``C`` that it flips and no other attack of ``attacks`` does."""
-    return {a: _rate(outcomes, lambda o, a=a: bool(o.flips.get(a, False))
-                     and not any(o.flips.get(b, False) for b in attacks if b != a)) for a in attacks}
+    def only(attack: str) -> Callable[[ItemOutcome], bool]:
+        return lambda o: bool(o.flips.get(attack, False)) and not any(
+            o.flips.get(b, False) for b in attacks if b != attack)
+
+    return {a: _rate(outcomes, only(a)) for a in attacks}
 
 
 def rug(outcomes: Sequence[ItemOutcome], variant: str) -> dict[str, float | None]:
@@ -227,35 +231,20 @@ def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = N
 
 
 def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],
-                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[Hashable, float | None]],
+                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[K, float | None]],
                      n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> dict[Hashable, tuple[float, float] | None]:
+                     confidence: float = 0.95) -> dict[K, tuple[float, float] | None]:
     """Percentile CIs of every figure ``statistic`` returns, over item resamples shared by all models.
 
     Paired: each resample draws ``len(universe)`` item ids with replacement once, and every model gets
     the outcomes of the drawn items that lie in its own clean-correct set (with their multiplicity),
     so differences and averages across models are resampled together. A figure undefined on a
     resample is dropped from it; None when fewer than 2 items exist or most resamples are undefined."""
-    if len(universe) < 2:
-        return {}
-    rng = np.random.default_rng(seed)
-    values: dict[Hashable, list[float]] = {}
-    for idx in rng.integers(0, len(universe), size=(n_resamples, len(universe))):
+    def figures(idx: np.ndarray) -> Mapping[K, float | None]:
         drawn = [universe[k] for k in idx]
-        sample = {m: [items[i] for i in drawn if i in items] for m, items in per_model.items()}
-        for name, value in statistic(sample).items():
-            bucket = values.setdefault(name, [])
-            if value is not None and math.isfinite(value):
-                bucket.append(float(value))
-    alpha = (1 - confidence) / 2
-    out: dict[Hashable, tuple[float, float] | None] = {}
-    for name, vs in values.items():
-        if len(vs) < n_resamples / 2:
-            out[name] = None
-        else:
-            low, high = np.quantile(vs, [alpha, 1 - alpha])
-            out[name] = (float(low), float(high))
-    return out
+        return statistic({m: [items[i] for i in drawn if i in items] for m, items in per_model.items()})
+
+    return cluster_cis(len(universe), figures, n_resamples, confidence, seed)
 
 
 def macro_average(values: Iterable[float | None]) -> float | None:

@@ -50,7 +50,8 @@ def _resampled(labels: Labels, senses: dict[str, str], majority: dict[str, int |
     return out, s, m
 
 
-def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | None]) -> dict[str, Callable]:
+def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | None]
+             ) -> dict[str, Callable[..., float | None]]:
     return {
         "change_rate_aligned": lambda lb, s, m: mist.change_rate(lb, "aligned"),
         "change_rate_misleading": lambda lb, s, m: mist.change_rate(lb, "misleading"),
@@ -66,16 +67,16 @@ def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | N
     }
 
 
-def _panels(records: list[Any]) -> dict[str, dict[str, dict[str, Any]]]:
+def _panels(records: list[Any]) -> dict[str, dict[str, Any]]:
     """panel -> annotator -> {item: label, "_condition": the condition that annotator saw most}."""
     panels: dict[str, dict[str, dict[str, Any]]] = {}
-    seen: dict[tuple[str, str], Counter] = {}
+    seen: dict[tuple[str, str], Counter[str]] = {}
     for record in records:
         doc = record.doc
         for h in doc.get("human_labels") or []:
             panels.setdefault(h["panel"], {}).setdefault(h["annotator"], {})[doc["item_id"]] = h["label"]
             seen.setdefault((h["panel"], h["annotator"]), Counter())[h["condition"]] += 1
-    conditions = {}
+    conditions: dict[str, Counter[str]] = {}
     for (panel, _), counts in seen.items():
         conditions.setdefault(panel, Counter()).update(counts)
     return {p: {"annotators": anns, "condition": conditions[p].most_common(1)[0][0]} for p, anns in panels.items()}
@@ -86,9 +87,12 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     labels, senses, majority = labels_from_items(items)
     units = sorted(senses)
     figures = {}
+    def resampled(fn: Callable[..., float | None]) -> Callable[[Any], float | None]:
+        return lambda idx: fn(*_resampled(labels, senses, majority, units, idx))
+
     for name, fn in _figures(labels, senses, majority).items():
         value = fn(labels, senses, majority)
-        ci = cluster_ci(len(units), lambda idx, fn=fn: fn(*_resampled(labels, senses, majority, units, idx)))
+        ci = cluster_ci(len(units), resampled(fn))
         figures[name] = {"value": value, "ci95": list(ci) if ci else None}
     epsilons = metadata.get("alt_test_epsilon", {"informed": 0.2, "blind": 0.15})
     alt: dict[str, dict[str, Any]] = {}

@@ -39,9 +39,9 @@ def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: 
         "sentences": n,
         "by_condition": by_condition,
         "max_positive_bias": _figure(sb.max_positive_bias(matrix), ci(sb.max_positive_bias),
-                                     condition=max(bias, key=bias.get) if bias else None),
+                                     condition=max(bias, key=bias.__getitem__) if bias else None),
         "max_negative_bias": _figure(sb.max_negative_bias(matrix), ci(sb.max_negative_bias),
-                                     condition=min(bias, key=bias.get) if bias else None),
+                                     condition=min(bias, key=bias.__getitem__) if bias else None),
         "total_range": _figure(sb.total_range(matrix), ci(sb.total_range)),
     }
     if long_set:

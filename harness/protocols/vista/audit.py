@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
+from harness.judges.base import Entails, model_calls
 from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
 from harness.protocols.vista.metrics import model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, selective_refusal
@@ -109,7 +110,7 @@ def load_runs(run_dirs: Sequence[Path], task: str) -> tuple[dict[str, list[Sampl
             skipped.append(run_dir)
             others.update(run.configs)
             continue
-        name = str(run.config.get("model"))
+        name = run.config.model
         out[f"{name}@{run_dir.name}" if name in out else name] = read_samples(run_dir, task)
     if len(out) < 2:
         seen = f"; the skipped runs hold {', '.join(sorted(others))}" if others else ""
@@ -118,7 +119,7 @@ def load_runs(run_dirs: Sequence[Path], task: str) -> tuple[dict[str, list[Sampl
     return out, skipped
 
 
-def run_audit(run_dirs: Sequence[Path], judge: Callable[[str, str], bool], config: AuditConfig,
+def run_audit(run_dirs: Sequence[Path], judge: Entails, config: AuditConfig,
               show_progress: bool = False) -> AuditResult:
     """The audit of ``config.task`` over the runs that hold it; the others are counted in ``skipped_runs``."""
     records, skipped = load_runs(run_dirs, config.task)
@@ -127,7 +128,7 @@ def run_audit(run_dirs: Sequence[Path], judge: Callable[[str, str], bool], confi
     return result
 
 
-def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge: Callable[[str, str], bool],
+def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge: Entails,
                   config: AuditConfig, show_progress: bool = False) -> AuditResult:
     """The whole audit over already-loaded records (what ``harness eval --model A --model B`` calls); the
     progress bar counts query clusterings, leave-one-peer-out re-clusterings included."""
@@ -135,7 +136,7 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
     models = list(records_by_model)
     result = AuditResult(config, models, skipped_queries=skipped)
     cache = DecisionCache(judge)
-    model_calls_before = getattr(judge, "calls", 0)
+    model_calls_before = model_calls(judge)
     assignments_by_query = []
     stability = config.stability and len(models) >= 3
     bar = tqdm(total=len(queries) * (1 + (len(models) if stability else 0)), desc="audit", unit="query",
@@ -157,11 +158,11 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
         result.stability = _leave_one_peer_out(result, queries, judge, cache, bar)
     bar.close()
     result.judge_decisions = len(cache.cache)
-    result.judge_model_calls = getattr(judge, "calls", 0) - model_calls_before
+    result.judge_model_calls = model_calls(judge) - model_calls_before
     return result
 
 
-def _cluster(query: Query, models: Sequence[str], judge: Callable[[str, str], bool], rule: str,
+def _cluster(query: Query, models: Sequence[str], judge: Entails, rule: str,
              cache: DecisionCache) -> dict[str, list[int]]:
     """Global cluster ids of each model's responses, the pool being these models' responses."""
     pool = [(m, text) for m in models for text in query.responses[m]]
@@ -303,7 +304,7 @@ def jaccard(a: set[Any], b: set[Any]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: Callable[[str, str], bool],
+def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: Entails,
                         cache: DecisionCache, bar: tqdm) -> dict[str, dict[str, float]]:
     """For each model p left out: re-cluster every query without p's responses, re-score the others, and
     compare with the full audit restricted to the same models (top-10/top-20 overlap of the S ranking,

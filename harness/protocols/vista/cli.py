@@ -32,10 +32,10 @@ def after_eval(outcome: EvalOutcome) -> None:
             continue
         judge = make_judge(args.judge, response_store(args))
         result = audit_records(records, judge, AuditConfig(task=task), show_progress=show_progress(args))
-        print(f"\nVISTA audit of {task} ({len(records)} models, judge {getattr(judge, 'name', args.judge)})")
+        print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
         print_audit(result)
         if outcome.output is not None:
-            out = write_audit(result, outcome.output / f"audit-{task}-{stamp()}", getattr(judge, "name", args.judge))
+            out = write_audit(result, outcome.output / f"audit-{task}-{stamp()}", judge.name)
             print(f"audit: {out / 'audit.json'}")
 
 
@@ -82,7 +82,7 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     result = run_audit(run_dirs, judge, config, show_progress=show_progress(args))
     if result.skipped_runs:
         print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
-    out = write_audit(result, audit_folder(args.output, run_dirs, "vista"), getattr(judge, "name", args.judge))
+    out = write_audit(result, audit_folder(args.output, run_dirs, "vista"), judge.name)
     print_audit(result)
     print(f"audit: {out / 'audit.json'}")
     return 0

@@ -22,11 +22,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 from scipy.special import rel_entr
 
 from harness.errors import HarnessError
+
+M = TypeVar("M", bound=Hashable)  # a model's key
 
 
 def semantic_entropy(cluster_ids: Sequence[Hashable]) -> float:
@@ -38,7 +41,7 @@ def semantic_entropy(cluster_ids: Sequence[Hashable]) -> float:
     return float(-(p * np.log(p)).sum()) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
-def _distributions(assignments: Mapping[Hashable, Sequence[Hashable]]) -> tuple[list[Hashable], dict, np.ndarray]:
+def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict, np.ndarray]:
     clusters = sorted({c for ids in assignments.values() for c in ids}, key=str)
     index = {c: j for j, c in enumerate(clusters)}
     models = list(assignments)
@@ -60,8 +63,8 @@ def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.sqrt(np.clip(js, 0.0, None) / math.log(2))
 
 
-def suspicion_scores(assignments: Mapping[Hashable, Sequence[Hashable]], alpha: float = 0.5,
-                     reference: str = "all") -> dict[Hashable, dict[str, float]]:
+def suspicion_scores(assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5,
+                     reference: str = "all") -> dict[M, dict[str, float]]:
     """{model: {"se", "confidence", "divergence", "suspicion"}} for one query (module docstring)."""
     if reference not in {"all", "peers"}:
         raise HarnessError(f"suspicion_scores: reference must be 'all' or 'peers', got {reference!r}")
@@ -93,8 +96,8 @@ def model_detection(suspicion_by_query: Sequence[float], theta: float = 0.6,
     return {"score": score, "positive": score > theta, "queries": len(top)}
 
 
-def raven_scores(assignments: Mapping[Hashable, Sequence[Hashable]], w1: float = 0.5,
-                 w2: float = 0.5) -> dict[Hashable, float]:
+def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5,
+                 w2: float = 0.5) -> dict[M, float]:
     """The RAVEN-style baseline: binary (pooled-majority vs other) clustering, w1 JS^2 + w2 (1 - SE)."""
     pooled = Counter(c for ids in assignments.values() for c in ids)
     majority = pooled.most_common(1)[0][0]

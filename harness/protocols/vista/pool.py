@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
+from harness.judges.base import Judge
 from harness.leaderboard.db import Database, PoolComputation, StoredFile, Submission
 from harness.leaderboard.tables import spreadsheet_safe as _safe
 from harness.metrics.bootstrap import cluster_ci
@@ -45,13 +46,13 @@ class PoolSettings:
 
 
 @functools.cache
-def make_pool_judge(name: str) -> Any:
+def make_pool_judge(name: str) -> Judge:
     """The pool's entailment judge, one per process and name (an LLM judge caches its decisions in the
     harness response store)."""
     from harness.judges.entailment import make_judge
-    from harness.models.tiny import cache_root
+    from harness.paths import default_store_path
 
-    return make_judge(name, cache_root() / "responses.sqlite")
+    return make_judge(name, default_store_path())
 
 
 def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
@@ -73,7 +74,8 @@ def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[st
         for submission_id, model in members:
             content = session.scalar(select(StoredFile.content).where(
                 StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
-            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(content.decode("utf-8"))]
+            text = (content or b"").decode("utf-8")
+            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(text)]
     return out
 
 
@@ -90,7 +92,7 @@ def _intervals(result: AuditResult, model: str) -> dict[str, list[float] | None]
             "detection_score": ci(lambda v: float(model_detection(list(v), theta)["score"]))}
 
 
-def recompute_pool(db: Database, settings: PoolSettings, judge: Any) -> int:
+def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
     the stored row says the pool is waiting for peers."""
     members = pool_members(db, settings.task)

@@ -68,12 +68,12 @@ def test_eval_runs_three_turns_on_the_tiny_model(tmp_path: Path, diavlo_dir: Pat
     for task in ("diavlo_llava_bench", "diavlo_vqav2"):
         for record in samples[task]:
             assert record.error is None and len(record.turns) == 2
-            assert record.turns[0]["prompt"].startswith("Explain the rationale")
-            assert "triplets" in record.turns[1]["prompt"] and record.turns[1]["responses"]
+            assert record.turns[0].prompt.startswith("Explain the rationale")
+            assert "triplets" in record.turns[1].prompt and record.turns[1].responses
             assert record.metrics["n_sk,none"] >= 0 and "performance,none" in record.metrics
         report = run.reports[task]
         assert report["pairs"] == 2 and set(report["classes"]) >= {"Aligned", "Expanded", "Divergent", "Unnamed"}
         assert (run_dir / report["plots"][0]).is_file()
-    assert run.provenance["requests"]["follow_up_requests"] == 8
+    assert run.provenance.requests.follow_up_requests == 8
     vqa = samples["diavlo_vqav2"][0]
     assert "single word" in vqa.prompt[0]["content"][1]["text"]

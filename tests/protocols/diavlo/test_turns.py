@@ -76,26 +76,26 @@ def test_follow_up_turns_continue_each_sample_and_are_cached(tmp_path: Path, dat
     records = samples["two_more_turns"]
     assert all(r.error is None and len(r.responses) == 2 for r in records)
     for record in records:
-        assert [t["prompt"] for t in record.turns] == [
+        assert [t.prompt for t in record.turns] == [
             f"Why do you say so? Is it {record.doc['color']}?",
             "Now list that as (subject, relation, object) triplets."]
-        assert all(len(t["responses"]) == 2 and len(t["request_keys"]) == 2 and t["error"] is None
+        assert all(len(t.responses) == 2 and len(t.request_keys) == 2 and t.error is None
                    for t in record.turns)
         # each turn is its own request, distinct from turn 1 and from the other turn
-        keys = {record.request_key, *(k for t in record.turns for k in t["request_keys"])}
+        keys = {record.request_key, *(k for t in record.turns for k in t.request_keys)}
         assert len(keys) == 5
     assert run.results["two_more_turns"]["turns_seen,none"] == 2.0
     assert run.results["two_more_turns"]["chains,none"] == 4.0
     assert run.results["two_more_turns"]["same_prompt,none"] == 1.0
-    stats = run.provenance["requests"]
-    assert stats["generated"] == 2 and stats["follow_up_generated"] == 8 and stats["follow_up_cached"] == 0
+    stats = run.provenance.requests
+    assert stats.generated == 2 and stats.follow_up_generated == 8 and stats.follow_up_cached == 0
     # every turn is in the store under its own key: the rerun generates nothing and answers the same
     store = ResponseStore(tmp_path / "store.sqlite")
-    assert store.get(qwen().fingerprint, records[0].turns[1]["request_keys"][1],
-                     _seed(records[0].turns[1]["request_keys"][1]), 1) == [records[0].turns[1]["responses"][1]]
+    assert store.get(qwen().fingerprint, records[0].turns[1].request_keys[1],
+                     _seed(records[0].turns[1].request_keys[1]), 1) == [records[0].turns[1].responses[1]]
     store.close()
     again, samples2, _ = evaluate(qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir))
-    assert again.provenance["requests"]["generated"] == 0 and again.provenance["requests"]["follow_up_generated"] == 0
+    assert again.provenance.requests.generated == 0 and again.provenance.requests.follow_up_generated == 0
     assert [r.turns for r in samples2["two_more_turns"]] == [r.turns for r in records]
     # saved turns reach process_results again when a run is re-scored without the model
     rescored, _ = score_run(run_dir)
@@ -129,7 +129,7 @@ def test_follow_up_generation_errors_are_recorded_on_the_turn(tmp_path: Path, da
                                                                     use_cache=False))
     record = samples["two_more_turns"][0]
     assert record.responses == ["red", "red"] and record.error is None
-    assert len(record.turns) == 1 and "boom" in record.turns[0]["error"] and record.turns[0]["responses"] == []
+    assert len(record.turns) == 1 and "boom" in record.turns[0].error and record.turns[0].responses == []
     assert run.results["two_more_turns"]["turns_seen,none"] == 1.0
 
 

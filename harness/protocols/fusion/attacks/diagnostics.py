@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.metrics import oar
 
 
@@ -37,7 +38,7 @@ def _ensure_eager(model: Any) -> None:
         model.set_attn_implementation("eager")
 
 
-def overlay_attention_ratio(wb: Any, messages: list[dict[str, Any]], image_size: tuple[int, int],
+def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_size: tuple[int, int],
                             region: tuple[float, float, float, float], late_fraction: float = 0.5) -> float | None:
     """OAR of one image (``image_size`` = (width, height) of the image in ``messages``)."""
     import torch
@@ -58,7 +59,7 @@ def overlay_attention_ratio(wb: Any, messages: list[dict[str, Any]], image_size:
     return oar(per_token.cpu().numpy(), coverage, areas)
 
 
-def layer_restoration(wb: Any, clean: list[dict[str, Any]], adversarial: list[dict[str, Any]],
+def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: list[dict[str, Any]],
                       max_new_tokens: int, is_correct: Callable[[str], bool]) -> tuple[bool, list[int]]:
     """Whether restoring the clean image states at some depth undoes the flip, and the depths that do."""
     import torch

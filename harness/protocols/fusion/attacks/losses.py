@@ -19,7 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.models.base import Backend, WhiteBoxBackend
 from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess
+
+
+def white_box(backend: Backend, spec: str) -> WhiteBoxBackend:
+    """``backend`` as a white-box model the attacks support, or one line saying why it is not one."""
+    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
+
+    kind = backend.model_type if isinstance(backend, WhiteBoxBackend) else type(backend).__name__
+    if not isinstance(backend, WhiteBoxBackend) or backend.model_type not in SUPPORTED:
+        raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, not {kind!r}")
+    return backend
 
 
 def first_divergence(correct: list[int], wrong: list[int]) -> int:
@@ -45,8 +56,8 @@ class Batch:
 class WhiteBox:
     """A frozen ``hf`` backend with a differentiable path from raw pixels to its outputs."""
 
-    def __init__(self, backend: Any) -> None:
-        if not getattr(backend, "is_multimodal", False):
+    def __init__(self, backend: WhiteBoxBackend) -> None:
+        if not backend.is_multimodal:
             raise HarnessError("white-box attacks need an image-text-to-text model on the hf backend")
         self.backend = backend
         self.model = backend.model

@@ -132,6 +132,8 @@ class DifferentiablePreprocess:
             rows = cols = self.tokens_per_side
             cell_h, cell_w = rh / rows, rw / cols
         else:
+            if self.crop is None:
+                raise HarnessError("a CLIP-style processor without a crop size has no patch grid")
             cell_h = cell_w = self.patch_size
             top, left = int((rh - self.crop.height) / 2.0), int((rw - self.crop.width) / 2.0)
             rows, cols = self.crop.height // cell_h, self.crop.width // cell_w

@@ -10,34 +10,38 @@ layer restoration on End-PGD flips. Everything lands in the run folder:
 
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
-from harness.models.base import GenerationParams, GenerationRequest
+from harness.models.base import GenerationParams, WhiteBoxBackend
 from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.preprocess import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
+from harness.results.attacks import AttackName, AttackOutcome, AttackSummary, Diagnostic, DiagnosticName, write_attack
+from harness.results.schema import ModelInfo
 
-ATTACKS = ("vis_pgd", "end_pgd", "mantis")
-DIAGNOSTICS = ("oar", "restoration")
+Name = TypeVar("Name", bound=str)
+ATTACKS: tuple[AttackName, ...] = ("vis_pgd", "end_pgd", "mantis")
+DIAGNOSTICS: tuple[DiagnosticName, ...] = ("oar", "restoration")
 
 
 @dataclass(frozen=True)
 class AttackOptions:
-    attacks: tuple[str, ...] = ATTACKS
+    attacks: tuple[AttackName, ...] = ATTACKS
     pgd: PGDConfig = field(default_factory=PGDConfig)
     seed: int = 0
     batch_size: int = 4
-    diagnostics: tuple[str, ...] = DIAGNOSTICS
+    diagnostics: tuple[DiagnosticName, ...] = DIAGNOSTICS
     task: str = "fusion_clean"
     show_progress: bool = True
 
@@ -62,12 +66,13 @@ def parse_fraction(text: str) -> float:
         raise HarnessError(f"expected a number or a fraction like 8/255, got {text!r}") from None
 
 
-def parse_list(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
+def parse_list(text: str, known: tuple[Name, ...], what: str) -> tuple[Name, ...]:
+    """Comma-separated names, each one of ``known`` (so typed as those names)."""
     items = tuple(t.strip() for t in text.split(",") if t.strip())
     unknown = [t for t in items if t not in known]
     if unknown or not items:
         raise HarnessError(f"{what}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}")
-    return items
+    return tuple(next(k for k in known if k == t) for t in items)
 
 
 def _replace_image(messages: list[dict[str, Any]], image: Any) -> list[dict[str, Any]]:
@@ -92,17 +97,14 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
                         family: str | None) -> tuple[list[CleanItem], GenerationParams]:
     """C from a saved clean run, with each item's doc, prompt and clean answer, and the task's
     generation settings (used again for the re-check)."""
-    from harness.data import load_task_dataset
-    from harness.engine.task_runtime import TaskRuntime
+    from harness.engine.tasks import open_task
     from harness.results.schema import read_samples
-    from harness.taskspec.registry import TaskRegistry
 
     path = run_dir / f"samples_{task}.jsonl"
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no samples of task {task} (run it with harness eval, or drop --clean-run)")
-    config = TaskRegistry.discover(include_paths).get(task)
-    runtime = TaskRuntime(config, family)
-    docs = runtime.process_docs(load_task_dataset(config, data_dir).docs)
+    opened = open_task(task, family, data_dir, include_paths)
+    config, runtime, docs = opened.config, opened.runtime, opened.docs
     items = []
     for record in read_samples(run_dir, task):
         if record.error is not None or record.metrics.get("correct,none") != 1.0:
@@ -114,13 +116,13 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
     return items, params
 
 
-def run_attacks(backend: Any, run_dir: Path, items: list[CleanItem], params: GenerationParams,
-                opts: AttackOptions) -> dict[str, Any]:
+def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem], params: GenerationParams,
+                opts: AttackOptions) -> AttackSummary:
     """Attack C, re-check every adversarial image, run the diagnostics, write everything to ``run_dir``."""
     import torch
 
     wb = WhiteBox(backend)
-    outcomes: list[dict[str, Any]] = []
+    outcomes: list[AttackOutcome] = []
     timings: dict[str, float] = {}
     for attack in opts.attacks:
         started = time.time()
@@ -131,26 +133,22 @@ def run_attacks(backend: Any, run_dir: Path, items: list[CleanItem], params: Gen
             outcomes.extend(_attack_batch(wb, attack, batch_items, params, opts, folder, torch))
         timings[attack] = round(time.time() - started, 3)
     diagnostics = _diagnostics(wb, items, outcomes, params, opts, run_dir)
-    _write_jsonl(run_dir / "attack_outcomes.jsonl", outcomes)
-    _write_jsonl(run_dir / "diagnostics.jsonl", diagnostics)
-    summary = {
-        "task": opts.task, "attacks": list(opts.attacks), "pgd": asdict(opts.pgd), "seed": opts.seed,
-        "batch_size": opts.batch_size, "diagnostics": list(opts.diagnostics), "n_clean_correct": len(items),
-        "model": backend.info(), "time_s": timings,
-        "items_per_minute": {a: round(60 * len(items) / t, 2) if t and items else None for a, t in timings.items()},
-        "asr": {a: (sum(o["flipped"] for o in outcomes if o["attack"] == a) / len(items)) if items else None
-                for a in opts.attacks},
-        "errors": sum(o["error"] is not None for o in outcomes),
-    }
-    (run_dir / "attack.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    summary = AttackSummary(
+        task=opts.task, attacks=list(opts.attacks), pgd=asdict(opts.pgd), seed=opts.seed,
+        batch_size=opts.batch_size, diagnostics=list(opts.diagnostics), n_clean_correct=len(items),
+        model=ModelInfo.model_validate(backend.info()), time_s=timings,
+        items_per_minute={a: round(60 * len(items) / t, 2) if t and items else None for a, t in timings.items()},
+        asr={a: (sum(o.flipped for o in outcomes if o.attack == a) / len(items)) if items else None
+             for a in opts.attacks},
+        errors=sum(o.error is not None for o in outcomes),
+    )
+    write_attack(run_dir, outcomes, diagnostics, summary)
     return summary
 
 
-def _attack_batch(wb: WhiteBox, attack: str, items: list[CleanItem], params: GenerationParams,
-                  opts: AttackOptions, folder: Path, torch: Any) -> list[dict[str, Any]]:
-    base = [{"item": it.item, "attack": attack, "clean_response": it.response, "flipped": False,
-             "response": None, "loss_start": None, "loss_end": None, "linf_uint8": None, "image": None,
-             "error": None} for it in items]
+def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], params: GenerationParams,
+                  opts: AttackOptions, folder: Path, torch: Any) -> list[AttackOutcome]:
+    base = [AttackOutcome(item=it.item, attack=attack, clean_response=it.response) for it in items]
     try:
         batch = wb.batch([it.messages for it in items], [it.response for it in items],
                          [it.doc["wrong_answer"] for it in items])
@@ -167,39 +165,44 @@ def _attack_batch(wb: WhiteBox, attack: str, items: list[CleanItem], params: Gen
         adversarial, first, last = pgd(x0, loss, opts.pgd, generator)
     except (HarnessError, RuntimeError) as exc:  # a bad item or out of memory: recorded, the run goes on
         hint = " (try --batch-size 1 or --noise-scale 0.5)" if "out of memory" in str(exc).lower() else ""
-        return [{**b, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}{hint}"} for b in base]
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0]}{hint}"
+        return [b.model_copy(update={"error": error}) for b in base]
     images = [tensor_to_image(x) for x in adversarial]
     requests = []
     for it, image in zip(items, images, strict=True):
         messages = _replace_image(it.messages, image)
         key = stable_hash({"attack": attack, "item": it.item, "image": image, "params": params.as_dict()})
-        requests.append(GenerationRequest(key=key, messages=messages, params=params, n=1,
-                                          seed=derive_seed(opts.seed, key)))
+        requests.append(make_request(messages, params, 1, opts.seed, key=key))
     # One request per call: left padding in a batch could change a greedy answer by itself.
     answers = [wb.backend.generate([request])[0] for request in requests]
     out = []
     for k, (it, image, answer) in enumerate(zip(items, images, answers, strict=True)):
-        row = dict(base[k])
         name = f"{it.item}.png"
         image.save(folder / name)
         clean_u8 = image_to_tensor(it.image)
-        row.update(image=f"attacks/{attack}/{name}", loss_start=first[k] if first else None,
-                   loss_end=last[k] if last else None,
-                   linf_uint8=int(round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255)))
+        row: dict[str, Any] = {
+            "image": f"attacks/{attack}/{name}", "loss_start": first[k] if first else None,
+            "loss_end": last[k] if last else None,
+            "linf_uint8": int(round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255))}
         if isinstance(answer, Exception):
             row["error"] = f"re-check failed: {type(answer).__name__}: {answer}"
         else:
             row["response"] = answer[0]
             row["flipped"] = not judge(it.doc["source"], answer[0], it.doc["answers"])
-        out.append(row)
+        out.append(base[k].model_copy(update=row))
     return out
 
 
-def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[dict[str, Any]], params: GenerationParams,
-                 opts: AttackOptions, run_dir: Path) -> list[dict[str, Any]]:
+def _judged_against(it: CleanItem) -> Callable[[str], bool]:
+    """J on the item's references: whether an answer to ``it`` is correct."""
+    return lambda text: judge(it.doc["source"], text, it.doc["answers"])
+
+
+def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutcome], params: GenerationParams,
+                 opts: AttackOptions, run_dir: Path) -> list[Diagnostic]:
     from PIL import Image
 
-    rows: list[dict[str, Any]] = []
+    rows: list[Diagnostic] = []
     if "oar" in opts.diagnostics:
         for it in tqdm(items, desc="oar", unit="item", disable=not opts.show_progress):
             typo = it.doc.get("typo_image")
@@ -207,22 +210,15 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[dict[str, 
                 continue
             messages = _replace_image(it.messages, typo.convert("RGB"))
             value = overlay_attention_ratio(wb, messages, typo.size, tuple(it.doc["typo_region"]))
-            rows.append({"item": it.item, "diagnostic": "oar", "value": value})
+            rows.append(Diagnostic(item=it.item, diagnostic="oar", value=value))
     if "restoration" in opts.diagnostics:
         by_item = {it.item: it for it in items}
-        flips = [o for o in outcomes if o["attack"] == "end_pgd" and o["flipped"]]
+        flips = [o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None]
         for o in tqdm(flips, desc="restoration", unit="item", disable=not opts.show_progress):
-            it = by_item[o["item"]]
-            with Image.open(run_dir / o["image"]) as im:
+            it = by_item[o.item]
+            with Image.open(run_dir / str(o.image)) as im:
                 adversarial = _replace_image(it.messages, im.convert("RGB"))
-            restored, depths = layer_restoration(
-                wb, it.messages, adversarial, params.max_new_tokens,
-                lambda text, it=it: judge(it.doc["source"], text, it.doc["answers"]))
-            rows.append({"item": it.item, "diagnostic": "restoration", "value": restored, "depths": depths})
+            restored, depths = layer_restoration(wb, it.messages, adversarial, params.max_new_tokens,
+                                                 _judged_against(it))
+            rows.append(Diagnostic(item=it.item, diagnostic="restoration", value=restored, depths=depths))
     return rows
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)

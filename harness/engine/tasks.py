@@ -1,0 +1,58 @@
+"""Opening a task: registry -> config -> runtime (for one model family) -> its dataset's processed docs.
+
+``harness eval``, ``harness score``, the audits, the attacks and the leaderboard's re-scoring open tasks
+here, so each reads the same docs (``process_docs`` applied) that the run's prompts were built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedDataset, load_task_dataset
+from harness.engine.task_runtime import TaskRuntime
+from harness.results.schema import RunResults
+from harness.taskspec.config import TaskConfig
+from harness.taskspec.registry import TaskRegistry
+
+
+@dataclass(frozen=True)
+class OpenTask:
+    """A task ready to build prompts and score: its config, its runtime and its processed docs."""
+
+    config: TaskConfig
+    runtime: TaskRuntime
+    dataset: LoadedDataset
+    docs: Any  # datasets.Dataset (or what the task's process_docs returns)
+
+
+def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None = None,
+              include_paths: Sequence[str | Path] = (), registry: TaskRegistry | None = None,
+              loaded: LoadedDataset | None = None) -> OpenTask:
+    """Open ``task`` (a name looked up in ``registry``, else in the bundled tasks plus ``include_paths``; or
+    a config the caller already holds, such as a server's version-checked copy) for ``family``, with its
+    dataset read from ``data_dir`` unless ``loaded`` already holds it."""
+    if isinstance(task, TaskConfig):
+        config = task
+    else:
+        config = (registry or TaskRegistry.discover(include_paths)).get(task)
+    runtime = TaskRuntime(config, family)
+    dataset = loaded or load_task_dataset(config, data_dir)
+    return OpenTask(config, runtime, dataset, runtime.process_docs(dataset.docs))
+
+
+def open_run_task(run: RunResults, task: str, data_dir: Path | None) -> OpenTask:
+    """A task of a saved run, opened as the run opened it (its include paths, its model's family)."""
+    return open_task(task, model_family_of(run), data_dir, run.config.include_paths)
+
+
+def model_family_of(run: RunResults) -> str | None:
+    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
+    model = run.provenance.model
+    if model.model_family:
+        return model.model_family
+    from harness.models.hf import LMMS_FAMILY
+
+    return LMMS_FAMILY.get(model.model_type, model.model_type) if model.model_type else None
