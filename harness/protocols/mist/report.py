@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,9 @@ def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | N
         "change_rate_misleading": lambda lb, s, m: mist.change_rate(lb, "misleading"),
         "control_rate_aligned": lambda lb, s, m: mist.control_rate(lb, "aligned"),
         "control_rate_misleading": lambda lb, s, m: mist.control_rate(lb, "misleading"),
+        "disagreement_rate": lambda lb, s, m: mist.direction_counts(lb, s).disagreement_rate,
         "direction": lambda lb, s, m: mist.direction(lb, s),
-        "same_side_fraction": lambda lb, s, m: mist.same_side_fraction(lb),
+        "same_side_fraction": lambda lb, s, m: mist.same_side_fraction(lb, s),
         "image_following_aligned": lambda lb, s, m: mist.image_following_ratio(lb, s, "aligned"),
         "image_following_misleading": lambda lb, s, m: mist.image_following_ratio(lb, s, "misleading"),
         "agreement_none": lambda lb, s, m: mist.agreement(lb, m, "none"),
@@ -104,7 +106,9 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
                               q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
                               min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)))
             alt.setdefault(panel, {})[technique] = {"condition": info["condition"], **result.as_dict()}
-    report: dict[str, Any] = {"items": len(units), "figures": figures, "alt_test": alt, "human_agreement": agreement}
+    counts = mist.direction_counts(labels, senses)
+    report: dict[str, Any] = {"items": len(units), "figures": figures, "direction_cells": asdict(counts),
+                              "alt_test": alt, "human_agreement": agreement}
     if out_dir is not None and labels:
         from harness.protocols.mist.plots import mist_figures
 
