@@ -104,4 +104,6 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     assert report["direction_cells"] == {"arm": "ignore", "cells": 1, "disagreeing": 1, "toward": 1, "same_side": 0}
     assert report["human_agreement"]["blind"]["annotators"] == 3
     assert report["alt_test"]["blind"]["zero_shot"]["skipped_annotators"] == ["b0", "b1", "b2"]  # < 30 items
+    assert report["alt_test"]["blind"]["zero_shot"]["epsilon"] == 0.15  # the paper's slack for the blind tier
+    assert report["alt_test"]["blind"]["zero_shot"]["arm"] == "ignore"
     assert (tmp_path / report["plot"]).is_file()

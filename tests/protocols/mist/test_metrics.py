@@ -96,3 +96,19 @@ def test_label_parsing_takes_the_final_answer_and_never_guesses() -> None:
     assert mist.parse_label("F&L") == 2 and mist.parse_label("(FF)") == 0 and mist.parse_label("fl") == 3
     assert mist.parse_label("It is literal") is None  # no scale label: unparsed
     assert mist.parse_label("FFT or WFX") is None and mist.parse_label("") is None
+
+
+def test_alt_test_compares_each_annotator_with_the_judge_under_the_condition_they_saw() -> None:
+    from harness.protocols.mist.report import Panel, judge_as_seen
+
+    labels = {("m1", "t", "none"): 0, ("m1", "t", "aligned-ignore"): 1, ("m1", "t", "aligned-silent"): 2,
+              ("m1", "t", "misleading-ignore"): 3, ("m1", "t", "misleading-silent"): None,
+              ("m2", "t", "none"): 1, ("m2", "u", "none"): 2}
+    panel = Panel(labels={"A": {"m1": 0, "m2": 1}, "B": {"m1": 1, "m2": 1}, "C": {"m1": 3, "m2": 1}},
+                  seen={"A": {"m1": "none", "m2": "none"}, "B": {"m1": "aligned", "m2": "none"},
+                        "C": {"m1": "misleading", "m2": "none"}})
+    assert judge_as_seen(labels, panel, "t") == {"A": {"m1": 0, "m2": 1}, "B": {"m1": 1, "m2": 1},
+                                                 "C": {"m1": 3, "m2": 1}}
+    # the silent arm: B sees the aligned-silent label; C's misleading-silent label is unparsed -> left out
+    assert judge_as_seen(labels, panel, "t", arm="silent") == {"A": {"m1": 0, "m2": 1}, "B": {"m1": 2, "m2": 1},
+                                                               "C": {"m2": 1}}
