@@ -1,5 +1,5 @@
 """The MIST task report: every figure with an item-level bootstrap CI, the alt-test per human panel and
-prompting technique, the panels' own agreement, and the plots.
+prompting technique, the panels' own agreement and the paper's panel statistics, and the plots.
 
 The alt-test compares each annotator's label on an item with the judge's label under the condition that
 annotator saw the item in (no image, aligned or misleading), at the paper's slack per panel tier
@@ -17,6 +17,7 @@ import numpy as np
 from harness.metrics.alttest import matched_alt_test
 from harness.metrics.bootstrap import cluster_ci
 from harness.protocols.mist import metrics as mist
+from harness.protocols.mist import panel_stats
 
 Labels = dict[mist.Cell, int | None]
 PAPER_EPSILON = {"informed": 0.20, "blind": 0.15}  # the slack the paper prescribes per panel tier
@@ -102,6 +103,17 @@ def judge_as_seen(labels: Labels, panel: Panel, technique: str, arm: str = mist.
     return out
 
 
+def panel_statistics(panels: dict[str, Panel]) -> dict[str, Any]:
+    """The paper's panel comparisons: kappa(informed) - kappa(blind) with its CI, and each trio's
+    aligned-vs-misleading Welch test (``harness.protocols.mist.panel_stats``)."""
+    difference = None
+    if "informed" in panels and "blind" in panels:
+        difference = asdict(panel_stats.kappa_difference(panels["informed"].labels, panels["blind"].labels))
+    return {"kappa_difference_informed_minus_blind": difference,
+            "condition_contrast": {name: asdict(panel_stats.condition_contrast(p.labels, p.seen))
+                                   for name, p in sorted(panels.items())}}
+
+
 def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     items = [r.metrics.get("change_rate_aligned,none") for r in records if r.error is None]
     labels, senses, majority = labels_from_items(items)
@@ -114,7 +126,8 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     epsilons = metadata.get("alt_test_epsilon", PAPER_EPSILON)
     alt: dict[str, dict[str, Any]] = {}
     agreement: dict[str, Any] = {}
-    for name, panel in sorted(panels_from_records(records).items()):
+    panels = panels_from_records(records)
+    for name, panel in sorted(panels.items()):
         agreement[name] = mist.panel_agreement(panel.labels)
         for technique in sorted({cell[1] for cell in labels}):
             result = matched_alt_test(judge_as_seen(labels, panel, technique), panel.labels, "accuracy",
@@ -124,7 +137,8 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
             alt.setdefault(name, {})[technique] = {"arm": mist.PAPER_ARM, **result.as_dict()}
     counts = mist.direction_counts(labels, senses)
     report: dict[str, Any] = {"items": len(units), "figures": figures, "direction_cells": asdict(counts),
-                              "alt_test": alt, "human_agreement": agreement}
+                              "alt_test": alt, "human_agreement": agreement,
+                              "panel_statistics": panel_statistics(panels)}
     if out_dir is not None and labels:
         from harness.protocols.mist.plots import mist_figures
 

@@ -106,4 +106,9 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     assert report["alt_test"]["blind"]["zero_shot"]["skipped_annotators"] == ["b0", "b1", "b2"]  # < 30 items
     assert report["alt_test"]["blind"]["zero_shot"]["epsilon"] == 0.15  # the paper's slack for the blind tier
     assert report["alt_test"]["blind"]["zero_shot"]["arm"] == "ignore"
+    stats = report["panel_statistics"]
+    assert stats["kappa_difference_informed_minus_blind"] is None  # one panel only
+    # the three blind annotators agree on m0 (P_i = 1), but saw it with no image: neither group
+    assert stats["condition_contrast"]["blind"]["welch"] == {"mean_a": None, "mean_b": None, "n_a": 0, "n_b": 0,
+                                                           "t": None, "df": None, "p_value": None}
     assert (tmp_path / report["plot"]).is_file()
