@@ -96,8 +96,8 @@ def _one_sided_p(d: np.ndarray, epsilon: float) -> float:
 
 
 def alt_test(
-    llm_annotations: Mapping[Hashable, Any],
-    human_annotations: Mapping[Hashable, Mapping[Hashable, Any]],
+    llm_annotations: Mapping[Any, Any],
+    human_annotations: Mapping[Any, Mapping[Any, Any]],
     scoring: str | Scoring = "accuracy",
     epsilon: float = 0.2,
     q_fdr: float = 0.05,
@@ -110,8 +110,8 @@ def alt_test(
 
 
 def matched_alt_test(
-    llm_seen: Mapping[Hashable, Mapping[Hashable, Any]],
-    human_annotations: Mapping[Hashable, Mapping[Hashable, Any]],
+    llm_seen: Mapping[Any, Mapping[Any, Any]],
+    human_annotations: Mapping[Any, Mapping[Any, Any]],
     scoring: str | Scoring = "accuracy",
     epsilon: float = 0.2,
     q_fdr: float = 0.05,

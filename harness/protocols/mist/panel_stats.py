@@ -83,7 +83,7 @@ class WelchTest:
     p_value: float | None
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> WelchTest:
+def welch(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> WelchTest:
     """Welch's t-test of a against b; t, df and p are None with fewer than 2 values a side or no variance."""
     from scipy.stats import ttest_ind
 
