@@ -13,8 +13,15 @@ difference). The LLM wins instance i when its score is >= h's; h wins when h's s
 - winning rate omega = rejected / tested; the LLM passes when omega >= 0.5;
 - advantage probability = mean over tested annotators of rho_f.
 
+When annotators saw an instance under different conditions (MIST: no image, aligned or misleading
+image), the LLM label compared with held-out human h on instance i must be the LLM's label under the
+condition h saw: ``matched_alt_test`` takes the LLM labels per annotator, annotator -> {instance ->
+LLM label under what that annotator saw}; ``alt_test`` is the case where every annotator is compared
+with the same LLM label.
+
 Instances with fewer than ``min_humans_per_instance`` human labels, or without an LLM label, are
-dropped first; annotators left with fewer than ``min_instances_per_human`` instances are skipped and
+dropped first (in the matched form, an instance is dropped for the annotators whose condition has no
+LLM label); annotators left with fewer than ``min_instances_per_human`` instances are skipped and
 leave the denominator. Edge case (documented choice): when every d_i is the same value the t statistic
 is undefined; the p-value is then 0 if that value is below epsilon and 1 otherwise.
 """
@@ -98,6 +105,21 @@ def alt_test(
     min_instances_per_human: int = 30,
 ) -> AltTestResult:
     """Run the alt-test of one LLM judge against a panel of human annotators (see module docstring)."""
+    return matched_alt_test({h: llm_annotations for h in human_annotations}, human_annotations, scoring, epsilon,
+                            q_fdr, min_humans_per_instance, min_instances_per_human)
+
+
+def matched_alt_test(
+    llm_seen: Mapping[Any, Mapping[Any, Any]],
+    human_annotations: Mapping[Any, Mapping[Any, Any]],
+    scoring: str | Scoring = "accuracy",
+    epsilon: float = 0.2,
+    q_fdr: float = 0.05,
+    min_humans_per_instance: int = 2,
+    min_instances_per_human: int = 30,
+) -> AltTestResult:
+    """The alt-test where held-out annotator h is compared with ``llm_seen[h]``: the LLM's labels under
+    the conditions h saw (see module docstring)."""
     score = SCORINGS.get(scoring) if isinstance(scoring, str) else scoring
     if score is None:
         raise HarnessError(f"alt_test: unknown scoring {scoring!r}; use {', '.join(SCORINGS)} or a callable")
@@ -107,25 +129,28 @@ def alt_test(
     for human, labels in human_annotations.items():
         for instance in labels:
             humans_of.setdefault(instance, []).append(human)
-    kept = {i for i, hs in humans_of.items() if len(hs) >= min_humans_per_instance and i in llm_annotations}
+    enough = {i for i, hs in humans_of.items() if len(hs) >= min_humans_per_instance}
+    used: set[Hashable] = set()
     rows: list[AnnotatorRow] = []
     skipped: list[Hashable] = []
     for held_out, labels in human_annotations.items():
-        instances = [i for i in labels if i in kept]
+        llm = llm_seen.get(held_out, {})
+        instances = [i for i in labels if i in enough and i in llm]
+        used.update(instances)
         if len(instances) < min_instances_per_human:
             skipped.append(held_out)
             continue
         w_f, w_h = [], []
         for i in instances:
             others = [human_annotations[h][i] for h in humans_of[i] if h != held_out]
-            human_score, llm_score = score(labels[i], others), score(llm_annotations[i], others)
+            human_score, llm_score = score(labels[i], others), score(llm[i], others)
             w_f.append(1.0 if llm_score >= human_score else 0.0)
             w_h.append(1.0 if human_score >= llm_score else 0.0)
         d = np.array(w_h) - np.array(w_f)
         rows.append(AnnotatorRow(held_out, len(instances), float(np.mean(w_f)), float(np.mean(w_h)),
                                  _one_sided_p(d, epsilon), False))
     if not rows:
-        return AltTestResult(None, None, False, epsilon, q_fdr, [], skipped, len(kept))
+        return AltTestResult(None, None, False, epsilon, q_fdr, [], skipped, len(used))
     from statsmodels.stats.multitest import multipletests
 
     rejected = multipletests([r.p_value for r in rows], alpha=q_fdr, method="fdr_by")[0]
@@ -133,4 +158,4 @@ def alt_test(
             for r, rej in zip(rows, rejected, strict=True)]
     winning_rate = sum(r.rejected for r in rows) / len(rows)
     advantage = float(np.mean([r.rho_f for r in rows]))
-    return AltTestResult(winning_rate, advantage, winning_rate >= 0.5, epsilon, q_fdr, rows, skipped, len(kept))
+    return AltTestResult(winning_rate, advantage, winning_rate >= 0.5, epsilon, q_fdr, rows, skipped, len(used))

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.errors import ModelSpecError
 from harness.extras import require
+from harness.models.tiny_clip import build_tiny_clip
 from harness.paths import cache_root
 
 RECIPE_VERSION = "2"
@@ -373,12 +374,14 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
     "owlv2": _build_owlv2,  # a detector (harness.protocols.diavlo.detector), not a chat model
+    "clip": build_tiny_clip,  # an image-text encoder (the Stealth CLIP probe), not a chat model
 }
 # Tiny models that are not chat models, with what they are for: offered to --model they are refused by name.
 NOT_CHAT = {
     "sdxl_turbo": "a text-to-image generator for vista builds (harness build vista --generator tiny:sdxl_turbo)",
     "instruct_pix2pix": "an image editor for fusionaudit builds (harness build fusionaudit --editor tiny)",
     "owlv2": "an open-vocabulary detector for diavlo builds and audits (--detector tiny:owlv2)",
+    "clip": "an image-text encoder for the Stealth CLIP probe (harness.protocols.stealth.clip_probe)",
 }
 
 

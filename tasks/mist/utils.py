@@ -124,7 +124,8 @@ def direction(items: list[Any]) -> float | None:
 
 
 def same_side_fraction(items: list[Any]) -> float | None:
-    return mist.same_side_fraction(labels_from_items(items)[0])
+    labels, senses, _ = labels_from_items(items)
+    return mist.same_side_fraction(labels, senses)
 
 
 def image_following_misleading(items: list[Any]) -> float | None:

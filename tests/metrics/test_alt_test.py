@@ -5,7 +5,7 @@ from scipy.stats import t as student_t
 
 from harness.errors import HarnessError
 from harness.metrics import alt_test
-from harness.metrics.alttest import neg_rmse_score
+from harness.metrics.alttest import matched_alt_test, neg_rmse_score
 
 HUMANS = {
     "A": {"i1": "x", "i2": "x", "i3": "y", "i4": "y"},
@@ -31,6 +31,26 @@ def test_hand_computed_panel() -> None:
     assert [rows[h].rejected for h in "ABC"] == [True, False, False]
     assert result.winning_rate == pytest.approx(1 / 3) and not result.passed
     assert result.advantage_prob == 1.0 and result.instances_used == 4
+
+
+def test_matched_llm_labels_per_annotator_hand_computed() -> None:
+    # Each held-out annotator is compared with the LLM label under the condition they saw.
+    seen = {"A": LLM, "B": {"i1": "y", "i2": "x", "i3": "y", "i4": "y"},
+            "C": {k: v for k, v in LLM.items() if k != "i4"}}  # C's i4: no LLM label for C's condition
+    result = matched_alt_test(seen, HUMANS, epsilon=0.2, q_fdr=0.05, min_instances_per_human=1)
+    rows = {r.annotator: r for r in result.rows}
+    assert (rows["A"].rho_f, rows["A"].rho_h, rows["A"].p_value) == (1.0, 1.0, 0.0)  # all ties
+    # B: i1 others (x, x): B 1, LLM y 0 -> d = 1; i2 others (x, x): B 0, LLM 1 -> d = -1; i3, i4 ties.
+    # d = [1, -1, 0, 0]: mean 0, sd sqrt(2/3), se sqrt(2/3)/2, t = -0.2 / se with 3 df.
+    assert (rows["B"].rho_f, rows["B"].rho_h) == (0.75, 0.75)
+    assert rows["B"].p_value == pytest.approx(student_t.cdf(-0.2 / ((2 / 3) ** 0.5 / 2), 3))
+    assert rows["C"].n == 3 and rows["C"].p_value == 0.0  # i1-i3 all ties
+    # BY, m = 3: p = 0, 0 are rejected, B's 0.33 is not -> omega 2/3, passes; rho_f mean (1 + 3/4 + 1)/3
+    assert [rows[h].rejected for h in "ABC"] == [True, False, True]
+    assert result.winning_rate == pytest.approx(2 / 3) and result.passed
+    assert result.advantage_prob == pytest.approx(11 / 12) and result.instances_used == 4
+    same = matched_alt_test({h: LLM for h in HUMANS}, HUMANS, min_instances_per_human=1)
+    assert same == alt_test(LLM, HUMANS, min_instances_per_human=1)
 
 
 def test_constant_difference_at_or_above_epsilon_is_not_rejected() -> None:

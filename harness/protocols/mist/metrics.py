@@ -15,15 +15,21 @@ the other one.
   instruction arm a differs from the no-image label; ``a = "both"`` pools the two arms.
 - prompt-edit control rate(c) = share of (item, technique) cells whose ignore-arm and silent-arm
   labels differ under the same image c (only the instruction was edited).
-- direction = among (item, technique, arm) cells whose aligned and misleading labels differ, the share
-  that moved toward the sense the misleading image depicts (up the scale when it depicts the literal
-  sense, down when figurative).
-- same-side fraction = among those same cells, the share whose two labels lie on the same side.
+- direction: the paper counts one comparison per (item, prompt, judge) cell, prompt meaning the
+  prompting technique (13 judges x 200 items x 4 techniques = 10,400 cells; 1,776 disagree). One run
+  is one judge, so its cells are (item, technique) under one instruction arm ``arm``: ``ignore`` by
+  default, the prompt that carries the "ignore the image" instruction the human guidelines give (the
+  silent arm is the prompt-edit control); ``silent`` is the other choice. Among the cells whose aligned
+  and misleading labels differ, direction is the share that moved toward the sense the misleading
+  image depicts (up the scale when it depicts the literal sense, down when figurative).
+- disagreement rate = disagreeing cells / cells with both labels parsed (the paper's 17.1%).
+- same-side fraction = among the disagreeing cells, the share whose two labels lie on the same side.
 - agreement(c) = share of labels under condition c (``none``, ``aligned``, ``misleading``) equal to the
   human majority label of the item (items without a strict majority are left out).
-- image-following ratio(c) = among cells whose label under c differs from the no-image label, the
-  share that moved toward the sense the shown image depicts (for the aligned image: the item's own
-  sense). 0.5 is what undirected noise gives.
+- image-following ratio(c) = among (item, technique) cells whose label under c with instruction arm
+  ``arm`` (``ignore`` by default, as for direction) differs from the no-image label, the share that
+  moved toward the sense the shown image depicts (for the aligned image: the item's own sense). 0.5 is
+  what undirected noise gives.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from harness.errors import HarnessError
 
 LABELS = ("Fully Figurative", "Weak Figurative", "Figurative and Literal", "Fully Literal")
 ABBREVIATIONS = ("FF", "WF", "FAL", "FL")  # as the judge prompt introduces them; "F&L" is read as FAL
@@ -94,32 +103,66 @@ def control_rate(labels: Mapping[Cell, int | None], condition: str) -> float | N
     return _share([a != b for _, _, a, b in _pairs(labels, f"{condition}-ignore", f"{condition}-silent")])
 
 
-def _moved_cells(labels: Mapping[Cell, int | None]) -> list[tuple[str, int, int]]:
-    """(item, aligned label, misleading label) per cell and arm where the two differ."""
-    out = []
-    for arm in ("ignore", "silent"):
-        for item, _, aligned, misleading in _pairs(labels, f"aligned-{arm}", f"misleading-{arm}"):
-            if aligned != misleading:
-                out.append((item, aligned, misleading))
-    return out
+INSTRUCTION_ARMS = ("ignore", "silent")
+PAPER_ARM = "ignore"
 
 
-def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str]) -> float | None:
-    return _share([_toward(a, m, _other(senses[item])) for item, a, m in _moved_cells(labels)])
+def _check_arm(arm: str) -> None:
+    if arm not in INSTRUCTION_ARMS:
+        raise HarnessError(f"MIST: unknown instruction arm {arm!r}; use ignore or silent")
 
 
-def same_side_fraction(labels: Mapping[Cell, int | None]) -> float | None:
-    return _share([side(a) == side(m) for _, a, m in _moved_cells(labels)])
+@dataclass(frozen=True)
+class DirectionCounts:
+    """Aligned vs misleading over one judge's (item, technique) cells under one instruction arm."""
+
+    arm: str
+    cells: int  # both labels parsed
+    disagreeing: int
+    toward: int  # disagreeing cells that moved toward the misleading image's sense
+    same_side: int  # disagreeing cells whose two labels lie on the same side
+
+    @property
+    def disagreement_rate(self) -> float | None:
+        return self.disagreeing / self.cells if self.cells else None
+
+    @property
+    def direction(self) -> float | None:
+        return self.toward / self.disagreeing if self.disagreeing else None
+
+    @property
+    def same_side_fraction(self) -> float | None:
+        return self.same_side / self.disagreeing if self.disagreeing else None
+
+
+def direction_counts(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
+                     arm: str = PAPER_ARM) -> DirectionCounts:
+    """One comparison per (item, technique) cell, as the paper counts per (item, prompt, judge)."""
+    _check_arm(arm)
+    pairs = _pairs(labels, f"aligned-{arm}", f"misleading-{arm}")
+    moved = [(item, a, m) for item, _, a, m in pairs if a != m]
+    return DirectionCounts(arm, len(pairs), len(moved),
+                           sum(_toward(a, m, _other(senses[item])) for item, a, m in moved),
+                           sum(side(a) == side(m) for _, a, m in moved))
+
+
+def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM) -> float | None:
+    return direction_counts(labels, senses, arm).direction
+
+
+def same_side_fraction(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
+                       arm: str = PAPER_ARM) -> float | None:
+    return direction_counts(labels, senses, arm).same_side_fraction
 
 
 def image_following_ratio(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
-                          condition: str) -> float | None:
+                          condition: str, arm: str = PAPER_ARM) -> float | None:
+    _check_arm(arm)
     flags = []
-    for arm in ("ignore", "silent"):
-        for item, _, with_image, without in _pairs(labels, f"{condition}-{arm}", "none"):
-            if with_image != without:
-                depicted = senses[item] if condition == "aligned" else _other(senses[item])
-                flags.append(_toward(without, with_image, depicted))
+    for item, _, with_image, without in _pairs(labels, f"{condition}-{arm}", "none"):
+        if with_image != without:
+            depicted = senses[item] if condition == "aligned" else _other(senses[item])
+            flags.append(_toward(without, with_image, depicted))
     return _share(flags)
 
 

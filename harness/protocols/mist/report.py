@@ -1,21 +1,26 @@
 """The MIST task report: every figure with an item-level bootstrap CI, the alt-test per human panel and
-prompting technique, the panels' own agreement, and the plots."""
+prompting technique, the panels' own agreement and the paper's panel statistics, and the plots.
+
+The alt-test compares each annotator's label on an item with the judge's label under the condition that
+annotator saw the item in (no image, aligned or misleading), at the paper's slack per panel tier
+(epsilon = 0.20 informed, 0.15 blind; the task's ``metadata.alt_test_epsilon`` can change it)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.metrics.alttest import alt_test
+from harness.metrics.alttest import matched_alt_test
 from harness.metrics.bootstrap import cluster_ci
 from harness.protocols.mist import metrics as mist
+from harness.protocols.mist import panel_stats
 
 Labels = dict[mist.Cell, int | None]
-CONDITION_ARM = {"none": "none", "aligned": "aligned-silent", "misleading": "misleading-silent"}
+PAPER_EPSILON = {"informed": 0.20, "blind": 0.15}  # the slack the paper prescribes per panel tier
 
 
 def labels_from_items(items: list[Any]) -> tuple[Labels, dict[str, str], dict[str, int | None]]:
@@ -57,8 +62,9 @@ def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | N
         "change_rate_misleading": lambda lb, s, m: mist.change_rate(lb, "misleading"),
         "control_rate_aligned": lambda lb, s, m: mist.control_rate(lb, "aligned"),
         "control_rate_misleading": lambda lb, s, m: mist.control_rate(lb, "misleading"),
+        "disagreement_rate": lambda lb, s, m: mist.direction_counts(lb, s).disagreement_rate,
         "direction": lambda lb, s, m: mist.direction(lb, s),
-        "same_side_fraction": lambda lb, s, m: mist.same_side_fraction(lb),
+        "same_side_fraction": lambda lb, s, m: mist.same_side_fraction(lb, s),
         "image_following_aligned": lambda lb, s, m: mist.image_following_ratio(lb, s, "aligned"),
         "image_following_misleading": lambda lb, s, m: mist.image_following_ratio(lb, s, "misleading"),
         "agreement_none": lambda lb, s, m: mist.agreement(lb, m, "none"),
@@ -67,19 +73,46 @@ def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | N
     }
 
 
-def _panels(records: list[Any]) -> dict[str, dict[str, Any]]:
-    """panel -> annotator -> {item: label, "_condition": the condition that annotator saw most}."""
-    panels: dict[str, dict[str, dict[str, Any]]] = {}
-    seen: dict[tuple[str, str], Counter[str]] = {}
+@dataclass(frozen=True)
+class Panel:
+    """One human panel: annotator -> {item -> label}, and the condition each annotator saw each item in."""
+
+    labels: dict[str, dict[str, int]]
+    seen: dict[str, dict[str, str]]
+
+
+def panels_from_records(records: list[Any]) -> dict[str, Panel]:
+    """The human panels stored on the docs (every doc of an item carries the same human labels)."""
+    panels: dict[str, Panel] = {}
     for record in records:
-        doc = record.doc
-        for h in doc.get("human_labels") or []:
-            panels.setdefault(h["panel"], {}).setdefault(h["annotator"], {})[doc["item_id"]] = h["label"]
-            seen.setdefault((h["panel"], h["annotator"]), Counter())[h["condition"]] += 1
-    conditions: dict[str, Counter[str]] = {}
-    for (panel, _), counts in seen.items():
-        conditions.setdefault(panel, Counter()).update(counts)
-    return {p: {"annotators": anns, "condition": conditions[p].most_common(1)[0][0]} for p, anns in panels.items()}
+        for h in record.doc.get("human_labels") or []:
+            panel = panels.setdefault(h["panel"], Panel({}, {}))
+            panel.labels.setdefault(h["annotator"], {})[record.doc["item_id"]] = h["label"]
+            panel.seen.setdefault(h["annotator"], {})[record.doc["item_id"]] = h["condition"]
+    return panels
+
+
+def judge_as_seen(labels: Labels, panel: Panel, technique: str, arm: str = mist.PAPER_ARM) -> dict[str, dict[str, int]]:
+    """annotator -> {item -> the judge's label under the condition that annotator saw the item in}: no
+    image, or the same image with the ``arm`` prompt (``ignore`` by default: the human guidelines also
+    tell annotators to disregard the image). Unparsed judge labels leave the item out for that annotator."""
+    out: dict[str, dict[str, int]] = {}
+    for annotator, seen in panel.seen.items():
+        picked = {item: labels.get((item, technique, "none" if c == "none" else f"{c}-{arm}"))
+                  for item, c in seen.items()}
+        out[annotator] = {item: label for item, label in picked.items() if label is not None}
+    return out
+
+
+def panel_statistics(panels: dict[str, Panel]) -> dict[str, Any]:
+    """The paper's panel comparisons: kappa(informed) - kappa(blind) with its CI, and each trio's
+    aligned-vs-misleading Welch test (``harness.protocols.mist.panel_stats``)."""
+    difference = None
+    if "informed" in panels and "blind" in panels:
+        difference = asdict(panel_stats.kappa_difference(panels["informed"].labels, panels["blind"].labels))
+    return {"kappa_difference_informed_minus_blind": difference,
+            "condition_contrast": {name: asdict(panel_stats.condition_contrast(p.labels, p.seen))
+                                   for name, p in sorted(panels.items())}}
 
 
 def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -94,21 +127,22 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
         value = fn(labels, senses, majority)
         ci = cluster_ci(len(units), resampled(fn))
         figures[name] = {"value": value, "ci95": list(ci) if ci else None}
-    epsilons = metadata.get("alt_test_epsilon", {"informed": 0.2, "blind": 0.15})
+    epsilons = metadata.get("alt_test_epsilon", PAPER_EPSILON)
     alt: dict[str, dict[str, Any]] = {}
     agreement: dict[str, Any] = {}
-    for panel, info in sorted(_panels(records).items()):
-        humans = info["annotators"]
-        agreement[panel] = mist.panel_agreement(humans)
-        arm = CONDITION_ARM[info["condition"]]
+    panels = panels_from_records(records)
+    for name, panel in sorted(panels.items()):
+        agreement[name] = mist.panel_agreement(panel.labels)
         for technique in sorted({cell[1] for cell in labels}):
-            llm = {item: label for (item, tech, a), label in labels.items()
-                   if tech == technique and a == arm and label is not None}
-            result = alt_test(llm, humans, "accuracy", epsilon=float(epsilons.get(panel, 0.2)),
-                              q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
-                              min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)))
-            alt.setdefault(panel, {})[technique] = {"condition": info["condition"], **result.as_dict()}
-    report: dict[str, Any] = {"items": len(units), "figures": figures, "alt_test": alt, "human_agreement": agreement}
+            result = matched_alt_test(judge_as_seen(labels, panel, technique), panel.labels, "accuracy",
+                                      epsilon=float(epsilons.get(name, 0.2)),
+                                      q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
+                                      min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)))
+            alt.setdefault(name, {})[technique] = {"arm": mist.PAPER_ARM, **result.as_dict()}
+    counts = mist.direction_counts(labels, senses)
+    report: dict[str, Any] = {"items": len(units), "figures": figures, "direction_cells": asdict(counts),
+                              "alt_test": alt, "human_agreement": agreement,
+                              "panel_statistics": panel_statistics(panels)}
     if out_dir is not None and labels:
         from harness.protocols.mist.plots import mist_figures
 

@@ -100,6 +100,15 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     assert results["agreement_none,none"] == 1.0 and counts.unparsed["direction,none"] == 1
     report = runtime.report(records, tmp_path)
     assert report["figures"]["change_rate_aligned"]["value"] == 0.5
+    # ignore arm: FF vs FL, one cell, moved toward the literal sense across the divide
+    assert report["direction_cells"] == {"arm": "ignore", "cells": 1, "disagreeing": 1, "toward": 1, "same_side": 0}
     assert report["human_agreement"]["blind"]["annotators"] == 3
     assert report["alt_test"]["blind"]["zero_shot"]["skipped_annotators"] == ["b0", "b1", "b2"]  # < 30 items
+    assert report["alt_test"]["blind"]["zero_shot"]["epsilon"] == 0.15  # the paper's slack for the blind tier
+    assert report["alt_test"]["blind"]["zero_shot"]["arm"] == "ignore"
+    stats = report["panel_statistics"]
+    assert stats["kappa_difference_informed_minus_blind"] is None  # one panel only
+    # the three blind annotators agree on m0 (P_i = 1), but saw it with no image: neither group
+    assert stats["condition_contrast"]["blind"]["welch"] == {"mean_a": None, "mean_b": None, "n_a": 0, "n_b": 0,
+                                                           "t": None, "df": None, "p_value": None}
     assert (tmp_path / report["plot"]).is_file()
