@@ -11,6 +11,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.judges.prompts import DEFAULT_JUDGE
 
 log = logging.getLogger("harness")
 
@@ -450,8 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
     ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
-    ev.add_argument("--judge", default="embedding",
-                    help="entailment judge of the cross-model audit that follows a multi-model vista eval")
+    ev.add_argument("--judge", default=DEFAULT_JUDGE,
+                    help="entailment judge of the cross-model audit that follows a multi-model vista eval "
+                    f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)")
     ev.set_defaults(func=cmd_eval)
 
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
@@ -466,9 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     va = audits.add_parser("vista", parents=[common], help="cross-model semantic-divergence audit")
     va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
     va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
-    va.add_argument("--judge", default="embedding",
-                    help="entailment judge: embedding[:threshold] (offline), nli:MODEL (cross-encoder) or a "
-                    "model spec, e.g. hf:Qwen/Qwen3-4B-Instruct-2507")
+    va.add_argument("--judge", default=DEFAULT_JUDGE,
+                    help="entailment judge: a model spec asked the paper's A.2 question (default: the VISTA paper's, "
+                    f"{DEFAULT_JUDGE}), embedding[:threshold] (offline cosine) or nli:MODEL (cross-encoder)")
     va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
     va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
