@@ -115,6 +115,9 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     assert set(summary["stability"]) == set(summary["per_model"]) and "0.6" in summary["sweeps"]["theta"]
     assert summary["selective_refusal"]["tiny:llava"]["all"]["responses"] == {"Asian": 15}
     assert (audit / "refusal_by_group.png").is_file() and (audit / "suspicion_by_model.png").is_file()
+    assert (audit / "refusal_kinds.png").is_file() and set(summary["refusal_kinds"]["tiny:llava"]) == {"Asian"}
+    assert summary["sweeps"]["k"]["stored_k"] == 3 and summary["sweeps"]["k"]["unavailable"] == [5, 10, 20]
+    assert "## Per model (Table 14)" in (audit / "tables.md").read_text()
     results = json.loads(next(out.glob("tiny__llava/*/results.json")).read_text())
     assert results["results"]["vista"]["refusal_rate,all"] is not None
     assert "selective_refusal_all" in results["reports"]["vista"]
