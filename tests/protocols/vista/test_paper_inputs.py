@@ -214,3 +214,12 @@ def test_task_keeps_the_a4_settings() -> None:
     task = yaml.load((ROOT / "tasks" / "vista" / "vista.yaml").read_text(), Loader=Loader)
     assert task["generation_kwargs"]["temperature"] == 0.7 and task["generation_kwargs"]["max_new_tokens"] == 1000
     assert task["repeats"] == 10
+
+
+def test_an_llm_judge_asks_the_a2_question_by_default() -> None:
+    """Any model spec as --judge is asked appendix A.2's question, Response A being the premise."""
+    from harness.judges.entailment import make_judge
+
+    judge = make_judge("tiny:qwen3")
+    text = judge.request("A cat on a mat.", "An animal.").messages[0]["content"][0]["text"]
+    assert text == A2_ENTAILMENT.format(response_a="A cat on a mat.", response_b="An animal.")
