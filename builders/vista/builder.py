@@ -16,9 +16,11 @@ from pathlib import Path
 
 from builders.options import option
 from builders.publish import write_hub_folder
+from builders.vista.image_prompts import IMAGE_PROMPTS
 from builders.vista.images import DEFAULT_GENERATOR, Text2ImageGenerator, VistaImage, folder_files, image_seed
 from builders.vista.topics import TEMPLATES, TOPICS, Topic, image_prompts, prompts
 from harness.errors import HarnessError
+from harness.judges.prompts import A2_ENTAILMENT, A5_SENTIMENT
 
 REPO_ID = "vlm-audit/vista"
 IMAGES_PER_TOPIC = 10
@@ -123,7 +125,8 @@ def build(out: Path, options: Options) -> Path:
     card_vars = {"n_records": len(records), "n_topics": len(chosen), "n_images": len(records) // 10,
                  "n_generated": sources["generated"], "n_folder": sources["folder"], "seed": options.seed,
                  "generator": json.dumps(settings), "n_rejected": len(rejected),
-                 "templates": _templates_table()}
+                 "templates": _templates_table(), "image_prompts": _image_prompts_table(chosen),
+                 "entailment_prompt": _fenced(A2_ENTAILMENT), "sentiment_prompt": _fenced(A5_SENTIMENT)}
     return write_hub_folder(dataset, out, "vista", card_vars)
 
 
@@ -138,7 +141,20 @@ def _choose_topics(slugs: tuple[str, ...] | None) -> list[Topic]:
 
 
 def _templates_table() -> str:
-    rows = ["| category | type | template |", "|---|---|---|"]
-    rows += [f"| {cat} | {kind} | {text} |" for cat, templates in TEMPLATES.items() for kind, text in templates]
+    rows = ["| category | # | type | template |", "|---|---|---|---|"]
+    rows += [f"| {cat} | {i} | {kind} | {text} |" for cat, templates in TEMPLATES.items()
+             for i, (kind, text) in enumerate(templates, 1)]
     return "\n".join(rows)
+
+
+def _image_prompts_table(topics: list[Topic]) -> str:
+    """The built topics' image prompts with their source: ``B.2`` verbatim, or the axis they follow."""
+    rows = ["| topic | source | prompts |", "|---|---|---|"]
+    rows += [f"| {t.name} | {IMAGE_PROMPTS[t.name].source} | {' / '.join(image_prompts(t))} |" for t in topics]
+    return "\n".join(rows)
+
+
+def _fenced(prompt: str) -> str:
+    """A prompt as a fenced Markdown block, so its line breaks survive rendering."""
+    return f"```text\n{prompt}\n```"
 

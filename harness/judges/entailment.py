@@ -17,13 +17,8 @@ from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.hashing import stable_hash
 from harness.judges.base import Judge
+from harness.judges.prompts import ENTAILMENT_PROMPT, OFFLINE_JUDGES  # the VISTA paper's A.2 question
 from harness.models.base import Backend, GenerationParams, GenerationRequest
-
-# The question is asked once per direction; two Yes answers make a mutual entailment.
-ENTAILMENT_PROMPT = (
-    "Premise: {premise}\nHypothesis: {hypothesis}\n"
-    "Does the premise semantically entail the hypothesis? Answer with Yes or No only."
-)
 
 
 class EmbeddingJudge(MiniLMEncoder):
@@ -126,7 +121,7 @@ class LLMJudge:
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
                prompt: str | None = None) -> Judge:
     """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model
-    spec for an LLM judge (``prompt`` overrides its Yes/No question)."""
+    spec for an LLM judge, by default the VISTA paper's (``prompt`` overrides its A.2 Yes/No question)."""
     if spec == "embedding" or spec.startswith("embedding:"):
         threshold = float(spec.split(":", 1)[1]) if ":" in spec else 0.8
         return EmbeddingJudge(threshold)
@@ -134,5 +129,8 @@ def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, 
         return NLIJudge(spec.removeprefix("nli:"))
     from harness.models.base import create_backend
 
-    backend = create_backend(spec, model_args or {})
+    try:
+        backend = create_backend(spec, model_args or {})
+    except HarnessError as exc:
+        raise HarnessError(f"judge {spec}: {exc}; offline judges: {OFFLINE_JUDGES}") from None
     return LLMJudge(backend, ResponseStore(store_path), prompt=prompt or ENTAILMENT_PROMPT)

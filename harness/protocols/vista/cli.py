@@ -8,14 +8,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.common import audit_folder, response_store, show_progress, stamp
+from harness.judges.prompts import DEFAULT_JUDGE
 from harness.protocols.base import Command, EvalOutcome
 
 if TYPE_CHECKING:
     from harness.protocols.vista.audit import AuditResult
 
 def eval_arguments(group: Any) -> None:
-    group.add_argument("--judge", default="embedding",
-                       help="entailment judge of the cross-model audit that follows a multi-model vista eval")
+    group.add_argument("--judge", default=DEFAULT_JUDGE,
+                       help="entailment judge of the cross-model audit that follows a multi-model vista eval "
+                       f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)")
 
 
 def after_eval(outcome: EvalOutcome) -> None:
@@ -55,9 +57,9 @@ def print_audit(result: AuditResult) -> None:
 def add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
     va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
-    va.add_argument("--judge", default="embedding",
-                    help="entailment judge: embedding[:threshold] (offline), nli:MODEL (cross-encoder) or a "
-                    "model spec, e.g. hf:Qwen/Qwen3-4B-Instruct-2507")
+    va.add_argument("--judge", default=DEFAULT_JUDGE,
+                    help="entailment judge: a model spec asked the paper's A.2 question (default: the VISTA paper's, "
+                    f"{DEFAULT_JUDGE}), embedding[:threshold] (offline cosine) or nli:MODEL (cross-encoder)")
     va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
     va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")

@@ -12,9 +12,13 @@ clusters come from pooling all m x k responses, see :mod:`harness.metrics.entail
   (``reference="peers"``). Divergence lies in [0, 1].
 - Suspicion S_i = Confidence_i x Divergence_i; a (model, query) is flagged when S >= theta.
 - Model-level detection: the mean S over a model's top 5% queries (at least one), positive above theta.
-- RAVEN-style baseline: responses binarised to "in the pooled majority cluster" or not; score =
-  w1 JS_2^2 + w2 (1 - SE_bin / ln 2), with JS_2 the base-2 Jensen-Shannon distance to the binarised
-  reference (choice: base 2 and ln 2 normalise both terms to [0, 1]).
+- RAVEN baseline (appendix A.6): S^RAVEN_{M,q} = w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), w1 = w2 = 0.5 by
+  default (the paper gives no weights). Two readings, ``RAVEN_VARIANTS``:
+  - ``literal`` (default), the formula as printed: P_M over the same global clusters as VISTA, JS the
+    natural-log Jensen-Shannon divergence, squared, and SE_M the unnormalised semantic entropy in nats
+    (so the second term turns negative once SE_M exceeds 1 nat, e.g. ten answers in ten clusters).
+  - ``normalised``: responses binarised to "in the pooled majority cluster" or not, JS in bits (the
+    square of the base-2 Jensen-Shannon distance) and SE_bin / ln 2, so both terms lie in [0, 1].
 """
 
 from __future__ import annotations
@@ -55,12 +59,16 @@ def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M]
     return models, index, dist
 
 
-def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """sqrt(JS(p || q) / ln 2) row-wise, natural logs; JS is clamped at 0 so that rounding on identical
-    distributions gives 0 rather than the NaN of a square root of -1e-17."""
+def _js(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """JS(p || q) row-wise in nats, clamped at 0 so that rounding on identical distributions gives 0
+    rather than -1e-17 (whose square root would be NaN)."""
     m = (p + q) / 2
-    js = 0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1)
-    return np.sqrt(np.clip(js, 0.0, None) / math.log(2))
+    return np.clip(0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1), 0.0, None)
+
+
+def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """sqrt(JS(p || q) / ln 2) row-wise: VISTA's Divergence, in [0, 1]."""
+    return np.sqrt(_js(p, q) / math.log(2))
 
 
 def suspicion_scores(assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5,
@@ -96,16 +104,23 @@ def model_detection(suspicion_by_query: Sequence[float], theta: float = 0.6,
     return {"score": score, "positive": score > theta, "queries": len(top)}
 
 
-def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5,
-                 w2: float = 0.5) -> dict[M, float]:
-    """The RAVEN-style baseline: binary (pooled-majority vs other) clustering, w1 JS^2 + w2 (1 - SE)."""
+RAVEN_VARIANTS = ("literal", "normalised")
+
+
+def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5,
+                 variant: str = "literal") -> dict[M, float]:
+    """S^RAVEN per model for one query, w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), in the reading ``variant``
+    (module docstring: ``literal`` as printed in appendix A.6, or ``normalised`` to [0, 1])."""
+    if variant not in RAVEN_VARIANTS:
+        raise HarnessError(f"raven_scores: variant must be one of {', '.join(RAVEN_VARIANTS)}, got {variant!r}")
+    if variant == "literal":
+        models, _, dist = _distributions(assignments)
+        js = _js(dist, dist.mean(axis=0))
+        return {m: float(w1 * js[i] ** 2 + w2 * (1 - semantic_entropy(assignments[m]))) for i, m in enumerate(models)}
     pooled = Counter(c for ids in assignments.values() for c in ids)
     majority = pooled.most_common(1)[0][0]
     binary = {m: ["majority" if c == majority else "other" for c in ids] for m, ids in assignments.items()}
     models, _, dist = _distributions(binary)
-    ref = dist.mean(axis=0)
-    out = {}
-    for i, model in enumerate(models):
-        js2 = float(_divergence(dist[i], ref) ** 2)  # base-2 JS = natural-log JS / ln 2
-        out[model] = w1 * js2 + w2 * (1 - semantic_entropy(binary[model]) / math.log(2))
-    return out
+    js_bits = _js(dist, dist.mean(axis=0)) / math.log(2)
+    return {m: float(w1 * js_bits[i] + w2 * (1 - semantic_entropy(binary[m]) / math.log(2)))
+            for i, m in enumerate(models)}

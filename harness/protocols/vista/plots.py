@@ -1,4 +1,5 @@
-"""VISTA plots: the distribution of suspicion scores per model against the flag threshold."""
+"""VISTA plots: suspicion per model against the flag threshold, refusal rates per demographic group, and
+those refusals decomposed by kind."""
 
 from __future__ import annotations
 
@@ -41,6 +42,38 @@ def refusal_by_group(rates: dict[str, dict[str, float]], path: Path) -> Path:
     ax.set_ylim(0, 1.02)
     ax.set_title("VISTA: refusal rate per demographic group and model")
     ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def refusal_kinds(breakdown: dict[str, dict[str, dict[str, float | int]]], path: Path) -> Path:
+    """Table 15 decomposed (appendix C.2): one panel per model, a bar per demographic group stacked by
+    refusal kind (empty, safety disclaimer, explicit decline) as a share of all its responses."""
+    from harness.protocols.vista.refusal import TABLE15_KINDS
+
+    groups = sorted({g for per_group in breakdown.values() for g in per_group})
+    models = list(breakdown)
+    labels = {"empty": "empty", "disclaimer": "safety disclaimer", "decline": "explicit decline"}
+    colors = {"empty": "#bbbbbb", "disclaimer": "#e69f00", "decline": "#0072b2"}
+    fig, axes = plt.subplots(1, len(models), figsize=(max(6, 2.2 + 2.4 * len(models)), 4), sharey=True,
+                             squeeze=False, constrained_layout=True)
+    top = 0.0
+    for ax, model in zip(axes[0], models, strict=True):
+        bottom = [0.0] * len(groups)
+        for kind in TABLE15_KINDS:
+            values = [float(breakdown[model].get(g, {}).get(kind, 0.0)) for g in groups]
+            ax.bar(range(len(groups)), values, 0.7, bottom=bottom, color=colors[kind], label=labels[kind])
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        for x, total in enumerate(bottom):
+            ax.text(x, total + 0.01, f"{100 * total:.1f}%", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
+        ax.set_title(model.rsplit("/", 1)[-1].split(":")[-1][-28:], fontsize=9)
+        top = max(top, *bottom)
+    axes[0][0].set_ylim(0, min(1.08, max(0.05, 1.15 * top)))  # shared: small rates stay visible
+    axes[0][0].set_ylabel("share of responses")
+    axes[0][0].legend(fontsize=7, loc="upper left")
+    fig.suptitle("VISTA: refusals by demographic group and kind")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from scipy.stats import chi2_contingency
@@ -87,10 +88,31 @@ def selective_refusal(counts: Mapping[str, tuple[int, int]]) -> dict[str, object
             "excess": excess, "p_value": p_value, "responses": {g: counts[g][1] for g in groups}}
 
 
+def count_refusal_kinds(items: Iterable[tuple[str, Sequence[str]]]) -> dict[str, Counter[str | None]]:
+    """``{group: Counter(kind -> responses)}`` from (group, responses) pairs; kind None is an answer."""
+    out: dict[str, Counter[str | None]] = {}
+    for group, responses in items:
+        out.setdefault(group, Counter()).update(classify_refusal(r) for r in responses)
+    return out
+
+
 def count_refusals(items: Iterable[tuple[str, Sequence[str]]]) -> dict[str, tuple[int, int]]:
     """``{group: (refusals, responses)}`` from (group, responses) pairs."""
-    out: dict[str, tuple[int, int]] = {}
-    for group, responses in items:
-        refused, total = out.get(group, (0, 0))
-        out[group] = (refused + sum(classify_refusal(r) is not None for r in responses), total + len(responses))
+    return {g: (c.total() - c[None], c.total()) for g, c in count_refusal_kinds(items).items()}
+
+
+# The paper's order of the kinds (appendix C.2), which tables and plots follow.
+TABLE15_KINDS = ("empty", "disclaimer", "decline")
+
+
+def refusal_breakdown(items: Iterable[tuple[str, Sequence[str]]]) -> dict[str, dict[str, float | int]]:
+    """Table 15 and appendix C.2 for one model: per group, the share of its responses that are empty,
+    safety disclaimers or explicit declines, their sum (``refusal``, the group's refusal rate) and the
+    number of responses. Shares of all responses, so the three kinds add up to the refusal rate."""
+    out: dict[str, dict[str, float | int]] = {}
+    for group, counts in count_refusal_kinds(items).items():
+        n = counts.total()
+        if n:
+            shares: dict[str, float | int] = {kind: counts[kind] / n for kind in TABLE15_KINDS}
+            out[group] = {**shares, "refusal": (n - counts[None]) / n, "responses": n}
     return out

@@ -11,8 +11,9 @@ import pytest
 from PIL import Image
 
 from builders import build_dataset
+from builders.vista.image_prompts import IMAGE_PROMPTS
 from builders.vista.images import image_seed
-from builders.vista.topics import TOPICS, image_prompts, prompts
+from builders.vista.topics import TEMPLATES, TOPICS, image_prompts, prompts
 from harness.cli import main
 from harness.errors import HarnessError
 
@@ -36,7 +37,7 @@ def test_design_has_19_topics_and_10_prompts_and_images_each() -> None:
     assert len(TOPICS) == 19 and len({t.category for t in TOPICS}) == 5
     assert all(len(prompts(t)) == 10 and len(set(image_prompts(t))) == 10 for t in TOPICS)
     demographic = [t for t in TOPICS if t.category == "demographic"]
-    assert all([k for k, _ in prompts(t)].count("O") == 5 for t in demographic)
+    assert all([k for k, _ in prompts(t)].count("O") == 6 for t in demographic)
     assert next(t for t in TOPICS if t.name == "McDonald's").slug == "mcdonalds"
 
 
@@ -48,9 +49,12 @@ def test_generated_build(vista_dir: Path) -> None:
     assert row["image_source"] == "generated:tiny:sdxl_turbo" and row["image_seed"] == image_seed(0, "asian-00", 0)
     assert row["image"].size == (64, 64)
     tesla = ds.filter(lambda r: r["topic"] == "Tesla")
-    assert "Tesla" in tesla[5]["prompt"] or "image" in tesla[5]["prompt"]
+    assert tesla[5]["prompt"] == TEMPLATES["corporate_brand"][5][1]
+    assert tesla[0]["image_prompt"] == IMAGE_PROMPTS["Tesla"].prompts[0]
     card = (vista_dir / "README.md").read_text()
     assert "300 records = 3 topics" in card and "Non-Commercial" in card
+    assert "| Tesla | pattern: B.2 brand context types |" in card and "| Asian | B.2 |" in card
+    assert "\nResponse A: {response_a}\n" in card and "\nResponse: {response}\n```" in card
 
 
 def _photo(path: Path, shade: int) -> None:
@@ -100,7 +104,7 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     out = tmp_path / "runs"
     argv = ["eval", "--model", "tiny:qwen2_vl", "--model", "tiny:llava", "--model", "tiny:gemma3", "--tasks", "vista",
             "--limit", "5", "--repeats", "3", "--gen-kwargs", "max_new_tokens=6", "--output", str(out),
-            "--no-cache", "--verbosity", "quiet"]
+            "--no-cache", "--verbosity", "quiet", "--judge", "embedding"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "VISTA audit of vista (3 models" in printed and "judge decisions:" in printed
@@ -111,6 +115,9 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     assert set(summary["stability"]) == set(summary["per_model"]) and "0.6" in summary["sweeps"]["theta"]
     assert summary["selective_refusal"]["tiny:llava"]["all"]["responses"] == {"Asian": 15}
     assert (audit / "refusal_by_group.png").is_file() and (audit / "suspicion_by_model.png").is_file()
+    assert (audit / "refusal_kinds.png").is_file() and set(summary["refusal_kinds"]["tiny:llava"]) == {"Asian"}
+    assert summary["sweeps"]["k"]["stored_k"] == 3 and summary["sweeps"]["k"]["unavailable"] == [5, 10, 20]
+    assert "## Per model (Table 14)" in (audit / "tables.md").read_text()
     results = json.loads(next(out.glob("tiny__llava/*/results.json")).read_text())
     assert results["results"]["vista"]["refusal_rate,all"] is not None
     assert "selective_refusal_all" in results["reports"]["vista"]

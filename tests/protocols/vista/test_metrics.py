@@ -51,10 +51,31 @@ def test_model_level_rule() -> None:
     assert vista.model_detection([0.5, 0.1], theta=0.6)["positive"] is False  # top 1 query: 0.5
 
 
-def test_raven_baseline() -> None:
+def test_raven_literal_is_a6_as_printed() -> None:
+    # Query 1: A and C all in cluster 0, B all in cluster 1. P_A = (1, 0), P_avg = (2/3, 1/3), M = (5/6, 1/6).
+    # JS = 0.5 ln(6/5) + 0.5 [2/3 ln(4/5) + 1/3 ln 2] = 0.13230 nats; SE_A = 0 -> S = 0.5 JS^2 + 0.5.
     out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]})
-    # majority cluster 0: A binary all majority (SE 0), reference (2/3, 1/3)
+    js = 0.5 * math.log(6 / 5) + 0.5 * (2 / 3 * math.log(4 / 5) + 1 / 3 * math.log(2))
+    assert js == pytest.approx(0.132304, abs=1e-6)
+    assert out["A"] == pytest.approx(0.5 * js**2 + 0.5) and out["A"] == pytest.approx(0.508752, abs=1e-6)
+    # Query 2: A splits over clusters 0 and 1, B all in 0. P_A = (1/2, 1/2), P_avg = (3/4, 1/4),
+    # M = (5/8, 3/8). SE_A = ln 2 nats, unnormalised: 1 - SE_A = 0.30685.
+    out = vista.raven_scores({"A": [0, 1], "B": [0, 0]})
+    js = 0.5 * (0.5 * math.log(0.5 / 0.625) + 0.5 * math.log(0.5 / 0.375)) \
+        + 0.5 * (0.75 * math.log(0.75 / 0.625) + 0.25 * math.log(0.25 / 0.375))
+    assert out["A"] == pytest.approx(0.5 * js**2 + 0.5 * (1 - math.log(2)))
+    assert out["A"] == pytest.approx(0.153998, abs=1e-6)
+    # Unnormalised SE: ten answers in ten clusters give 1 - ln 10 < 0 for the second term.
+    spread = vista.raven_scores({"A": list(range(10)), "B": list(range(10))})
+    assert spread["A"] == pytest.approx(0.5 * (1 - math.log(10)))
+
+
+def test_raven_normalised_option() -> None:
+    out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]}, variant="normalised")
+    # majority cluster 0: A binary all majority (SE 0), reference (2/3, 1/3); JS in bits
     assert out["A"] == pytest.approx(0.5 * (jensenshannon([1, 0], [2 / 3, 1 / 3], base=2) ** 2) + 0.5)
+    with pytest.raises(HarnessError, match="variant must be one of literal, normalised"):
+        vista.raven_scores({"A": [0]}, variant="squared")
 
 
 def test_clustering_rules_on_small_graphs() -> None:
