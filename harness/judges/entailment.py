@@ -10,6 +10,7 @@ cached audit never touches the model.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from harness.embeddings import MiniLMEncoder
@@ -115,7 +116,14 @@ class LLMJudge:
                 raise HarnessError(f"entailment judge failed: {type(out).__name__}: {out}")
             self.store.put(self.backend.fingerprint, key, request.seed, out)
             answer = self.decisions[key] = out[0]
-        return answer.strip().lower().startswith("yes")
+        return reads_yes(answer)
+
+
+def reads_yes(answer: str) -> bool:
+    """Whether a judge's answer is Yes: its first word, past quotes, emphasis or brackets the model may wrap
+    it in (``"Yes"``, ``**Yes**``, ``Yes.``), is "yes"; "Yesterday ..." or "No" is not."""
+    match = re.match(r"[\s\"'*_`(\[]*([A-Za-z]+)", answer)
+    return bool(match) and match.group(1).lower() == "yes"
 
 
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,

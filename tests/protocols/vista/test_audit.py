@@ -94,3 +94,12 @@ def test_default_judge_is_the_papers_and_offline_names_the_others(runs: list[Pat
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Qwen/Qwen3-4B-Instruct-2507" in err
     assert "embedding[:threshold]" in err and "nli:MODEL" in err
+
+
+def test_llm_judge_reads_yes_past_quotes_and_emphasis() -> None:
+    from harness.judges.entailment import reads_yes
+
+    for answer in ("Yes", '"Yes"', "**Yes**", " yes.", "'Yes', they agree", "(Yes)"):
+        assert reads_yes(answer), answer
+    for answer in ("No", '"No"', "Yesterday it rained", "", "I think yes"):
+        assert not reads_yes(answer), answer
