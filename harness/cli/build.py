@@ -23,9 +23,7 @@ class BuildRequest:
     name: str
     out: Path | None = None
     push_to_hub: str | None = None
-    values: dict[str, Any] = field(default_factory=dict)  # option name -> typed value (from its flag)
-    assignments: tuple[str, ...] = ()  # the -O KEY=VALUE settings
-    unknown: tuple[str, ...] = ()  # words the builder's parser did not take
+    values: dict[str, Any] = field(default_factory=dict)  # option name -> typed value (its flag's, then -O's)
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -44,7 +42,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 class _BuilderArguments(argparse.Action):
-    """Reads the words after ``harness build NAME`` with the parser generated from that builder's options."""
+    """Reads the words after ``harness build NAME`` with the parser generated from that builder's options;
+    a word it does not take is refused in one line naming the builder's options."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
@@ -59,13 +58,25 @@ class _BuilderArguments(argparse.Action):
         own, unknown = builder_parser(builder, specs, parser.prog).parse_known_args(values)
         if hasattr(own, "verbosity"):
             namespace.verbosity = own.verbosity
+        if unknown:
+            _refuse(builder, unknown)
         given = {s.name: _value(s, getattr(own, s.name)) for s in specs if getattr(own, s.name) is not None}
         setattr(namespace, self.dest, BuildRequest(builder.name, Path(own.out) if own.out else None,
-                                                   own.push_to_hub, given, tuple(own.assignments), tuple(unknown)))
+                                                   own.push_to_hub, _assign(builder, specs, given, own.assignments)))
 
 
 def _value(spec: OptionSpec, value: Any) -> Any:
     return tuple(value) if spec.repeated else value
+
+
+def _refuse(builder: Builder, words: Sequence[str]) -> None:
+    from builders.options import unknown_options
+
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+    if not flags:
+        raise HarnessError(f"unexpected argument(s) {' '.join(words)}: the {builder.name} builder takes options "
+                           f"only (harness build {builder.name} --help)")
+    raise unknown_options(builder.name, builder.load().Options, flags)
 
 
 def builder_parser(builder: Builder, specs: Sequence[OptionSpec], prog: str) -> argparse.ArgumentParser:
@@ -106,26 +117,18 @@ def _typed(spec: OptionSpec) -> Any:
     return convert
 
 
-def _values(request: BuildRequest, builder: Builder) -> dict[str, Any]:
-    """The request's option values with its ``-O key=value`` settings applied; any other word is refused."""
-    from builders.options import option_specs, unknown_options
-
-    options = builder.load().Options
-    if request.unknown:
-        flags = [w.split("=", 1)[0] for w in request.unknown if w.startswith("-")]
-        if not flags:
-            raise HarnessError(f"unexpected argument(s) {' '.join(request.unknown)}: the {builder.name} builder "
-                               f"takes options only (harness build {builder.name} --help)")
-        raise unknown_options(builder.name, options, flags)
-    by_name = {s.name: s for s in option_specs(options)}
-    values = dict(request.values)
-    for setting in request.assignments:
+def _assign(builder: Builder, specs: Sequence[OptionSpec], values: dict[str, Any],
+            settings: Sequence[str]) -> dict[str, Any]:
+    """``values`` with the ``-O key=value`` settings applied (a list option's items added to its flag's)."""
+    by_name = {s.name: s for s in specs}
+    values = dict(values)
+    for setting in settings:
         key, sep, text = setting.partition("=")
         spec = by_name.get(key.strip().replace("-", "_"))
         if not sep:
             raise HarnessError(f"-O expects KEY=VALUE, got {setting!r}")
         if spec is None:
-            raise unknown_options(builder.name, options, [key.strip()])
+            _refuse(builder, ["--" + key.strip()])
         try:
             values[spec.name] = ((*values.get(spec.name, ()), *spec.parse_items(text)) if spec.repeated
                                  else spec.parse(text))
@@ -135,11 +138,9 @@ def _values(request: BuildRequest, builder: Builder) -> dict[str, Any]:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from builders import build_dataset, find_builder
+    from builders import build_dataset
 
     request: BuildRequest = args.request
-    builder = find_builder(request.name)
-    values = _values(request, builder) if builder is not None else {}
-    out = build_dataset(request.name, request.out, push_to_hub=request.push_to_hub, **values)
+    out = build_dataset(request.name, request.out, push_to_hub=request.push_to_hub, **request.values)
     print(f"built {request.name}: {out}")
     return 0

@@ -7,7 +7,9 @@ eval`` has run every model, and its leaderboard figures. The generic modules (en
 task loading, results) iterate over the registry and never name a protocol.
 
 Built-in protocols are the packages ``harness/protocols/<name>/`` that define ``PROTOCOL``; third-party
-ones register through the entry-point group ``harness.protocols`` (each entry point names a ``Protocol``).
+ones register through the entry-point group ``harness.protocols`` (each entry point names a ``Protocol``)
+or by calling ``register_protocol``. A protocol's builders are ``builders.Builder`` values naming a module
+with ``REPO_ID``, ``Options`` and ``build`` (see :mod:`builders`).
 """
 
 from __future__ import annotations
