@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from builders.diavlo.sources import Pair, read_json
 from harness.engine.requests import make_request
@@ -32,12 +32,6 @@ RELATION_PROMPT = (
     "List the objects and relations in the image that matter for answering it, one "
     "(subject, relation, object) triplet per line."
 )
-
-
-class SceneGraphSource(Protocol):
-    name: str
-
-    def candidates(self, pair: Pair, image: Any) -> list[dict[str, Any]]: ...
 
 
 def _candidate(subject: str, relation: str, obj: str, subject_box: list[float], object_box: list[float],

@@ -54,12 +54,3 @@ def word_colors(roles: list[str], condition: dict[str, Any]) -> list[tuple[int, 
         salient = condition["salient"]
         return [BLACK if salient is not None and role == salient else rgb for role in roles]
     return [BLACK] * len(roles)
-
-
-def restyled_roles(condition: dict[str, Any]) -> set[str] | None:
-    """Roles whose color differs from the all-black rendering (None: every word)."""
-    if condition["colored_polarity"] is not None:
-        return {condition["colored_polarity"]}
-    if condition["gray_level"] is not None:
-        return None
-    return set()

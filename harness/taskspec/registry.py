@@ -111,9 +111,6 @@ class TaskRegistry:
             return sorted(self._tags[name])
         raise self._unknown(name)
 
-    def group_of(self, task: str) -> list[GroupSpec]:
-        return [g for g in self._groups.values() if task in self.expand([g.group])]
-
     def get(self, name: str) -> TaskConfig:
         """The full, validated config of one task."""
         if name not in self._loaded:
