@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 _RUNS: dict[str, list[Path]] = {}
 _DATA: dict[str, Path] = {}
 SHAPES_DOCS = 3
@@ -28,6 +30,18 @@ def small_data_dir(factory: Any) -> Path:
         build_dataset("shapes", root / "vlm-audit" / "shapes", seed=0, n=SHAPES_DOCS)
         _DATA["shapes"] = root
     return _DATA["shapes"]
+
+
+@pytest.fixture(scope="module", name="data_dir")
+def board_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The leaderboard tests' data dir (import this fixture into a test module)."""
+    return small_data_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="module", name="runs")
+def board_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The two tiny-model runs over ``data_dir`` (import this fixture into a test module)."""
+    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
 
 
 def tiny_runs(data_dir: Path, out: Path) -> list[Path]:
