@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 _RUNS: dict[str, list[Path]] = {}
 _DATA: dict[str, Path] = {}
 SHAPES_DOCS = 3
@@ -30,20 +32,35 @@ def small_data_dir(factory: Any) -> Path:
     return _DATA["shapes"]
 
 
+@pytest.fixture(scope="module", name="data_dir")
+def board_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The leaderboard tests' data dir (import this fixture into a test module)."""
+    return small_data_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="module", name="runs")
+def board_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The two tiny-model runs over ``data_dir`` (import this fixture into a test module)."""
+    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
+
+
 def tiny_runs(data_dir: Path, out: Path) -> list[Path]:
-    """Runs of tiny:llava and tiny:qwen2_vl over the whole shapes group of ``small_data_dir`` through the
-    real ``harness eval`` (3 docs, 3 sampled answers each, so the VISTA pool has something to cluster);
-    made once per session."""
-    if "shapes" not in _RUNS:
+    """Runs of tiny:llava and tiny:qwen2_vl on the shapes group of ``data_dir`` through the real ``harness
+    eval`` (3 docs, 3 sampled answers each, so the VISTA pool has something to cluster); made once per
+    session and data dir. Over ``small_data_dir`` a run covers the whole group; over a larger data dir it
+    is cut to 3 docs by --limit."""
+    key = str(data_dir)
+    if key not in _RUNS:
         from harness.cli import main
 
+        limit = [] if data_dir == _DATA.get("shapes") else ["--limit", str(SHAPES_DOCS)]
         for spec in ("tiny:llava", "tiny:qwen2_vl"):
-            code = main(["eval", "--model", spec, "--tasks", "shapes", "--repeats", "3",
+            code = main(["eval", "--model", spec, "--tasks", "shapes", *limit, "--repeats", "3",
                          "--gen-kwargs", "temperature=1.0,max_new_tokens=5", "--data-dir", str(data_dir),
                          "--output", str(out), "--no-cache", "--verbosity", "quiet"])
             assert code == 0
-        _RUNS["shapes"] = sorted(p.parent for p in out.glob("*/*/results.json"))
-    return _RUNS["shapes"]
+        _RUNS[key] = sorted(p.parent for p in out.glob("*/*/results.json"))
+    return _RUNS[key]
 
 
 def edited_run(run_dir: Path, dest: Path, edit: Any) -> Path:

@@ -23,17 +23,11 @@ from harness.leaderboard.tables import protocol_tables, size_bucket, table_csv, 
 from harness.leaderboard.tokens import create_token, list_tokens, revoke_token, submitter_of
 from harness.results.schema import read_run
 from harness.taskspec.registry import TaskRegistry
-from tests.leaderboard_fixtures import edited_run, small_data_dir, tiny_runs
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_data_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+    board_data_dir,
+    board_runs,
+    edited_run,
+)
 
 
 @pytest.fixture
@@ -407,3 +401,16 @@ def test_a_run_cut_by_limit_is_partial(db: Database, runs: list[Path], tmp_path:
     check = verify(parse_bundle(read_run_files(edited_run(runs[0], tmp_path / "cut", limited))),
                    TaskRegistry.discover(), None).checks["shapes_color"]
     assert check.status == "partial" and "cut to 3 docs (--limit)" in check.message
+
+
+def test_published_text_carries_no_local_paths() -> None:
+    from harness.leaderboard.public import public_results, redact
+
+    assert redact("hf:/home/alice/models/llava-1.5") == "hf:llava-1.5"
+    assert redact({"include_paths": ["/home/alice/tasks", "~/x/y"], "model": "hf:org/name"}) == \
+        {"include_paths": ["tasks", "y"], "model": "hf:org/name"}
+    assert redact(r"C:\Users\alice\run") == "run" and redact("see /tmp/a/b.json, then") == "see b.json, then"
+    for kept in ("hf://datasets/org/x", "http://host/a/b", "2/3 of it", "a / b", "tiny:llava", "<b>x</b>", "/x"):
+        assert redact(kept) == kept
+    assert json.loads(public_results(b'{"config": {"model": "hf:/srv/m"}}')) == {"config": {"model": "hf:m"}}
+    assert public_results(b"{not json") == b"{not json"

@@ -11,25 +11,21 @@ import pytest
 
 from harness.cli import main
 from harness.leaderboard.db import Database
+from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
-from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+    board_data_dir,
+    board_runs,
+    edited_run,
+    running_server,
+)
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HOSTILE = '<script>alert("x")</script>'
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_data_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
 
 
 def test_filter_sort_and_open_a_model_page_in_chromium(runs: list[Path], data_dir: Path, tmp_path: Path) -> None:
@@ -95,6 +91,91 @@ def test_filter_sort_and_open_a_model_page_in_chromium(runs: list[Path], data_di
     assert dialogs == []  # the hostile name never ran
     for name in ("leaderboard.png", "model.png"):
         assert (shots / name).read_bytes().startswith(b"\x89PNG")
+    keep = os.environ.get("LEADERBOARD_SCREENSHOTS")
+    if keep:
+        shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def _accuracy(evidence: Evidence) -> dict[str, Estimate]:
+    """The toy protocol's headline: the share of right colors, with an interval wider than [0, 1] (the page
+    clips it), and a level."""
+    values = [r.metrics["exact_match,none"] for r in evidence.samples["shapes_color"] if r.error is None]
+    mean = sum(values) / len(values)
+    return {"accuracy": Estimate(mean, (mean - 2.0, mean + 2.0), len(values)), "level": Estimate("L1")}
+
+
+def test_protocol_tables_pagination_and_width_in_chromium(runs: list[Path], data_dir: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A protocol's headline table (a toy protocol registered here, its figures computed at submission)
+    with its "what this measures" line, pages of ``?rows=2``, no horizontal scrolling at 1400 px, and a
+    model given as a local folder shown by its base name only."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; or set HARNESS_CHROMIUM)")
+    from playwright.sync_api import expect, sync_playwright
+
+    from harness.leaderboard.bundle import read_run_files
+    from harness.leaderboard.service import submit_files
+    from harness.protocols import base
+
+    base.protocols()
+    hooks = LeaderboardHooks(figures=(Figure("accuracy", "color accuracy"), Figure("level", "level", None, None)),
+                             headline=_accuracy, card="https://example.org/toy-card")
+    monkeypatch.setitem(base._REGISTRY, "toy", base.Protocol(
+        name="toy", title="Toy protocol", summary="How often a model names the shape's color.",
+        tasks=("shapes_color",), extensions={"leaderboard": hooks}))
+
+    def local(results: dict) -> None:
+        results["config"]["model"] = "hf:/home/alice/models/my-local-model"
+
+    db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    db = Database(db_url)
+    settings = Settings(db_url=db_url, data_dir=data_dir)
+    for run_dir in (*runs, edited_run(runs[0], tmp_path / "local", local)):
+        submit_files(db, read_run_files(run_dir), "alice", settings)  # here: the toy protocol is registered here
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with running_server(create_app(settings, db)) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"{url}/")
+        toy = page.locator("#protocol-toy")
+        expect(toy.locator("h2")).to_have_text("Toy protocol")
+        expect(toy.locator("p.measures")).to_contain_text("How often a model names the shape's color.")
+        expect(toy.locator("p.measures a")).to_have_attribute("href", "https://example.org/toy-card")
+        expect(toy.locator("thead th")).to_contain_text(["Model", "color accuracy", "level"])
+        first = toy.locator("tbody tr").first.locator("td.num").first
+        expect(first.locator(".ci")).to_have_text("[0.000, 1.000]")  # the interval is clipped to the rate's range
+        expect(first.locator(".cover")).to_contain_text("n 3 · err 0")
+        expect(toy.locator("tbody tr").first.locator("td.num").nth(1)).to_contain_text("L1")
+        expect(page.locator("a.model", has_text="hf:my-local-model")).to_have_count(2)
+        assert "/home/alice" not in page.content()
+        widths = page.evaluate("""() => [document.documentElement.scrollWidth, window.innerWidth,
+            ...Array.from(document.querySelectorAll('.scroll')).map(d => d.scrollWidth - d.clientWidth)]""")
+        assert widths[0] <= widths[1] and all(extra <= 0 for extra in widths[2:]), widths
+        page.screenshot(path=str(shots / "leaderboard-1400.png"), full_page=True)
+
+        page.goto(f"{url}/?rows=2")
+        visible = page.locator("table.board[data-protocol=shapes] tbody tr:visible")
+        pager = page.locator(".pager[data-protocol=shapes]")
+        expect(visible).to_have_count(2)
+        expect(pager.locator(".page")).to_have_text("page 1 of 2")
+        expect(pager.locator("button.prev")).to_be_disabled()
+        pager.locator("button.next").click()
+        expect(visible).to_have_count(1)
+        expect(pager.locator(".page")).to_have_text("page 2 of 2")
+        expect(pager.locator("button.next")).to_be_disabled()
+        page.screenshot(path=str(shots / "paginated.png"), full_page=True)
+        pager.locator("button.prev").click()
+        expect(visible).to_have_count(2)
+        page.fill("#search", "qwen")  # a filter goes back to the first page of what it keeps
+        expect(visible).to_have_count(1)
+        expect(pager.locator(".page")).to_have_text("page 1 of 1")
+        page.goto(f"{url}/model/3.html")
+        expect(page.locator("h1")).to_have_text("hf:my-local-model")
+        assert "/home/alice" not in page.content()
+        assert b"/home/alice" not in page.request.get(f"{url}/files/3/results.json").body()
+        page.screenshot(path=str(shots / "model-local.png"), full_page=True)
+        browser.close()
     keep = os.environ.get("LEADERBOARD_SCREENSHOTS")
     if keep:
         shutil.copytree(shots, keep, dirs_exist_ok=True)

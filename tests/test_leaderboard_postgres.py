@@ -21,7 +21,12 @@ from harness.leaderboard.records import list_submissions
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tokens import create_token, submitter_of
-from tests.leaderboard_fixtures import free_port, running_server, small_data_dir, tiny_runs
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+    board_data_dir,
+    board_runs,
+    free_port,
+    running_server,
+)
 
 
 def _pg_bin() -> Path | None:
@@ -53,16 +58,6 @@ def postgres_url() -> Iterator[str]:
         subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_data_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
 
 
 def test_schema_tokens_and_submissions_on_postgres(postgres_url: str, runs: list[Path], data_dir: Path) -> None:

@@ -17,19 +17,14 @@ from harness.leaderboard.db import Database
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Quota, Settings
 from harness.leaderboard.tokens import create_token
-from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+    board_data_dir,
+    board_runs,
+    edited_run,
+    running_server,
+)
 
 HUGE = 10**30
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_data_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
 
 
 @pytest.fixture()

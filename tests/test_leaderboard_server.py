@@ -20,17 +20,12 @@ from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
 from harness.results.schema import read_run
-from tests.leaderboard_fixtures import edited_run, running_server, small_data_dir, tiny_runs
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return small_data_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return tiny_runs(data_dir, tmp_path_factory.mktemp("lb-runs"))
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+    board_data_dir,
+    board_runs,
+    edited_run,
+    running_server,
+)
 
 
 def _token(db_url: str, name: str, capsys: pytest.CaptureFixture) -> str:
@@ -223,6 +218,15 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
         assert httpx.get(f"{url}/tables/vista-pool.json").json()["per_model"] == pool["per_model"]
         mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
         assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
+    from harness.leaderboard.protocol_parts import board_parts
+
+    figures = board_parts(db, settings).pooled["vista"][second["id"]]  # VISTA's headline figures from the pool
+    qwen = pool["per_model"]["tiny:qwen2_vl"]
+    assert figures["mean_s"].value == mean and figures["mean_s"].n == 3
+    assert figures["flag_share"].value == pytest.approx(qwen["flags"] / 3) and figures["flags"].value == qwen["flags"]
+    assert figures["detection"].value in ("positive", "negative") and figures["max_s"].value == qwen["max_suspicion"]
+    low, high = figures["mean_s"].ci
+    assert low <= mean <= high
     site = export_site(db, tmp_path / "site", settings)
     assert _site_pages_with_working_links(site) == 3
     assert (site / "tables" / "vista-pool.csv").read_text() == rows_text

@@ -20,12 +20,13 @@ def export_site(db: Database, out: Path, settings: Settings | None = None) -> Pa
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     records = list_submissions(db)
-    parts = board_parts(db, settings or Settings())
-    (out / "index.html").write_text(render_index(records, parts), encoding="utf-8")
+    settings = settings or Settings()
+    parts = board_parts(db, settings)
+    (out / "index.html").write_text(render_index(records, parts, settings.page_size), encoding="utf-8")
     shutil.copytree(STATIC, out / "static", dirs_exist_ok=True)
     tables = out / "tables"
     tables.mkdir(exist_ok=True)
-    for table in protocol_tables(records):
+    for table in protocol_tables(records, parts):
         (tables / f"{table.protocol}.csv").write_text(table_csv(table), encoding="utf-8")
         (tables / f"{table.protocol}.json").write_text(json.dumps(table_json(table), indent=1), encoding="utf-8")
     for panel in parts.panels:

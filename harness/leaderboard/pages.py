@@ -13,6 +13,7 @@ import jinja2
 
 from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
+from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
 from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
 
@@ -39,6 +40,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["fmt"] = _fmt
     env.filters["params"] = _params
+    env.filters["public"] = redact
     return env
 
 
@@ -46,14 +48,15 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render_index(records: list[Submission], parts: BoardParts) -> str:
-    tables = protocol_tables(records)
+def render_index(records: list[Submission], parts: BoardParts, page_size: int = 25) -> str:
+    """The index: a table per protocol, shown ``page_size`` rows a page (``?rows=N`` on the page overrides)."""
+    tables = protocol_tables(records, parts)
     families = sorted({r.family or "unknown" for r in records})
     present = {r.size for t in tables for r in t.rows}
     sizes = [label for _, label in SIZE_BUCKETS if label in present] + (["unknown"] if "unknown" in present else [])
     return _environment().get_template("index.html").render(
         root="", generated=_now(), tables=tables, families=families, sizes=sizes,
-        n_submissions=len(records), panels=parts.panels)
+        n_submissions=len(records), panels=parts.panels, page_size=page_size)
 
 
 def provenance_items(record: Submission) -> list[tuple[str, Any]]:
@@ -73,7 +76,7 @@ def provenance_items(record: Submission) -> list[tuple[str, Any]]:
         ("python", prov.get("python")), ("submitter", record.submitter),
         ("submitted at", record.submitted_at.isoformat()), ("content hash", record.content_hash),
     ]
-    return [(k, v if isinstance(v, dict | list) else "–" if v is None else str(v)) for k, v in items]
+    return [(k, redact(v) if isinstance(v, dict | list) else "–" if v is None else redact(str(v))) for k, v in items]
 
 
 def render_model(record: Submission, files: list[tuple[str, str, int]], parts: BoardParts) -> str:

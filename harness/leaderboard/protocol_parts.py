@@ -3,11 +3,12 @@ cross-model pool) and the figures that depend on other submissions."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import Estimate, LeaderboardHooks, Panel, board_protocols
+from harness.leaderboard.public import redact
 from harness.leaderboard.service import Settings
 from harness.protocols.base import Protocol
 
@@ -41,6 +42,13 @@ class BoardParts:
         return [(p.title, p.model_notes[submission_id]) for p in self.panels if submission_id in p.model_notes]
 
 
+def _public(panel: Panel) -> Panel:
+    """A panel as published: no local paths in its text, model names or data."""
+    return replace(panel, title=redact(panel.title), message=redact(panel.message),
+                   members=tuple((i, redact(m)) for i, m in panel.members), data=redact(dict(panel.data)),
+                   csv=redact(panel.csv), model_notes={i: redact(n) for i, n in panel.model_notes.items()})
+
+
 def board_parts(db: Database, settings: Settings) -> BoardParts:
     """Every protocol's panels and pooled figures, read now."""
     found = tuple(board_protocols())
@@ -49,7 +57,7 @@ def board_parts(db: Database, settings: Settings) -> BoardParts:
     for protocol, hooks in found:
         options = settings.options(protocol.name, hooks)
         if hooks.panels is not None:
-            panels[protocol.name] = tuple(hooks.panels(db, options))
+            panels[protocol.name] = tuple(_public(p) for p in hooks.panels(db, options))
         if hooks.pooled is not None:
             pooled[protocol.name] = {i: dict(f) for i, f in hooks.pooled(db, options).items()}
     return BoardParts(found, panels, pooled)

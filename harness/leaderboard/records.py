@@ -20,6 +20,7 @@ from sqlalchemy.orm import selectinload
 from harness.leaderboard.bundle import RESULTS, Bundle
 from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
+from harness.leaderboard.public import public_results, redact
 from harness.leaderboard.rescoring import Verification, worst
 
 CHART = "leaderboard_metrics.png"
@@ -107,7 +108,7 @@ def _chart(model: str, scores: list[Score]) -> bytes | None:
         low = s.value - Z95 * s.stderr if s.stderr is not None else None
         high = s.value + Z95 * s.stderr if s.stderr is not None else None
         rows.append((f"{s.task} {s.metric.replace(',none', '')}", s.value, low, high))
-    return metrics_with_ci(rows, f"{model}: re-scored metrics") if rows else None
+    return metrics_with_ci(rows, f"{redact(model)}: re-scored metrics") if rows else None
 
 
 def _file(name: str, kind: str, data: bytes) -> StoredFile:
@@ -141,6 +142,7 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
         git_revision=str(run.provenance.git_revision)[:100], submitter=submitter, status=verification.status,
         claimed=run.model_dump(mode="json", by_alias=True),
         recomputed={"results": verification.results, "groups": verification.groups, "reports": verification.reports,
+                    "headlines": verification.headlines,
                     "counts": {t: c.model_dump() for t, c in verification.counts.items()}},
         checks={t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()},
         scores=scores, files=files,
@@ -201,16 +203,19 @@ def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
 
 
 def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
+    """A stored file as published: ``results.json`` with local paths redacted, any other byte for byte."""
     if not _storable_id(submission_id):
         return None
     with db.session() as session:
-        return session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
-                                                               StoredFile.name == name))
+        content = session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
+                                                                  StoredFile.name == name))
+    return public_results(content) if content is not None and name == RESULTS else content
 
 
 def submission_summary(record: Submission) -> dict[str, Any]:
-    """The public JSON of a record (the API's answer and the export's submissions.json)."""
-    return {
+    """The public JSON of a record (the API's answer and the export's submissions.json), local paths
+    redacted."""
+    return redact({
         "id": record.id, "model": record.model, "model_id": record.model_id, "revision": record.revision,
         "backend": record.backend, "family": record.family, "parameters": record.parameters,
         "access": record.access, "smoke_test_model": record.smoke_test_model, "submitter": record.submitter,
@@ -219,4 +224,4 @@ def submission_summary(record: Submission) -> dict[str, Any]:
         "git_revision": record.git_revision, "checks": record.checks,
         "scores": [{"task": s.task, "protocol": s.protocol, "metric": s.metric, "value": s.value,
                     "stderr": s.stderr, "claimed": s.claimed, "n": s.n, "status": s.status} for s in record.scores],
-    }
+    })

@@ -30,6 +30,7 @@ from harness.engine.tasks import model_family_of
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
+from harness.leaderboard.hooks import Evidence, board_protocols
 from harness.protocols.base import protocol_of_task
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
@@ -73,6 +74,7 @@ class Verification:
     checks: dict[str, TaskCheck]
     higher_is_better: dict[str, dict[str, bool]]
     plots: dict[str, bytes] = field(repr=False, default_factory=dict)
+    headlines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # protocol -> figure -> estimate
 
     @property
     def status(self) -> str:
@@ -286,6 +288,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
     reports: dict[str, dict[str, Any]] = {}
     checks: dict[str, TaskCheck] = {}
     higher: dict[str, dict[str, bool]] = {}
+    rescored_samples: dict[str, list[SampleRecord]] = {}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
         for task, records in bundle.samples.items():
             config = configs[task]
@@ -305,6 +308,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                                       f"({type(exc).__name__}: {exc})") from None
             if report is not None:
                 reports[task] = report
+            rescored_samples[task] = rescored
             covers = coverage(records, counts[task], run.n_samples.get(task), run.config.limit,
                               dataset[1] if dataset else None)
             checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
@@ -312,6 +316,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                                   (run.reports.get(task), report), tolerance, max_error_share)
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
+    headlines = _headlines(bundle, checks, results, reports, rescored_samples)
     for group, values in groups.items():
         members = [checks[m] for m in run.group_subtasks.get(group, []) if m in checks]
         if members and group in run.groups and all(m.status != UNVERIFIABLE for m in members):
@@ -322,7 +327,31 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                 message=f"{len(mismatches)} claimed group figure(s) differ" if mismatches else "",
                 mismatches=tuple(mismatches), docs_checked=all(m.docs_checked for m in members))
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
-                        higher_is_better=higher, plots=plots)
+                        higher_is_better=higher, plots=plots, headlines=headlines)
+
+
+def _headlines(bundle: Bundle, checks: dict[str, TaskCheck], results: dict[str, dict[str, Any]],
+               reports: dict[str, dict[str, Any]],
+               samples: dict[str, list[SampleRecord]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each protocol's headline figures of this submission, from the server's re-scored samples, values and
+    reports of the protocol's tasks (tasks that could not be re-scored are left out)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for protocol, hooks in board_protocols():
+        tasks = [t for t, c in checks.items() if c.protocol == protocol.name and t in samples]
+        if hooks.headline is None or not tasks:
+            continue
+        info = bundle.run.provenance.get("model")
+        evidence = Evidence(model=bundle.model, model_type=info.get("model_type") if isinstance(info, dict) else None,
+                            results={t: results[t] for t in tasks}, reports={t: reports[t] for t in tasks
+                                                                            if t in reports},
+                            samples={t: samples[t] for t in tasks})
+        try:
+            figures = hooks.headline(evidence)
+        except Exception as exc:  # the protocol's code broke on the submitted samples
+            raise SubmissionError(f"{protocol.name}: the headline figures cannot be computed from the samples "
+                                  f"({type(exc).__name__}: {exc})") from None
+        out[protocol.name] = {key: estimate.as_json() for key, estimate in figures.items()}
+    return out
 
 
 def _has_dataset(config: TaskConfig, data_dir: Path | None) -> bool:

@@ -220,7 +220,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     @app.get("/index.html", response_class=HTMLResponse)
     def index() -> HTMLResponse:
-        return HTMLResponse(render_index(list_submissions(db), board_parts(db, settings)))
+        return HTMLResponse(render_index(list_submissions(db), board_parts(db, settings), settings.page_size))
 
     @app.get("/model/{submission_id}.html", response_class=HTMLResponse)
     def model_page(submission_id: int) -> Response:
@@ -236,7 +236,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
         if panel is not None:
             content: Any = dict(panel.data) if fmt == "json" else panel.csv
         else:
-            found = next((t for t in protocol_tables(list_submissions(db)) if t.protocol == protocol), None)
+            found = next((t for t in protocol_tables(list_submissions(db), parts) if t.protocol == protocol), None)
             content = None if found is None else table_json(found) if fmt == "json" else table_csv(found)
         if content is None or fmt not in ("csv", "json"):
             return _error(404, f"no table {protocol}.{fmt}")

@@ -48,10 +48,13 @@ class Settings:
     rescore_timeout_s: float = 120.0
     rescore_workers: int = 2
     quota: Quota = field(default_factory=Quota)
+    page_size: int = 25  # rows of a table per page
 
     def __post_init__(self) -> None:
         if self.on_mismatch not in ON_MISMATCH:
             raise HarnessError(f"on_mismatch {self.on_mismatch!r}: choose {' or '.join(ON_MISMATCH)}")
+        if self.page_size < 1:
+            raise HarnessError("--page-size must be at least 1")
         if not 0 <= self.max_error_share <= 1:
             raise HarnessError("--max-error-share must be between 0 and 1")
         if not self.rescore_timeout_s > 0 or self.rescore_workers < 1:

@@ -1,5 +1,8 @@
-"""One table per protocol: a row per submission, a column per task metric, each cell the server's value
-with its 95% confidence interval (value ± 1.96 stderr, the stderr ``results.json`` reports)."""
+"""One table per protocol: a row per submission and a column per headline figure the protocol's
+leaderboard hooks declare (the figures its paper reports), each cell the server's value with its 95% CI
+clipped to the figure's range, and n. A table of tasks with no headline figures (tasks of no protocol)
+has a column per task metric instead, with value ± 1.96 stderr (the stderr ``results.json`` reports).
+The raw per-metric figures of every task are on the model page."""
 
 from __future__ import annotations
 
@@ -9,26 +12,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.leaderboard.db import Submission
+from harness.leaderboard.hooks import Estimate, Figure, board_protocols
+from harness.leaderboard.protocol_parts import BoardParts
+from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
-from harness.protocols.base import protocols
+from harness.leaderboard.rescoring import worst
 
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
 
 
 @dataclass(frozen=True)
 class Column:
-    task: str
-    metric: str
+    """A headline figure, or (``task`` set) a raw task metric ``metric,filter``."""
+
+    key: str
+    label: str
     higher_is_better: bool | None
+    task: str | None = None
+    metric: str | None = None
 
-    @property
-    def key(self) -> str:
-        return f"{self.task}/{self.metric}"
 
-    @property
-    def label(self) -> str:
-        metric, _, filt = self.metric.partition(",")
-        return f"{self.task} {metric}" + ("" if filt in ("", "none") else f" ({filt})")
+def metric_column(task: str, metric: str, higher_is_better: bool | None) -> Column:
+    name, _, filt = metric.partition(",")
+    label = f"{task} {name}" + ("" if filt in ("", "none") else f" ({filt})")
+    return Column(f"{task}/{metric}", label, higher_is_better, task, metric)
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ class Cell:
     """A figure with its 95% CI and its coverage: n scored samples, errored samples, and samples whose
     answer the metric could not parse."""
 
-    value: float | None
+    value: float | str | None
     low: float | None
     high: float | None
     n: int | None
@@ -62,9 +69,15 @@ class Row:
 
 @dataclass(frozen=True)
 class Table:
+    """``protocol`` names the table (a protocol, or a group of tasks of no protocol); ``summary`` and
+    ``card`` give its "what this measures" line."""
+
     protocol: str
     columns: list[Column]
     rows: list[Row]
+    title: str = ""
+    summary: str = ""
+    card: str | None = None
 
 
 def size_bucket(parameters: int | None) -> str:
@@ -77,33 +90,69 @@ def _table_key(name: str, order: list[str]) -> tuple[int, str]:
     return (order.index(name) if name in order else len(order), name)
 
 
-def protocol_tables(records: list[Submission]) -> list[Table]:
+def protocol_tables(records: list[Submission], parts: BoardParts | None = None) -> list[Table]:
     """The tables: the registered protocols' by name, then the tables of tasks of no protocol (named for
-    their group, or ``other``); within a table, groups (a protocol's overall figure) first."""
-    order = [p.name for p in protocols()]
-    columns: dict[str, dict[str, Column]] = {}
-    groups: set[str] = set()
+    their group, or ``other``). ``parts`` adds the figures that depend on other submissions."""
+    hooks = {p.name: (p, h) for p, h in board_protocols()}
+    order = list(hooks)
+    names = sorted({s.protocol for r in records for s in r.scores}, key=lambda name: _table_key(name, order))
+    tables = []
+    for name in names:
+        mine = [r for r in records if any(s.protocol == name for s in r.scores)]
+        protocol, found = hooks.get(name, (None, None))
+        if found is not None and found.figures:
+            pooled = (parts.pooled if parts else {}).get(name, {})
+            columns = [Column(f.key, f.label, f.higher_is_better) for f in found.figures]
+            rows = [_row(r, _headline_cells(r, name, found.figures, pooled.get(r.id, {}))) for r in mine]
+        else:
+            columns, rows = _metric_table(mine, name)
+        tables.append(Table(name, columns, rows, title=protocol.title if protocol else name,
+                            summary=protocol.summary if protocol else "", card=found.card if found else None))
+    return tables
+
+
+def _row(record: Submission, cells: dict[str, Cell]) -> Row:
+    return Row(id=record.id, model=redact(record.model), family=record.family or "unknown",
+               parameters=record.parameters, size=size_bucket(record.parameters), access=record.access,
+               status=record.status, submitter=record.submitter,
+               submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
+               smoke_test_model=record.smoke_test_model, cells=cells)
+
+
+def _metric_table(records: list[Submission], name: str) -> tuple[list[Column], list[Row]]:
+    """A column per task metric (groups, a protocol's overall figure, first) and a row per record."""
+    columns: dict[str, Column] = {}
+    groups = {s.task for r in records for s in r.scores if s.protocol == name and s.version == "group"}
     for record in records:
         for s in record.scores:
-            columns.setdefault(s.protocol, {}).setdefault(f"{s.task}/{s.metric}",
-                                                          Column(s.task, s.metric, s.higher_is_better))
-            if s.version == "group":
-                groups.add(s.task)
-    tables = []
-    for protocol in sorted(columns, key=lambda name: _table_key(name, order)):
-        cols = sorted(columns[protocol].values(), key=lambda c: (c.task not in groups, c.task, c.metric))
-        rows = []
-        for record in records:
-            cells = {f"{s.task}/{s.metric}": _cell(s, record) for s in record.scores if s.protocol == protocol}
-            if not cells:
-                continue
-            rows.append(Row(id=record.id, model=record.model, family=record.family or "unknown",
-                            parameters=record.parameters, size=size_bucket(record.parameters), access=record.access,
-                            status=record.status, submitter=record.submitter,
-                            submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
-                            smoke_test_model=record.smoke_test_model, cells=cells))
-        tables.append(Table(protocol, cols, rows))
-    return tables
+            if s.protocol == name:
+                columns.setdefault(f"{s.task}/{s.metric}", metric_column(s.task, s.metric, s.higher_is_better))
+    ordered = sorted(columns.values(), key=lambda c: (c.task not in groups, c.task, c.metric))
+    rows = [_row(r, {f"{s.task}/{s.metric}": _cell(s, r) for s in r.scores if s.protocol == name}) for r in records]
+    return ordered, rows
+
+
+def _headline_cells(record: Submission, name: str, figures: tuple[Figure, ...],
+                    pooled: dict[str, Estimate]) -> dict[str, Cell]:
+    """The record's headline figures (stored when it was re-scored, or pooled), intervals clipped to each
+    figure's range; every cell carries the protocol's task state, its errored samples and, per task, the
+    most answers one metric could not parse."""
+    stored = record.recomputed.get("headlines", {}).get(name, {})
+    scores = [s for s in record.scores if s.protocol == name and s.version != "group"]
+    status = worst({s.status for s in scores})
+    counts = record.recomputed.get("counts", {})
+    tasks = {s.task for s in scores}
+    errors = sum(counts[t]["errors"] for t in tasks if t in counts)
+    unparsed = sum(max(counts[t].get("unparsed", {}).values(), default=0) for t in tasks if t in counts)
+    cells = {}
+    for figure in figures:
+        found = pooled.get(figure.key) or (Estimate.from_json(stored[figure.key]) if figure.key in stored else None)
+        if found is None:
+            continue
+        found = found.clipped(figure)
+        low, high = found.ci if found.ci else (None, None)
+        cells[figure.key] = Cell(found.value, low, high, found.n, status, errors, unparsed)
+    return cells
 
 
 def coverage_of(record: Submission, task: str, metric: str) -> tuple[int | None, int | None]:
@@ -131,9 +180,11 @@ _FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "su
 def table_json(table: Table) -> dict[str, Any]:
     return {
         "protocol": table.protocol,
-        "ci": "95% normal interval: value ± 1.96 stderr",
-        "columns": [{"key": c.key, "task": c.task, "metric": c.metric, "higher_is_better": c.higher_is_better}
-                    for c in table.columns],
+        "ci": "95% interval (headline figures: the protocol's own, e.g. bootstrap; task metrics: value ± 1.96 "
+              "stderr), clipped to the figure's range",
+        "title": table.title, "summary": table.summary,
+        "columns": [{"key": c.key, "label": c.label, "task": c.task, "metric": c.metric,
+                     "higher_is_better": c.higher_is_better} for c in table.columns],
         "rows": [{**{k: getattr(r, k) for k in _FIXED}, "smoke_test_model": r.smoke_test_model,
                   "cells": {k: c.__dict__ for k, c in r.cells.items()}} for r in table.rows],
     }

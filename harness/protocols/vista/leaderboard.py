@@ -109,5 +109,6 @@ OPTIONS = tuple(Option(name, default, text) for name, default, text in (
 ))
 
 HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, pooled=_pooled, options=OPTIONS,
-                         job=Job(tasks=lambda options: (str(options["task"]),), run=_run_pool), panels=_panels)
+                         job=Job(tasks=lambda options: (str(options["task"]),), run=_run_pool), panels=_panels,
+                         card="https://huggingface.co/datasets/vlm-audit/vista")
 
