@@ -21,7 +21,7 @@ from harness.leaderboard.rescoring import verify
 from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tables import protocol_tables, size_bucket, table_csv, table_json
 from harness.leaderboard.tokens import create_token, list_tokens, revoke_token, submitter_of
-from harness.results.schema import read_run
+from harness.results.schema import ModelInfo, read_run
 from harness.taskspec.registry import TaskRegistry
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
@@ -240,11 +240,11 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
 
 
 def test_model_traits_and_size_buckets() -> None:
-    api = model_traits("openai:gpt-4o-mini", {"model": {"backend": "openai", "model": "gpt-4o-mini"}})
+    api = model_traits("openai:gpt-4o-mini", ModelInfo(backend="openai", model="gpt-4o-mini"))
     assert (api.access, api.family, api.parameters) == ("api", "gpt", None)
-    named = model_traits("hf:Qwen/Qwen2-VL-7B-Instruct", {})
+    named = model_traits("hf:Qwen/Qwen2-VL-7B-Instruct", ModelInfo())
     assert (named.access, named.family, named.parameters) == ("open", "qwen", 7_000_000_000)
-    assert model_traits("hf:HuggingFaceTB/SmolVLM-256M-Instruct", {}).parameters == 256_000_000
+    assert model_traits("hf:HuggingFaceTB/SmolVLM-256M-Instruct", ModelInfo()).parameters == 256_000_000
     assert [size_bucket(p) for p in (None, 5e8, 2e9, 7e9, 13e9, 7e10)] == \
         ["unknown", "< 1B", "1-4B", "4-10B", "10-40B", "> 40B"]
 

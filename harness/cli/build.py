@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.cli.common import common_parser
 from harness.errors import HarnessError
@@ -69,7 +69,7 @@ def _value(spec: OptionSpec, value: Any) -> Any:
     return tuple(value) if spec.repeated else value
 
 
-def _refuse(builder: Builder, words: Sequence[str]) -> None:
+def _refuse(builder: Builder, words: Sequence[str]) -> NoReturn:
     from builders.options import unknown_options
 
     flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]

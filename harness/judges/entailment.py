@@ -123,7 +123,7 @@ def reads_yes(answer: str) -> bool:
     """Whether a judge's answer is Yes: its first word, past quotes, emphasis or brackets the model may wrap
     it in (``"Yes"``, ``**Yes**``, ``Yes.``), is "yes"; "Yesterday ..." or "No" is not."""
     match = re.match(r"[\s\"'*_`(\[]*([A-Za-z]+)", answer)
-    return bool(match) and match.group(1).lower() == "yes"
+    return match is not None and match.group(1).lower() == "yes"
 
 
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,

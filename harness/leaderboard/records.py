@@ -22,6 +22,7 @@ from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
 from harness.leaderboard.public import public_results, redact
 from harness.leaderboard.rescoring import Verification, worst
+from harness.results.schema import ModelInfo
 
 CHART = "leaderboard_metrics.png"
 MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL
@@ -49,22 +50,20 @@ def _size_from_name(name: str) -> int | None:
     return int(float(match.group(1)) * (1e9 if match.group(2) in "Bb" else 1e6))
 
 
-def model_traits(model: str, provenance: dict[str, Any]) -> ModelTraits:
-    """Traits from the run's model spec and provenance (``provenance.model`` written by the backend)."""
-    info = provenance.get("model", {}) if isinstance(provenance.get("model"), dict) else {}
-    backend = info.get("backend") or model.partition(":")[0] or None
+def model_traits(model: str, info: ModelInfo) -> ModelTraits:
+    """Traits from the run's model spec and what its backend said of the model (``provenance.model``)."""
+    backend = info.backend or model.partition(":")[0] or None
     name = model.partition(":")[2] or model
-    family = info.get("model_type")
+    family = info.model_type
     if not family:
         match = re.match(r"[A-Za-z]+", name.rsplit("/", 1)[-1])
         family = match.group(0).lower() if match else None
-    parameters = info.get("parameters")
     return ModelTraits(
-        model_id=info.get("model") or name, revision=info.get("commit") or info.get("revision"),
+        model_id=info.model or name, revision=info.commit or info.revision,
         backend=backend, family=family,
-        parameters=int(parameters) if isinstance(parameters, int | float) else _size_from_name(name),
+        parameters=info.parameters if info.parameters is not None else _size_from_name(name),
         access="api" if backend == "openai" else "open",
-        smoke_test_model=bool(info.get("smoke_test_model")),
+        smoke_test_model=info.smoke_test_model,
     )
 
 
@@ -123,7 +122,7 @@ def find_submission(db: Database, content_hash: str) -> Submission | None:
 def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str) -> tuple[int, bool]:
     """Insert the record (scores, files, the server's plots); returns (id, whether it existed already)."""
     run = bundle.run
-    traits = model_traits(bundle.model, run.provenance.model_dump())
+    traits = model_traits(bundle.model, run.provenance.model)
     scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
     files = [_file(name, "results" if name == RESULTS else "samples", data)
              for name, data in sorted(bundle.files.items()) if name.endswith((".json", ".jsonl"))]

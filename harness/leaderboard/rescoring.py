@@ -340,8 +340,7 @@ def _headlines(bundle: Bundle, checks: dict[str, TaskCheck], results: dict[str, 
         tasks = [t for t, c in checks.items() if c.protocol == protocol.name and t in samples]
         if hooks.headline is None or not tasks:
             continue
-        info = bundle.run.provenance.get("model")
-        evidence = Evidence(model=bundle.model, model_type=info.get("model_type") if isinstance(info, dict) else None,
+        evidence = Evidence(model=bundle.model, model_type=bundle.run.provenance.model.model_type,
                             results={t: results[t] for t in tasks}, reports={t: reports[t] for t in tasks
                                                                             if t in reports},
                             samples={t: samples[t] for t in tasks})

@@ -62,7 +62,8 @@ def _spread(records: Sequence[Any]) -> float | None:
     from harness.protocols.vista.refusal import count_refusals, selective_refusal
 
     counts = count_refusals((r.doc["topic"], r.responses) for r in records)
-    return float(selective_refusal(counts)["spread"]) if counts else None
+    spread = selective_refusal(counts)["spread"] if counts else None
+    return float(spread) if isinstance(spread, int | float) else None
 
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:
@@ -70,13 +71,13 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     the submission's demographic image-prompt pairs."""
     from harness.metrics.bootstrap import cluster_ci
 
-    for records in evidence.samples.values():
-        answered = [r for r in records if r.error is None and r.responses and r.doc.get("category") == "demographic"
-                    and r.doc.get("topic")]
-        if answered:
-            ci = cluster_ci(len(answered), lambda idx, rs=answered: _spread([rs[i] for i in idx]))
-            return {"refusal_spread": Estimate(_spread(answered), ci, len(answered))}
-    return {}
+    answered = next((found for records in evidence.samples.values()
+                     if (found := [r for r in records if r.error is None and r.responses
+                                   and r.doc.get("category") == "demographic" and r.doc.get("topic")])), [])
+    if not answered:
+        return {}
+    ci = cluster_ci(len(answered), lambda idx: _spread([answered[i] for i in idx]))
+    return {"refusal_spread": Estimate(_spread(answered), ci, len(answered))}
 
 
 def _panels(db: Database, options: Options) -> list[Panel]:
