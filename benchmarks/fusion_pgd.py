@@ -23,14 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from PIL import Image  # noqa: E402
+import numpy as np
+import torch
+from PIL import Image
 
-from harness.models.base import create_backend, parse_model_args  # noqa: E402
-from harness.protocols.fusion.attacks.losses import WhiteBox  # noqa: E402
-from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step  # noqa: E402
-from harness.protocols.fusion.attacks.preprocess import image_to_tensor  # noqa: E402
+from harness.models.base import create_backend, parse_model_args
+from harness.protocols.fusion.attacks.losses import WhiteBox
+from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
+from harness.protocols.fusion.attacks.preprocess import image_to_tensor
 
 
 def _sync(device: torch.device) -> None:
@@ -38,7 +38,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _interleaved(fns: list, device: torch.device, repeats: int) -> list[float]:  # noqa: ANN001
+def _interleaved(fns: list, device: torch.device, repeats: int) -> list[float]:
     """Best-of-``repeats`` time of each function, measured in alternation so load from other processes
     on a shared machine hits all of them alike (the minimum is the least disturbed run)."""
     for fn in fns:

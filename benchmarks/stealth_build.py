@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from builders import build_dataset  # noqa: E402
-from tests.protocols.stealth.fixtures import write_squad  # noqa: E402
+from builders import build_dataset
+from tests.protocols.stealth.fixtures import write_squad
 
 
 def main() -> None:

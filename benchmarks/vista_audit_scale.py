@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.engine.store import ResponseStore  # noqa: E402
-from harness.judges.entailment import LLMJudge  # noqa: E402
-from harness.models import create_backend  # noqa: E402
-from harness.protocols.vista.audit import AuditConfig, audit_records  # noqa: E402
-from harness.results.schema import SampleRecord  # noqa: E402
+from harness.engine.store import ResponseStore
+from harness.judges.entailment import LLMJudge
+from harness.models import create_backend
+from harness.protocols.vista.audit import AuditConfig, audit_records
+from harness.results.schema import SampleRecord
 
 MEANINGS = ("alpha", "bravo", "charlie", "delta")
 FILLER = " ".join(["the answer goes on with more detail about the image and the question"] * 3)

@@ -71,7 +71,7 @@ def _label(value: Any, where: str) -> int:
 
 
 def read_humans(path: str) -> dict[str, list[dict[str, Any]]]:
-    """compound -> [{annotator, panel, condition, label}] from a JSON list or a CSV file."""
+    """Compound -> [{annotator, panel, condition, label}] from a JSON list or a CSV file."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise HarnessError(f"--humans {path}: no such file")

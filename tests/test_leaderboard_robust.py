@@ -127,7 +127,7 @@ def test_a_corpus_of_malformed_bodies_gets_no_5xx(board: tuple[str, str], runs: 
         else:
             headers = {"Authorization": f"Bearer {token}", **({"Content-Type": content_type} if content_type else {})}
             answer = httpx.post(f"{url}/api/submissions", content=body, headers=headers, timeout=120)
-        if answer.status_code >= 500 or "error" not in answer.json() and answer.status_code >= 400:
+        if answer.status_code >= 500 or ("error" not in answer.json() and answer.status_code >= 400):
             failures.append((str(body)[:120], answer.status_code, answer.text[:200]))
     assert not failures
 

@@ -10,7 +10,7 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
 
 def metrics_with_ci(rows: list[tuple[str, float, float | None, float | None]], title: str) -> bytes:

@@ -78,7 +78,7 @@ def _verify_in_child(sender: Connection, bundle: Bundle, include_paths: tuple[st
         sender.send(("ok", verify(bundle, registry, data_dir, max_error_share=max_error_share)))
     except SubmissionError as exc:
         sender.send(("refused", (str(exc), exc.status)))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent as a refusal of this submission
+    except BaseException as exc:  # reported to the parent as a refusal of this submission
         sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
 
 

@@ -113,7 +113,7 @@ def _area_share(boxes: list[list[float]], size: tuple[int, int]) -> float:
 
 def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, match_threshold: float,
                   detector: Any | None) -> dict[str, list[float] | None]:
-    """concept -> box: best-matching SK concept's box, else the detector's, else None."""
+    """Concept -> box: best-matching SK concept's box, else the detector's, else None."""
     encoder = shared_encoder()
     sk_boxes: dict[str, list[float]] = {}
     for t in sk:

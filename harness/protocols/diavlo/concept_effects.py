@@ -89,7 +89,7 @@ def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[lis
 
 
 def dml_estimate(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSettings = DMLSettings()) -> Estimate:
-    """theta of the partially linear model (module docstring) by DoubleMLPLR."""
+    """Theta of the partially linear model (module docstring) by DoubleMLPLR."""
     require("doubleml", "diavlo", "DiaVLo's concept effects")
     from doubleml import DoubleMLData, DoubleMLPLR
     from sklearn.ensemble import GradientBoostingRegressor

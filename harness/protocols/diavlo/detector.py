@@ -46,7 +46,7 @@ class OpenVocabDetector:
         self.spec, self.threshold, self.device = spec, threshold, device
 
     def detect(self, image: Any, queries: list[str]) -> dict[str, Detection]:
-        """query -> its best box (clipped to the image), for the queries found at ``threshold``."""
+        """Query -> its best box (clipped to the image), for the queries found at ``threshold``."""
         import torch
 
         queries = list(dict.fromkeys(q for q in queries if q.strip()))

@@ -8,9 +8,9 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from harness.protocols.diavlo.metrics import CLASSES  # noqa: E402
+from harness.protocols.diavlo.metrics import CLASSES
 
 COLORS = {"Aligned": "#2ca02c", "Expanded": "#1f77b4", "Divergent": "#d62728", "Unnamed": "#999999"}
 

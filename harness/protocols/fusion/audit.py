@@ -57,7 +57,7 @@ def _models(run_dirs: list[Path]) -> dict[str, ModelRuns]:
 
 
 def _samples(folders: list[Path], task: str) -> dict[str, Any]:
-    """item id -> sample record of ``task``: the first folder that has the task wins, a folder written by
+    """Item id -> sample record of ``task``: the first folder that has the task wins, a folder written by
     ``harness attack`` first (its clean answers define the C that was attacked)."""
     ordered = sorted(folders, key=lambda f: not (f / OUTCOMES_FILE).is_file())
     for folder in ordered:

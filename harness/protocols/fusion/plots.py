@@ -8,8 +8,8 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
 BARS = [("asr_vis_pgd", "Vis-PGD"), ("asr_end_pgd", "End-PGD"), ("asr_typo_evid", "Typo-Evid"),
         ("asr_mantis", "MANTIS"), ("asr_nat_evid", "Nat-Evid"), ("r0", "R0"), ("r_plus", "R+")]

@@ -93,7 +93,7 @@ def panels_from_records(records: list[Any]) -> dict[str, Panel]:
 
 
 def judge_as_seen(labels: Labels, panel: Panel, technique: str, arm: str = mist.PAPER_ARM) -> dict[str, dict[str, int]]:
-    """annotator -> {item -> the judge's label under the condition that annotator saw the item in}: no
+    """Annotator -> {item -> the judge's label under the condition that annotator saw the item in}: no
     image, or the same image with the ``arm`` prompt (``ignore`` by default: the human guidelines also
     tell annotators to disregard the image). Unparsed judge labels leave the item out for that annotator."""
     out: dict[str, dict[str, int]] = {}

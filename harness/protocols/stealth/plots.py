@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 HUES = ("red", "green", "blue", "yellow", "cyan", "magenta")
 INTENSITIES = (34, 85, 136)

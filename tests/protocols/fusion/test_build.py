@@ -40,7 +40,7 @@ def test_typo_overlay_region_holds_the_text() -> None:
     out, region, style = typo_overlay(image, "42")
     x0, y0, x1, y1 = region
     # bottom centre of the central 100x100 square (x 50..150): centred, one margin above the bottom
-    assert y1 == 100 - style.margin and x1 > x0 and y0 < y1 and 50 <= x0 and x1 <= 150
+    assert y1 == 100 - style.margin and x1 > x0 and y0 < y1 and x0 >= 50 and x1 <= 150
     assert abs((x0 + x1) / 2 - 100) <= 1
     _, tall, tall_style = typo_overlay(Image.new("RGB", (60, 200)), "7")
     assert tall[3] == 130 - tall_style.margin and tall[1] >= 70  # in the square y 70..130, not the image bottom

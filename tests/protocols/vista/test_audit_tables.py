@@ -110,7 +110,7 @@ D_MAJORITY = math.sqrt((0.5 * math.log(6 / 5) + 0.5 * (1 / 3 * math.log(2) + 2 /
 def test_c5_grids_by_hand() -> None:
     config = AuditConfig(alpha_grid=(0.2, 0.8), k_grid=(1, 2, 5))
     result = audit_records(pool(), same_first_word, config)
-    assert D_LONE == pytest.approx(0.67761, abs=1e-5) and D_MAJORITY == pytest.approx(0.43689, abs=1e-5)
+    assert pytest.approx(0.67761, abs=1e-5) == D_LONE and pytest.approx(0.43689, abs=1e-5) == D_MAJORITY
     # Full pool (k = 2), S per row: query 0 A D_LONE, B and C D_MAJORITY (all one cluster each, confidence 1);
     # query 1 all 0; query 2 A (1 - alpha) 0.5 D_LONE (SE ln 2: uniformity 0, largest share 1/2), B, C D_MAJORITY.
     for alpha in (0.2, 0.8):
