@@ -41,12 +41,15 @@ class MissingDatasetError(DatasetError):
 
 @dataclass(frozen=True)
 class LoadedDataset:
+    """A task's dataset: its docs, where they were read from, and the fingerprint recorded in provenance."""
+
     docs: Any  # datasets.Dataset
     source: str
     fingerprint: dict[str, Any]
 
 
 def default_data_dir() -> Path:
+    """Where built datasets live: ``$HARNESS_DATA_DIR``, else ``data/`` under the harness cache."""
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env)

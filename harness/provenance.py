@@ -38,6 +38,7 @@ def git_revision() -> str | None:
 
 
 def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that change results (missing ones left out)."""
     out = {}
     for name in _PACKAGES:
         try:
@@ -48,6 +49,7 @@ def package_versions() -> dict[str, str]:
 
 
 def environment() -> dict[str, Any]:
+    """The software a run ran on: harness version and commit, package versions, Python and platform."""
     return {
         "harness_version": harness.__version__,
         "git_revision": git_revision(),

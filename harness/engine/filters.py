@@ -52,6 +52,7 @@ FILTERS = {
 
 
 def check_filters(pipelines: tuple[FilterPipeline, ...], where: str) -> None:
+    """Refuse, before any generation, a filter the harness does not implement (``where`` names the task)."""
     for pipe in pipelines:
         for step in pipe.steps:
             if step.function not in FILTERS:
@@ -61,6 +62,7 @@ def check_filters(pipelines: tuple[FilterPipeline, ...], where: str) -> None:
 
 
 def apply_pipeline(steps: tuple[FilterStep, ...], responses: list[str]) -> list[Any]:
+    """One filter pipeline's output for a sample's responses: each step applied in order."""
     out: list[Any] = list(responses)
     for step in steps:
         out = FILTERS[step.function](out, step.kwargs)

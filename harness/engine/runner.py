@@ -462,6 +462,7 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
 
 
 def require_tasks(names: list[str]) -> list[str]:
+    """The ``--tasks`` names, refusing an empty list in one line."""
     if not names:
         raise HarnessError("--tasks is required (comma-separated task, group or tag names)")
     return names

@@ -191,6 +191,7 @@ class ResponseStore:
         return out
 
     def count(self, model: str | None = None) -> int:
+        """How many responses the store holds, for one model fingerprint or in all."""
         if self._db is None:
             return 0
         with self._errors():

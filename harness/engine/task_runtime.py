@@ -59,7 +59,7 @@ def strip_images(doc: dict[str, Any]) -> dict[str, Any]:
     for key, value in doc.items():
         if _is_image(value) or (isinstance(value, list) and value and all(_is_image(v) for v in value)):
             continue
-        if isinstance(value, dict) and ("bytes" in value and "path" in value or "image_sha256" in value):
+        if isinstance(value, dict) and (("bytes" in value and "path" in value) or "image_sha256" in value):
             continue
         out[key] = value
     return out
@@ -298,7 +298,7 @@ def _not_null(value: Any) -> Any:
 def _template(spec: str) -> Any:
     import jinja2
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, finalize=_not_null, autoescape=False)  # noqa: S701
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, finalize=_not_null, autoescape=False)
     return env.from_string(spec)
 
 

@@ -34,10 +34,7 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
     """Open ``task`` (a name looked up in ``registry``, else in the bundled tasks plus ``include_paths``; or
     a config the caller already holds, such as a server's version-checked copy) for ``family``, with its
     dataset read from ``data_dir`` unless ``loaded`` already holds it."""
-    if isinstance(task, TaskConfig):
-        config = task
-    else:
-        config = (registry or TaskRegistry.discover(include_paths)).get(task)
+    config = task if isinstance(task, TaskConfig) else (registry or TaskRegistry.discover(include_paths)).get(task)
     runtime = TaskRuntime(config, family)
     dataset = loaded or load_task_dataset(config, data_dir)
     return OpenTask(config, runtime, dataset, runtime.process_docs(dataset.docs))

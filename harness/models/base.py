@@ -52,6 +52,7 @@ class GenerationParams:
 
     @property
     def do_sample(self) -> bool:
+        """Whether these settings sample (temperature above 0) rather than decode greedily."""
         return self.temperature > 0
 
     @classmethod
@@ -65,34 +66,14 @@ class GenerationParams:
         if unknown:
             problems.append(f"unsupported generation setting(s) {', '.join(unknown)} "
                             f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})")
-        values: dict[str, Any] = {}
-        for key, default in _GREEDY_DEFAULTS.items():
-            value = kw.get(key)
-            ok, expected = _SETTING_CHECKS[key]
-            if value is None:
-                values[key] = default
-            elif ok(value):
-                values[key] = value
-            else:
-                problems.append(f"{key}={value!r}: expected {expected}")
-        until = kw.get("until") or ()
-        if isinstance(until, str):
-            until = (until,)
-        if not isinstance(until, list | tuple) or not all(isinstance(u, str) for u in until):
-            problems.append(f"until={kw['until']!r}: expected a string or a list of strings")
-            until = ()
+        values = _checked_values(kw, problems)
+        until = _checked_until(kw, problems)
         do_sample = kw.get("do_sample")
         if do_sample is not None and not isinstance(do_sample, bool):
             problems.append(f"do_sample={do_sample!r}: expected true or false")
             do_sample = None
         if not problems:
-            temperature = float(values["temperature"])
-            if do_sample is False and temperature > 0:
-                problems.append(f"do_sample is false but temperature is {temperature}; set one or the other")
-            if do_sample is True and temperature == 0.0:
-                problems.append("do_sample is true but temperature is 0; set a temperature")
-            if values["num_beams"] > 1 and temperature > 0:
-                problems.append("beam search with sampling is not supported (num_beams > 1 with temperature > 0)")
+            problems.extend(_conflicts(float(values["temperature"]), int(values["num_beams"]), do_sample))
         if len(problems) == 1:
             raise UnsupportedRequestError(f"{where}: {problems[0]}")
         if problems:
@@ -113,11 +94,50 @@ class GenerationParams:
         return merged
 
     def as_dict(self) -> dict[str, Any]:
+        """The settings as stored in provenance and hashed into request keys."""
         return {
             "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
             "top_k": self.top_k, "num_beams": self.num_beams, "until": list(self.until),
             "do_sample": self.do_sample,
         }
+
+
+def _checked_values(kw: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """Each numeric setting's value (its greedy default when absent); a wrong type or range is a problem."""
+    values: dict[str, Any] = {}
+    for key, default in _GREEDY_DEFAULTS.items():
+        value = kw.get(key)
+        ok, expected = _SETTING_CHECKS[key]
+        if value is None:
+            values[key] = default
+        elif ok(value):
+            values[key] = value
+        else:
+            problems.append(f"{key}={value!r}: expected {expected}")
+    return values
+
+
+def _checked_until(kw: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
+    """``until`` as a tuple of stop strings (one string is a list of one); anything else is a problem."""
+    until = kw.get("until") or ()
+    if isinstance(until, str):
+        until = (until,)
+    if not isinstance(until, list | tuple) or not all(isinstance(u, str) for u in until):
+        problems.append(f"until={kw['until']!r}: expected a string or a list of strings")
+        return ()
+    return tuple(until)
+
+
+def _conflicts(temperature: float, num_beams: int, do_sample: bool | None) -> list[str]:
+    """Settings that are valid alone but contradict each other."""
+    problems = []
+    if do_sample is False and temperature > 0:
+        problems.append(f"do_sample is false but temperature is {temperature}; set one or the other")
+    if do_sample is True and temperature == 0.0:
+        problems.append("do_sample is true but temperature is 0; set a temperature")
+    if num_beams > 1 and temperature > 0:
+        problems.append("beam search with sampling is not supported (num_beams > 1 with temperature > 0)")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -168,6 +188,7 @@ class Backend(ABC):
         return [requests[i : i + batch_size] for i in range(0, len(requests), batch_size)]
 
     def supports(self, output_type: str) -> bool:
+        """Whether the backend answers requests of this lmms-eval ``output_type``."""
         return output_type == "generate_until"
 
 
@@ -184,13 +205,17 @@ class WhiteBoxBackend(Protocol):
     processor: Any
 
     @property
-    def fingerprint(self) -> str: ...
+    def fingerprint(self) -> str:
+        """The model's identity in the response store."""
 
-    def info(self) -> dict[str, Any]: ...
+    def info(self) -> dict[str, Any]:
+        """What provenance records of the model."""
 
-    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]: ...
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        """Answers for a batch of requests, a failed request being its own exception."""
 
-    def prepare_inputs(self, batch: list[list[Message]]) -> Any: ...
+    def prepare_inputs(self, batch: list[list[Message]]) -> Any:
+        """The model's inputs for a batch of conversations, exactly as generation prepares them."""
 
 
 BackendFactory = Callable[[str, dict[str, str]], Backend]
@@ -207,6 +232,7 @@ def register_backend(prefix: str, factory: str | BackendFactory) -> None:
 
 
 def available_backends() -> list[str]:
+    """The backend names a model spec may start with (``name:...``)."""
     return sorted(_REGISTRY)
 
 

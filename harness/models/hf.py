@@ -125,10 +125,12 @@ class HFBackend(Backend):
 
     @classmethod
     def from_spec(cls, name: str, model_args: dict[str, str]) -> HFBackend:
+        """The backend for ``hf:NAME``: a Hub id or a local model folder."""
         return cls(name, model_args)
 
     @classmethod
     def from_tiny_spec(cls, arch: str, model_args: dict[str, str]) -> HFBackend:
+        """The backend for ``tiny:ARCH``: a tiny random-weight model of that architecture, built once into the cache."""
         from harness.models.tiny import tiny_model_path
 
         return cls(str(tiny_model_path(arch)), model_args, smoke=True)
@@ -183,9 +185,12 @@ class HFBackend(Backend):
 
     @property
     def fingerprint(self) -> str:
+        """The model's identity in the response store: weights, processor and the options that change answers."""
         return self._fingerprint
 
     def info(self) -> dict[str, Any]:
+        """What provenance records of the model: backend, name, type, family, fingerprint, revision, size, dtype,
+        device."""
         return {
             "backend": "tiny" if self.is_smoke_model else "hf", "model": self.name,
             "model_type": self.model_type, "model_family": self.model_family,
@@ -260,6 +265,7 @@ class HFBackend(Backend):
         return batches
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        """Answers for a batch; a request that fails alone is its own exception, so the rest of the batch survives."""
         try:
             return list(self._generate_batch(requests))
         except Exception as exc:  # isolate the failing request instead of failing the batch

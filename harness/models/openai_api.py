@@ -52,6 +52,7 @@ def _model_arg(model_args: dict[str, str], key: str, default: T, parse: Callable
 
 
 def image_data_url(image: Any) -> str:
+    """A PIL image as the PNG data URL the chat-completions API takes."""
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
@@ -104,21 +105,26 @@ class OpenAIBackend(Backend):
 
     @classmethod
     def from_spec(cls, name: str, model_args: dict[str, str]) -> OpenAIBackend:
+        """The backend for ``openai:MODEL`` (``base_url``, ``api_key`` and the rest from ``--model-args``)."""
         return cls(name, model_args)
 
     @property
     def fingerprint(self) -> str:
+        """The served model's identity in the response store: its name and the server's address."""
         return self._fingerprint
 
     def info(self) -> dict[str, Any]:
+        """What provenance records of the served model."""
         return {"backend": "openai", "model": self.model, "base_url": self.base_url, "fingerprint": self.fingerprint,
                 "smoke_test_model": False}
 
     def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+        """Batches of at least ``concurrency`` requests, so the thread pool stays full."""
         size = max(batch_size, self.concurrency)
         return [requests[i : i + size] for i in range(0, len(requests), size)]
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        """Answers for a batch, ``concurrency`` requests in flight at once; a failed request is its own exception."""
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(self._answer, requests))
 

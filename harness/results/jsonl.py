@@ -1,4 +1,4 @@
-"""JSON Lines, split the way the format defines it: on ``\\n`` only.
+r"""JSON Lines, split the way the format defines it: on ``\n`` only.
 
 ``str.splitlines()`` also breaks on U+0085, U+2028, U+2029, form feeds and other Unicode line breaks,
 which JSON strings may carry unescaped (models emit them), so it cuts a valid record in two. Every

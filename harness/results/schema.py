@@ -65,6 +65,8 @@ class SampleRecord(BaseModel):
 
 
 class TaskCounts(BaseModel):
+    """How many docs a task ran, how many were scored, how many failed, and unparsed answers per metric."""
+
     samples: int
     scored: int
     errors: int
@@ -165,6 +167,8 @@ class GenerationSettings(_Record):
 
 
 class SeedPolicy(BaseModel):
+    """How every request's seed derives from the run's base seed (recorded so a reader can repeat it)."""
+
     base_seed: int = 0
     per_request: str = "sha256(base_seed:request_key)[:8]"
 
@@ -211,6 +215,7 @@ class RunResults(BaseModel):
     provenance: Provenance
 
     def to_json(self) -> str:
+        """``results.json`` as written: lmms-eval's dashed keys, indented."""
         return self.model_dump_json(by_alias=True, indent=2)
 
 

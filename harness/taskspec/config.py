@@ -118,6 +118,7 @@ class TaskConfig:
 
     @property
     def version(self) -> Any:
+        """The task's ``metadata.version`` (0 when absent), recorded with its results."""
         return self.metadata.get("version", 0)
 
     def specific_kwargs(self, model_family: str | None) -> dict[str, Any] | None:

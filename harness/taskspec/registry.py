@@ -44,6 +44,7 @@ class TaskRegistry:
 
     @classmethod
     def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
+        """Every task, group and tag in the bundled ``tasks/`` and the ``include_paths`` folders."""
         paths = [bundled_tasks_dir(), *(Path(p) for p in include_paths or [])]
         for p in paths:
             if not p.is_dir():
@@ -81,14 +82,17 @@ class TaskRegistry:
 
     @property
     def tasks(self) -> list[str]:
+        """Every task name, sorted."""
         return sorted(self._task_files)
 
     @property
     def groups(self) -> dict[str, GroupSpec]:
+        """Group name -> its spec."""
         return dict(self._groups)
 
     @property
     def tags(self) -> dict[str, list[str]]:
+        """Tag name -> its tasks, sorted."""
         return {k: sorted(v) for k, v in self._tags.items()}
 
     def expand(self, names: list[str]) -> list[str]:

@@ -85,7 +85,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise TaskConfigError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        data = yaml.load(text, Loader=_make_loader(path.parent))  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(text, Loader=_make_loader(path.parent))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
