@@ -160,4 +160,4 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     opts = AttackOptions(attacks=("mantis",), pgd=PGDConfig(steps=1), diagnostics=(), show_progress=False)
     summary = run_attacks(backend, tmp_path, [item], GenerationParams(max_new_tokens=4), opts)
     row = json.loads((tmp_path / "attack_outcomes.jsonl").read_text())
-    assert "identical" in row["error"] and row["flipped"] is False and summary["errors"] == 1
+    assert "identical" in row["error"] and row["flipped"] is False and summary.errors == 1
