@@ -7,7 +7,6 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -77,11 +76,6 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
 
 def audit_folder(output: str | None, run_dirs: Sequence[Path], protocol: str) -> Path:
     """``--output``, else a stamped ``audit-<protocol>-<UTC time>`` folder beside the runs' model folders."""
-    if output:
-        return Path(output)
-    return run_dirs[0].parent.parent / f"audit-{protocol}-{stamp()}"
+    from harness.paths import audit_dir
 
-
-def stamp() -> str:
-    """The UTC time as audit folders name it."""
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return Path(output) if output else audit_dir(run_dirs[0].parent.parent, protocol)

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.data import load_task_dataset, resolve_path
+from harness.data import resolve_path
 from harness.engine.runner import group_results, rescore_task
 from harness.engine.task_runtime import strip_images
-from harness.engine.tasks import model_family_of
+from harness.engine.tasks import model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
@@ -128,9 +128,7 @@ def _dataset_docs(config: TaskConfig, family: str | None, records: list[SampleRe
     dataset."""
     if not _has_dataset(config, data_dir):
         return None
-    from harness.engine.task_runtime import TaskRuntime
-
-    docs = TaskRuntime(config, family).process_docs(load_task_dataset(config, data_dir).docs)
+    docs = open_task(config, family, data_dir).docs
     differing = 0
     for record in records:
         if record.doc_hash == "" and record.error is not None:

@@ -7,8 +7,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import audit_folder, response_store, show_progress, stamp
+from harness.cli.common import audit_folder, response_store, show_progress
 from harness.judges.prompts import DEFAULT_JUDGE
+from harness.paths import audit_dir
 from harness.protocols.base import Command, EvalOutcome
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def after_eval(outcome: EvalOutcome) -> None:
         print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
         print_audit(result)
         if outcome.output is not None:
-            out = write_audit(result, outcome.output / f"audit-{task}-{stamp()}", judge.name)
+            out = write_audit(result, audit_dir(outcome.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
 
 
