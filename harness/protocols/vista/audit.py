@@ -38,8 +38,9 @@ CATEGORY_PATTERNS = {"demographic": "demographic attribution", "corporate_brand"
 
 @dataclass(frozen=True)
 class AuditConfig:
-    """The VISTA audit's settings: the task, the confidence weight alpha and flagging threshold theta, the
-    clustering rule, the divergence reference (all models or peers), the sensitivity grids and the RAVEN reading."""
+    """The VISTA audit's settings: the task, confidence weight alpha and flag threshold theta, the clustering
+    rule, the divergence reference (all models or peers), the leave-one-peer-out stability check, the
+    sensitivity grids (appendix C.5) and the RAVEN reading."""
 
     task: str = "vista"
     alpha: float = 0.5

@@ -40,7 +40,7 @@ class PoolSettings:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
-        """The settings from the leaderboard's pool options (values as given, converted to their types)."""
+        """The settings from the leaderboard's pool options, each converted to its field's type."""
         return cls(task=str(options["task"]), judge=str(options["judge"]), alpha=float(options["alpha"]),
                    theta=float(options["theta"]), clustering=str(options["clustering"]),
                    reference=str(options["reference"]))
