@@ -33,7 +33,7 @@ Z95 = 1.959963984540054
 
 @dataclass(frozen=True)
 class DMLSettings:
-    """Cross-fitting (folds, repetitions, seed), the gradient-boosted nuisances' size, and the row counts
+    """Cross-fitting (folds, repetitions, seed), the gradient-boosted nuisances' settings, and the row counts
     below which an effect is inconclusive (module docstring)."""
 
     n_folds: int = 3
