@@ -44,7 +44,7 @@ def test_missing_dataset_and_split_fail_clearly(data_dir: Path, tmp_path: Path) 
     with pytest.raises(DatasetError, match=r"'nobody/nothing' is not available \(offline: HF_HUB_OFFLINE is set\); "
                                            "put a copy at"):
         load_task_dataset(cfg(dataset_path="nobody/nothing"), tmp_path)
-    with pytest.raises(DatasetError, match="no split 'validation'|cannot read"):
+    with pytest.raises(DatasetError, match=r"no split 'validation'|cannot read"):
         load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="validation"), data_dir)
     with pytest.raises(DatasetError, match="no dataset_path"):
         load_task_dataset(cfg(), data_dir)

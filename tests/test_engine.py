@@ -27,7 +27,7 @@ def opts(tmp_path: Path, data_dir: Path, **kw) -> EvalOptions:
 
 
 def test_eval_writes_results_and_samples_and_rerun_generates_nothing(tmp_path: Path, data_dir: Path) -> None:
-    run, samples, run_dir = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir))
+    _run, samples, run_dir = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir))
     assert run_dir is not None and (run_dir / "results.json").is_file()
     on_disk = read_run(run_dir)
     assert set(on_disk.results) == {"shapes_color", "shapes_kind"}
@@ -108,7 +108,7 @@ def test_native_n_samples_are_cached_seeded_and_deduplicated(
     assert all(len(r) == 3 for r in first) and any(len(set(r)) > 1 for r in first)
     assert [r.responses for r in samples["shapes_sampled_twin"]] == first
     # sampled requests are cached too ...
-    cached, again, _ = evaluate(qwen(), "tiny:qwen2_vl", o)
+    cached, _again, _ = evaluate(qwen(), "tiny:qwen2_vl", o)
     assert cached.provenance.requests.generated == 0
     # ... and reproducible from the seed alone, without the cache
     fresh = evaluate(qwen(), "tiny:qwen2_vl", EvalOptions(**{**o.__dict__, "use_cache": False}))[1]
@@ -196,7 +196,7 @@ def test_a_store_locked_by_another_writer_neither_fails_nor_loses_the_run(
     other = sqlite3.connect(run_opts.store_path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     with caplog.at_level(logging.WARNING, logger="harness.engine.store"):
-        run, samples, run_dir = evaluate(qwen(), "tiny:qwen2_vl", run_opts)
+        _run, _samples, run_dir = evaluate(qwen(), "tiny:qwen2_vl", run_opts)
     assert run_dir is not None and all(r.responses for r in read_samples(run_dir, "shapes_color"))
     assert any("locked by another process" in r.getMessage() for r in caplog.records)
     assert list(tmp_path.glob("store.sqlite.pending-*.jsonl"))

@@ -104,7 +104,7 @@ def test_bad_model_args_and_missing_model_fail_in_one_line(tmp_path) -> None:
         create_backend("tiny:qwen2_vl", {"max_pixels": "lots"})
     with pytest.raises(ModelSpecError, match="apply to qwen2_5_vl, qwen2_vl processors, not llava"):
         create_backend("tiny:llava", {"min_pixels": "3136"})
-    with pytest.raises(ModelSpecError, match="cannot load model .*offline"):
+    with pytest.raises(ModelSpecError, match=r"cannot load model .*offline"):
         create_backend("hf:no-such-org/no-such-model-xyz")
     with pytest.raises(ModelSpecError, match="cannot load model"):
         create_backend(f"hf:{tmp_path}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,5 +87,5 @@ def test_a_file_without_a_version_is_version_1_and_an_unknown_version_is_refused
 
 def test_a_mistyped_provenance_field_names_its_place(tmp_path: Path) -> None:
     bad = {**V1_RESULTS["provenance"], "requests": {"requests": "many"}}
-    with pytest.raises(HarnessError, match="not a harness results file .provenance.requests.requests: "):
+    with pytest.raises(HarnessError, match=re.escape("not a harness results file (provenance.requests.requests: ")):
         read_run(_v1_run(tmp_path / "bad", provenance=bad))

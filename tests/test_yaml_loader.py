@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def test_include_cycle_and_missing_include_fail_clearly(tmp_path: Path) -> None:
     with pytest.raises(TaskConfigError, match="include cycle"):
         load_yaml_config(tmp_path / "a.yaml")
     write(tmp_path / "c.yaml", "include: nope.yaml\n")
-    with pytest.raises(TaskConfigError, match="include 'nope.yaml' not found"):
+    with pytest.raises(TaskConfigError, match=re.escape("include 'nope.yaml' not found")):
         load_yaml_config(tmp_path / "c.yaml")
 
 

@@ -15,6 +15,8 @@ from harness.errors import HarnessError
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``harness`` argument parser: the common options, ``--version``, every built-in command and each
+    registered protocol's audit and own commands."""
     common = common_parser()
     parser = argparse.ArgumentParser(prog="harness", parents=[common],
                                      description="Audit vision-language models with published protocols.")
@@ -30,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``harness`` entry point: runs the parsed command and returns its exit status; a harness error
+    (or a missing extra) is printed in one line with status 2 unless ``--verbosity debug``, Ctrl-C is 130."""
     verbosity = "info"
     try:  # parsing too: it loads the protocols and, for harness build NAME, that builder's options
         args = build_parser().parse_args(argv)

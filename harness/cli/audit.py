@@ -9,6 +9,7 @@ from harness.protocols.base import Command, protocols
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness audit NAME`` for each protocol with an audit, its other names as aliases."""
     au = sub.add_parser("audit", parents=[common], help="protocol audits over saved runs")
     audits = au.add_subparsers(dest="protocol", required=True)
     for protocol in protocols():

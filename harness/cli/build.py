@@ -27,6 +27,7 @@ class BuildRequest:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness build NAME [OPTION ...]``: the builder's own options are read by :class:`_BuilderArguments`."""
     from builders import builders_help
 
     bd = sub.add_parser("build", parents=[common], help="build a dataset (and optionally push it to the Hub)",
@@ -38,7 +39,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     bd.add_argument("name", help="the builder (listed below)")
     bd.add_argument("request", nargs=argparse.REMAINDER, action=_BuilderArguments, metavar="OPTION",
                     help="the builder's options (harness build NAME --help)")
-    bd.set_defaults(func=cmd_build)
+    bd.set_defaults(func=_cmd_build)
 
 
 class _BuilderArguments(argparse.Action):
@@ -51,7 +52,7 @@ class _BuilderArguments(argparse.Action):
         from builders.options import option_specs
 
         builder = find_builder(namespace.name)
-        if builder is None:  # cmd_build names the builders
+        if builder is None:  # _cmd_build names the builders
             setattr(namespace, self.dest, BuildRequest(namespace.name))
             return
         specs = option_specs(builder.load().Options)
@@ -137,7 +138,8 @@ def _assign(builder: Builder, specs: Sequence[OptionSpec], values: dict[str, Any
     return values
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def _cmd_build(args: argparse.Namespace) -> int:
+    """Builds the requested dataset (and pushes it to the Hub if asked), printing where it was written."""
     from builders import build_dataset
 
     request: BuildRequest = args.request

@@ -34,6 +34,7 @@ def configure_logging(verbosity: Verbosity) -> None:
 
 
 def show_progress(args: argparse.Namespace) -> bool:
+    """Whether progress bars are shown: everywhere but at ``--verbosity quiet``."""
     return args.verbosity != "quiet"
 
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness eval`` and its options: the models, the tasks, the run and cache settings."""
     ev = sub.add_parser("eval", parents=[common], help="run tasks on one or more models")
     ev.add_argument("--model", action="append", required=True,
                     help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)")
@@ -37,7 +38,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     for protocol in protocols():
         if protocol.after_eval is not None and protocol.eval_arguments is not None:
             protocol.eval_arguments(ev.add_argument_group(f"{protocol.name} (after the models have run)"))
-    ev.set_defaults(func=cmd_eval)
+    ev.set_defaults(func=_cmd_eval)
 
 
 def eval_options(args: argparse.Namespace) -> EvalOptions:
@@ -57,7 +58,9 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
     )
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def _cmd_eval(args: argparse.Namespace) -> int:
+    """Evaluates the tasks on each ``--model`` in turn (status 1 as soon as one model's samples all failed),
+    then hands each hooked protocol its tasks' samples of every model."""
     from harness.engine.runner import evaluate, validate_tasks
     from harness.models.base import create_backend, parse_model_args
     from harness.taskspec.registry import TaskRegistry

@@ -9,6 +9,8 @@ from typing import Any
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness leaderboard`` and its actions: serve the web service, import runs, manage submitter tokens, export a
+    static site."""
     lb = sub.add_parser("leaderboard", parents=[common], help="run, administer and export the leaderboard")
     lb_actions = lb.add_subparsers(dest="action", required=True)
     db_help = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
@@ -32,7 +34,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.add_argument("--max-error-share", type=float, default=0.05,
                             help="a task with more errored samples than this share is stored partial")
         _add_leaderboard_options(action)
-        action.set_defaults(func=cmd_leaderboard)
+        action.set_defaults(func=_cmd_leaderboard)
     lb_actions.choices["import"].add_argument("folder")
     lb_actions.choices["import"].add_argument("--submitter", default="hub import")
     tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
@@ -43,12 +45,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         if name != "list":
             action.add_argument("name")
         action.add_argument("--db", help=db_help)
-        action.set_defaults(func=cmd_leaderboard)
+        action.set_defaults(func=_cmd_leaderboard)
     ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
     ex.add_argument("--out", required=True)
     ex.add_argument("--db", help=db_help)
     _add_leaderboard_options(ex)
-    ex.set_defaults(func=cmd_leaderboard)
+    ex.set_defaults(func=_cmd_leaderboard)
 
 
 _LB_OPTION = "leaderboard_option"  # dest prefix of the flags each protocol's leaderboard options generate
@@ -87,7 +89,8 @@ def _leaderboard_settings(args: argparse.Namespace) -> Any:
                                 bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20)))
 
 
-def cmd_leaderboard(args: argparse.Namespace) -> int:
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    """Runs one ``harness leaderboard`` action: serve, or token, export or import on the configured database."""
     from harness.leaderboard.db import Database
 
     settings = _leaderboard_settings(args)

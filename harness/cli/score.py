@@ -8,15 +8,17 @@ from typing import Any
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness score RUN_DIR``: rescoring in place, or into ``--output``."""
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
     sc.add_argument("run_dir")
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
                     "(in place, the run's first files are kept in RUN_DIR/original/)")
-    sc.set_defaults(func=cmd_score)
+    sc.set_defaults(func=_cmd_score)
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def _cmd_score(args: argparse.Namespace) -> int:
+    """Rescores a run from its samples and prints its summary table and which files were written where."""
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
 

@@ -12,11 +12,12 @@ from harness.errors import HarnessError
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """``harness tasks``: the task search paths and the data dir to look datasets up in."""
     ts = sub.add_parser("tasks", parents=[common],
                         help="list tasks (description, dataset, whether it is local), groups and tags")
     ts.add_argument("--include-path", action="append")
     ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
-    ts.set_defaults(func=cmd_tasks)
+    ts.set_defaults(func=_cmd_tasks)
 
 
 def _yaml_description(path: Path) -> str:
@@ -29,7 +30,9 @@ def _yaml_description(path: Path) -> str:
     return " ".join(lines) or "(no description: start the task's YAML with a # comment line)"
 
 
-def cmd_tasks(args: argparse.Namespace) -> int:
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    """Prints every task with its description and dataset state (local, buildable or Hub), then the groups,
+    the tags and, on stderr, the tasks that cannot be loaded."""
     from builders import build_command, builder_for
     from harness.data import resolve_path
     from harness.taskspec.registry import TaskRegistry

@@ -17,7 +17,8 @@ class Judge(Protocol):
     name: str
     calls: int
 
-    def __call__(self, premise: str, hypothesis: str) -> bool: ...
+    def __call__(self, premise: str, hypothesis: str) -> bool:
+        """Whether ``premise`` entails ``hypothesis``."""
 
 
 def model_calls(judge: Entails) -> int:

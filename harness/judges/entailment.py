@@ -34,6 +34,7 @@ class EmbeddingJudge(MiniLMEncoder):
         self.calls = 0
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
+        """Whether the two texts' embeddings are at least ``threshold`` similar (one call counted)."""
         self.calls += 1
         return float(self.vector(premise) @ self.vector(hypothesis)) >= self.threshold
 
@@ -60,6 +61,7 @@ class NLIJudge:
         self.calls = 0
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
+        """Whether the classifier's top label for the (premise, hypothesis) pair is entailment (one call counted)."""
         self.calls += 1
         enc = self.tokenizer(premise, hypothesis, truncation=True, return_tensors="pt")
         with self.torch.no_grad():
@@ -106,6 +108,8 @@ class LLMJudge:
         return GenerationRequest(self.key(premise, hypothesis), messages, self.params, 1, 0)
 
     def __call__(self, premise: str, hypothesis: str) -> bool:
+        """Whether the model answers Yes for this direction of the pair: the stored decision if there is one,
+        else one model call, stored."""
         key = self.key(premise, hypothesis)
         answer = self.decisions.get(key)
         if answer is None:

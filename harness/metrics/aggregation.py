@@ -23,11 +23,13 @@ def mean(values: Sequence[Any]) -> float | None:
 
 
 def median(values: Sequence[Any]) -> float | None:
+    """Median of the parsed values; None when nothing was parsed."""
     xs = _present(values)
     return statistics.median(xs) if xs else None
 
 
 def total(values: Sequence[Any]) -> float | None:
+    """Sum of the parsed values (the ``sum`` aggregation); None when nothing was parsed."""
     xs = _present(values)
     return sum(xs) if xs else None
 

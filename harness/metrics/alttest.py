@@ -67,6 +67,9 @@ class AnnotatorRow:
 
 @dataclass(frozen=True)
 class AltTestResult:
+    """The alt-test's outcome: winning rate omega and advantage probability (None when no annotator
+    could be tested), whether the LLM passes (omega >= 0.5), the settings, and the per-annotator rows."""
+
     winning_rate: float | None
     advantage_prob: float | None
     passed: bool
@@ -77,6 +80,7 @@ class AltTestResult:
     instances_used: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values, annotators and skipped ones as strings."""
         return {
             "winning_rate": self.winning_rate, "advantage_prob": self.advantage_prob, "passed": self.passed,
             "epsilon": self.epsilon, "q_fdr": self.q_fdr, "instances_used": self.instances_used,

@@ -23,6 +23,8 @@ from harness.judges.base import Entails
 
 @dataclass
 class ClusterResult:
+    """The clustering of one list of responses and the judge calls it cost."""
+
     ids: list[int]  # a cluster id per input response, numbered by first appearance
     judge_calls: int
 
@@ -35,6 +37,7 @@ class DecisionCache:
         self.cache: dict[tuple[str, str], bool] = {}
 
     def entails(self, a: str, b: str) -> bool:
+        """The judge's decision on (a, b), asked once and remembered."""
         found = self.cache.get((a, b))
         if found is None:
             self.calls += 1
@@ -42,6 +45,7 @@ class DecisionCache:
         return found
 
     def mutual(self, a: str, b: str) -> bool:
+        """Whether a and b entail each other (b -> a is asked only when a -> b holds)."""
         return self.entails(a, b) and self.entails(b, a)
 
 

@@ -74,6 +74,7 @@ class Protocol:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The protocol's name and its aliases: the names it is found by, which no other protocol may hold."""
         return (self.name, *self.aliases)
 
 

@@ -51,6 +51,9 @@ OUTCOMES = ("flip", "distance")
 
 @dataclass(frozen=True)
 class DiavloAuditConfig:
+    """The audit's settings: class thresholds, which concepts to occlude (``rk`` or ``rk_or_sk``), the
+    occlusion-design cap, the RK-SK box-matching cosine, the MI estimator and its resamples, and DML's settings."""
+
     thresholds: Thresholds = field(default_factory=Thresholds)
     concepts: str = "rk"
     max_subsets: int = 16
@@ -70,6 +73,9 @@ class DiavloAuditConfig:
 
 @dataclass
 class ModelAudit:
+    """One model's audit: per-source and overall figures, the pair rows, the counterfactual rows, the concept
+    effects per outcome, and the counts of pairs, concepts (boxed or not) and counterfactuals."""
+
     model: str
     run_dir: str
     per_source: dict[str, dict[str, Any]] = field(default_factory=dict)

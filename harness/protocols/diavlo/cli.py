@@ -9,7 +9,9 @@ from harness.cli.common import audit_folder, data_dir, response_store
 from harness.protocols.base import Command
 
 
-def add_audit_arguments(dv: argparse.ArgumentParser) -> None:
+def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
+    """``harness audit diavlo``'s flags: the runs, the model for the counterfactual re-runs, the detector,
+    the class thresholds, MI and DML settings, and where to read and write."""
     dv.add_argument("run_dirs", nargs="+", help="run folders of diavlo_<source> tasks (one per model)")
     dv.add_argument("--model", help="model spec for the counterfactual re-runs (default: each run's own)")
     dv.add_argument("--model-args", help="k=v,... for that model (default: each run's own)")
@@ -35,7 +37,9 @@ def add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--output", help="audit folder (default: beside the runs)")
 
 
-def cmd_audit_diavlo(args: argparse.Namespace) -> int:
+def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
+    """Audits each run folder (classes, MI, counterfactual re-runs and concept effects), writes the audit
+    folder and prints its summary tables."""
     from harness.engine.store import ResponseStore
     from harness.models.base import create_backend, parse_model_args
     from harness.protocols.diavlo.audit import DiavloAuditConfig, audit_run, summary_tables, write_audit
@@ -69,4 +73,4 @@ def cmd_audit_diavlo(args: argparse.Namespace) -> int:
     return 0
 
 
-AUDIT = Command("diavlo", "DiaVLo classes, MI and concept effects (DML)", add_audit_arguments, cmd_audit_diavlo)
+AUDIT = Command("diavlo", "DiaVLo classes, MI and concept effects (DML)", _add_audit_arguments, _cmd_audit_diavlo)

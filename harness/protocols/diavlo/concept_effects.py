@@ -33,6 +33,9 @@ Z95 = 1.959963984540054
 
 @dataclass(frozen=True)
 class DMLSettings:
+    """Cross-fitting (folds, repetitions, seed), the gradient-boosted nuisances' settings, and the row counts
+    below which an effect is inconclusive (module docstring)."""
+
     n_folds: int = 3
     n_rep: int = 5
     n_estimators: int = 60
@@ -54,12 +57,16 @@ class Estimate:
     per_split: tuple[float, ...]
 
     def as_dict(self) -> dict[str, Any]:
+        """The estimate as JSON-ready values (the CI as ``ci95``)."""
         return {"effect": self.effect, "se": self.se, "ci95": list(self.ci), "p_value": self.p_value,
                 "per_split": list(self.per_split)}
 
 
 @dataclass(frozen=True)
 class ConceptEffect:
+    """One concept's DML estimate with its placebo and random-common-cause refutations, its row and
+    occluded-row counts, and whether (and why) it is inconclusive."""
+
     concept: str
     n: int
     n_treated: int
@@ -70,6 +77,7 @@ class ConceptEffect:
     reasons: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
+        """The effect and its refutations as JSON-ready values."""
         return {"concept": self.concept, "n": self.n, "n_treated": self.n_treated,
                 "estimate": self.estimate.as_dict() if self.estimate else None,
                 "placebo": self.placebo.as_dict() if self.placebo else None,

@@ -17,6 +17,8 @@ Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
 
 @dataclass(frozen=True)
 class Detection:
+    """The best box found for one text query, in pixels, with the detector's score."""
+
     query: str
     box: Box
     score: float

@@ -45,6 +45,8 @@ LN2_NOTE = ("performance is binary, so I(similarity; performance) <= H(performan
 
 @dataclass(frozen=True)
 class Triplet:
+    """One (subject, relation, object) triplet of a behaviour specification (SK or RK)."""
+
     subject: str
     relation: str
     object: str
@@ -54,11 +56,15 @@ class Triplet:
         return " ".join(part for part in (self.subject, self.relation, self.object) if part)
 
     def as_dict(self) -> dict[str, str]:
+        """The triplet as a JSON object."""
         return {"subject": self.subject, "relation": self.relation, "object": self.object}
 
 
 class Encoder(Protocol):
-    def matrix(self, texts: list[str]) -> np.ndarray: ...
+    """What the similarity needs of a sentence encoder: unit-norm embedding rows for a list of texts."""
+
+    def matrix(self, texts: list[str]) -> np.ndarray:
+        """One unit-norm embedding row per text."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +170,9 @@ def knn_mi(x: np.ndarray, y: np.ndarray, n_neighbors: int = 3, seed: int = 0) ->
 
 @dataclass(frozen=True)
 class MIResult:
+    """I(sim; perf) in nats with its bootstrap 95% CI, the pair count and estimator, and for binary
+    performance the ln 2 ceiling the estimate should be read against."""
+
     mi: float
     ci: tuple[float, float] | None
     n: int
@@ -173,6 +182,7 @@ class MIResult:
     note: str
 
     def as_dict(self) -> dict[str, Any]:
+        """The estimate as JSON-ready values (``mi_nats``, ``ci95``, ``upper_bound_nats``)."""
         return {"mi_nats": self.mi, "ci95": list(self.ci) if self.ci else None, "n": self.n,
                 "estimator": self.estimator, "binary_performance": self.binary_performance,
                 "upper_bound_nats": self.upper_bound, "note": self.note}

@@ -64,6 +64,7 @@ def rk_from_turns(turns: Sequence[Turn]) -> tuple[tuple[Triplet, ...], str]:
 
 
 def sk_triplets(doc: dict[str, Any]) -> list[Triplet]:
+    """The pair's curated SK (SHOULD-KNOW) triplets, from its ``sk_triplets`` field (none when absent)."""
     return [Triplet(t["subject"], t["relation"], t["object"]) for t in doc.get("sk_triplets") or []]
 
 

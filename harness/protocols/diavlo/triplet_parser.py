@@ -46,6 +46,8 @@ _FIELD_END = re.compile(r"[,;|]")
 
 @dataclass(frozen=True)
 class ParsedTriplets:
+    """The unique triplets found in one response and its loss status: ``ok``, ``empty`` or ``unusable``."""
+
     triplets: tuple[Triplet, ...]
     status: str
 
@@ -62,8 +64,8 @@ def _make(parts: list[str]) -> Triplet | None:
 
 
 def _json_span(text: str) -> str | None:
-    """The text from the first ``[`` to the last ``]`` (or ``{`` .. ``}``, whichever opens first): what the
-    greedy search ``\\[.*\\]|\\{.*\\}`` finds, without rescanning the rest of the text from every opener."""
+    r"""The text from the first ``[`` to the last ``]`` (or ``{`` .. ``}``, whichever opens first): what the
+    greedy search ``\[.*\]|\{.*\}`` finds, without rescanning the rest of the text from every opener."""
     starts = []
     for opener, closer in ("[]", "{}"):
         start, end = text.find(opener), text.rfind(closer)

@@ -32,6 +32,9 @@ CI_FIGURES = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_
 
 @dataclass(frozen=True)
 class FusionAuditConfig:
+    """The audit's choices: delta against each strengthened attack's own pathway or the whole baseline suite,
+    Nat-Evid counted only on edits whose evidence survived, fusion-level overrides, and the bootstrap."""
+
     delta_mode: str = "pathway"
     natevid_preserved_only: bool = True
     level_overrides: dict[str, str] = field(default_factory=dict)
@@ -41,6 +44,8 @@ class FusionAuditConfig:
 
 @dataclass
 class ModelRuns:
+    """The run folders of one model (one ``--model`` spec), merged by the audit, and its model type."""
+
     name: str
     model_type: str | None
     folders: list[Path] = field(default_factory=list)
@@ -111,6 +116,9 @@ def model_outcomes(runs: ModelRuns,
 
 @dataclass
 class FusionAuditResult:
+    """The audit: its config, each model's figures with CIs, the per-level macro averages with CIs, and the
+    rank agreement between End-PGD ASR and R+."""
+
     config: FusionAuditConfig
     models: dict[str, dict[str, Any]]
     levels: dict[str, dict[str, Any]]
@@ -118,6 +126,8 @@ class FusionAuditResult:
 
 
 def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionAuditResult:
+    """FusionAudit's figures for every model found in ``run_dirs`` and for each fusion level, with paired
+    bootstrap 95% CIs (module docstring)."""
     if config.delta_mode not in {"pathway", "suite"}:
         raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
     models = _models(run_dirs)

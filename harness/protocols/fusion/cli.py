@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from harness.protocols.fusion.attacks.run import AttackOptions
 
 
-def add_attack_arguments(at: argparse.ArgumentParser) -> None:
+def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--model", action="append", required=True, help="hf:NAME or tiny:ARCH (repeatable)")
     at.add_argument("--model-args", help="k=v,... for the backend (dtype, device, attn_implementation, ...)")
     at.add_argument("--tasks", default="fusion_clean", help="the clean task whose correct items are attacked")
@@ -77,7 +77,7 @@ def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: di
     return written
 
 
-def cmd_attack(args: argparse.Namespace) -> int:
+def _cmd_attack(args: argparse.Namespace) -> int:
     from harness.models.base import create_backend, parse_model_args
     from harness.protocols.fusion.attacks.losses import white_box
     from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks
@@ -100,7 +100,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_audit_arguments(fu: argparse.ArgumentParser) -> None:
+def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
     fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
     fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
@@ -112,7 +112,7 @@ def add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
 
 
-def cmd_audit_fusion(args: argparse.Namespace) -> int:
+def _cmd_audit_fusion(args: argparse.Namespace) -> int:
     from harness.protocols.fusion.audit import FusionAuditConfig, run_fusion_audit, write_fusion_audit
 
     overrides = {}
@@ -138,5 +138,5 @@ def cmd_audit_fusion(args: argparse.Namespace) -> int:
     return 0
 
 
-ATTACK = Command("attack", "white-box pixel attacks (FusionAudit) on an hf model", add_attack_arguments, cmd_attack)
-AUDIT = Command("fusion", "FusionAudit: ASR, R0, R+, delta, RUG, OAR, levels", add_audit_arguments, cmd_audit_fusion)
+ATTACK = Command("attack", "white-box pixel attacks (FusionAudit) on an hf model", _add_attack_arguments, _cmd_attack)
+AUDIT = Command("fusion", "FusionAudit: ASR, R0, R+, delta, RUG, OAR, levels", _add_audit_arguments, _cmd_audit_fusion)

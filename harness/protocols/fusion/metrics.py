@@ -1,16 +1,16 @@
-"""FusionAudit (PaRMA) figures: clean-correct set, flip sets, ASR, union risks R0 / R+, delta,
+r"""FusionAudit (PaRMA) figures: clean-correct set, flip sets, ASR, union risks R0 / R+, delta,
 exclusive flips, RUG, OAR, layer restoration, fusion levels and cross-model rank agreement.
 
 Notation of the paper. For one model, ``C`` is the clean-correct set (items the model answers
 correctly with no intervention); for each attack ``a`` the flipped set ``S_a`` is the part of ``C``
-that ``a`` turns wrong. Then
+that ``a`` turns wrong. Then (``union`` is set union, ``\`` set difference)
 
 - ``ASR_a = |S_a| / |C|``;
-- ``R0 = |S_vis ∪ S_end ∪ S_typo| / |C|`` (the baseline suite);
-- ``R+ = |S_vis ∪ S_end ∪ S_typo ∪ S_mantis ∪ S_nat| / |C|`` (pathway-complete residual risk);
-- ``delta_s = |S_s \\ ∪_{b in B(s)} S_b| / |C|`` for a strengthened attack ``s`` and its baselines
+- ``R0 = |union(S_vis, S_end, S_typo)| / |C|`` (the baseline suite);
+- ``R+ = |union(S_vis, S_end, S_typo, S_mantis, S_nat)| / |C|`` (pathway-complete residual risk);
+- ``delta_s = |S_s \ union_{b in B(s)} S_b| / |C|`` for a strengthened attack ``s`` and its baselines
   ``B(s)``; ``delta = R+ - R0`` for the whole strengthening step;
-- exclusive flip rate of ``a``: ``|S_a \\ ∪_{b != a} S_b| / |C|`` over the full suite;
+- exclusive flip rate of ``a``: ``|S_a \ union_{b != a} S_b| / |C|`` over the full suite;
 - ``RUG = P_read - P_use`` (read-use gap of a rendered-text variant);
 - ``OAR = (attention share of the overlay region) / (area share of the overlay region)``.
 
@@ -77,7 +77,7 @@ def asr(outcomes: Sequence[ItemOutcome], attack: str) -> float | None:
 
 
 def union_risk(outcomes: Sequence[ItemOutcome], attacks: Sequence[str]) -> float | None:
-    """``|∪_{a in attacks} S_a| / |C|``: the share of ``C`` that at least one of ``attacks`` flips."""
+    """``|union_{a in attacks} S_a| / |C|``: the share of ``C`` that at least one of ``attacks`` flips."""
     return _rate(outcomes, lambda o: any(o.flips.get(a, False) for a in attacks))
 
 
@@ -133,7 +133,8 @@ def rug(outcomes: Sequence[ItemOutcome], variant: str) -> dict[str, float | None
     return {"p_read": p_read, "p_use": p_use, "rug": gap, "n": len(both)}
 
 
-def mean_oar(outcomes: Sequence[ItemOutcome]) -> float | None:
+def _mean_oar(outcomes: Sequence[ItemOutcome]) -> float | None:
+    """Mean OAR over the items with a finite one; None when no item has."""
     values = [o.oar for o in outcomes if o.oar is not None and math.isfinite(o.oar)]
     return float(np.mean(values)) if values else None
 
@@ -203,7 +204,7 @@ def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") 
         figures = rug(outcomes, variant)
         out[f"p_read_{variant}"], out[f"p_use_{variant}"] = figures["p_read"], figures["p_use"]
         out[f"rug_{variant}"] = figures["rug"]
-    out["oar"] = mean_oar(outcomes)
+    out["oar"] = _mean_oar(outcomes)
     out["restoration"] = restoration_rate(outcomes)
     return out
 
@@ -248,6 +249,8 @@ def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], univers
 
 
 def macro_average(values: Iterable[float | None]) -> float | None:
+    """Unweighted mean of the defined, finite values (the paper's per-level macro average over models);
+    None when there is none."""
     present = [v for v in values if v is not None and math.isfinite(v)]
     return float(np.mean(present)) if present else None
 

@@ -28,6 +28,8 @@ def _mark_missing(ax: Any, xs: Any, raw: list[Any]) -> None:
 
 
 def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
+    """Grouped bars per model: each attack's ASR, R0 and R+ as shares of C with their 95% CIs (n/a where
+    an attack was not run), saved to ``path``."""
     names = list(models)
     fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(names) + 3), 4), constrained_layout=True)
     width = 0.8 / len(BARS)
@@ -51,6 +53,8 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
 
 
 def rug_oar_by_level(levels: dict[str, dict[str, Any]], path: Path) -> Path:
+    """Two panels by fusion level: the macro-average RUG of Typo-Evid and Nat-Evid, and the Typo-Evid OAR
+    against OAR = 1, with 95% CIs, saved to ``path``."""
     names = list(levels)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
     for k, (key, label) in enumerate((("rug_typo", "Typo-Evid"), ("rug_natevid", "Nat-Evid"))):

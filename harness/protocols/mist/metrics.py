@@ -65,6 +65,7 @@ Cell = tuple[str, str, str]  # (item, technique, arm)
 
 
 def side(label: int) -> str:
+    """The side of the figurative-literal divide a label lies on: ``figurative`` for 0 and 1, else ``literal``."""
     return "figurative" if label <= 1 else "literal"
 
 
@@ -94,12 +95,16 @@ def _share(flags: Sequence[bool]) -> float | None:
 
 
 def change_rate(labels: Mapping[Cell, int | None], condition: str, arm: str = "both") -> float | None:
+    """Change rate(c, a): the share of (item, technique) cells whose label under image condition ``c`` and
+    instruction arm ``a`` differs from the no-image label; ``both`` pools the two arms (module docstring)."""
     arms = ("ignore", "silent") if arm == "both" else (arm,)
     flags = [a != b for a_ in arms for _, _, a, b in _pairs(labels, f"{condition}-{a_}", "none")]
     return _share(flags)
 
 
 def control_rate(labels: Mapping[Cell, int | None], condition: str) -> float | None:
+    """Prompt-edit control rate(c): the share of cells whose ignore-arm and silent-arm labels differ under
+    the same image condition ``c`` (module docstring)."""
     return _share([a != b for _, _, a, b in _pairs(labels, f"{condition}-ignore", f"{condition}-silent")])
 
 
@@ -124,14 +129,17 @@ class DirectionCounts:
 
     @property
     def disagreement_rate(self) -> float | None:
+        """Disagreeing cells over cells with both labels parsed (the paper's 17.1%); None without cells."""
         return self.disagreeing / self.cells if self.cells else None
 
     @property
     def direction(self) -> float | None:
+        """The share of disagreeing cells that moved toward the misleading image's sense; None without any."""
         return self.toward / self.disagreeing if self.disagreeing else None
 
     @property
     def same_side_fraction(self) -> float | None:
+        """The share of disagreeing cells whose two labels lie on the same side; None without any."""
         return self.same_side / self.disagreeing if self.disagreeing else None
 
 
@@ -147,16 +155,22 @@ def direction_counts(labels: Mapping[Cell, int | None], senses: Mapping[str, str
 
 
 def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM) -> float | None:
+    """Direction under instruction arm ``arm``: among the cells whose aligned and misleading labels differ,
+    the share that moved toward the misleading image's sense (module docstring)."""
     return direction_counts(labels, senses, arm).direction
 
 
 def same_side_fraction(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
                        arm: str = PAPER_ARM) -> float | None:
+    """Same-side fraction under instruction arm ``arm``: among the cells whose aligned and misleading labels
+    differ, the share whose two labels lie on the same side of the divide."""
     return direction_counts(labels, senses, arm).same_side_fraction
 
 
 def image_following_ratio(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
                           condition: str, arm: str = PAPER_ARM) -> float | None:
+    """Image-following ratio(c): among the cells whose label under condition ``c`` and arm ``arm`` differs
+    from the no-image label, the share that moved toward the shown image's sense (0.5 is undirected noise)."""
     _check_arm(arm)
     flags = []
     for item, _, with_image, without in _pairs(labels, f"{condition}-{arm}", "none"):

@@ -116,6 +116,9 @@ def panel_statistics(panels: dict[str, Panel]) -> dict[str, Any]:
 
 
 def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The MIST judge report of one run: every figure with its item-bootstrap 95% CI, the direction cells,
+    the alt-test per human panel and technique, the panels' agreement and statistics, and (given
+    ``out_dir``) the plot."""
     items = [r.metrics.get("change_rate_aligned,none") for r in records if r.error is None]
     labels, senses, majority = labels_from_items(items)
     units = sorted(senses)

@@ -1,5 +1,5 @@
-"""The CLIP semantic-projection probe of the Stealth paper (section 3.3): does a word's hue alone move
-CLIP's image embedding along semantic axes?
+"""The CLIP semantic-projection probe of the Stealth paper (section 3.3): whether a word's hue alone moves
+CLIP's image embedding along semantic axes.
 
 Symbols: T(w) is CLIP's L2-normalised text embedding of the string w, V(x) its L2-normalised image
 embedding of image x; x(w, c) is the single word w rendered in color c on white (DroidSans, as the

@@ -63,6 +63,7 @@ class ScoreMatrix:
         return cls(samples, conditions, values, first if has_first else None)
 
     def rows(self, idx: np.ndarray) -> ScoreMatrix:
+        """The matrix restricted to the rows ``idx`` (repeats allowed, as in a bootstrap resample)."""
         first = None if self.first_half is None else self.first_half[idx]
         return ScoreMatrix(self.samples, self.conditions, self.values[idx], first)
 
@@ -91,16 +92,22 @@ def _extremes(matrix: ScoreMatrix, include_baseline: bool) -> tuple[float, float
 
 
 def max_positive_bias(matrix: ScoreMatrix, include_baseline: bool = False) -> float | None:
+    """Max positive bias: max_c B_c over the colored conditions (the baseline's 0 too with
+    ``include_baseline``); None when no condition has a bias."""
     ext = _extremes(matrix, include_baseline)
     return None if ext is None else ext[0]
 
 
 def max_negative_bias(matrix: ScoreMatrix, include_baseline: bool = False) -> float | None:
+    """Max negative bias: min_c B_c over the colored conditions (the baseline's 0 too with
+    ``include_baseline``); None when no condition has a bias."""
     ext = _extremes(matrix, include_baseline)
     return None if ext is None else ext[1]
 
 
 def total_range(matrix: ScoreMatrix, include_baseline: bool = False) -> float | None:
+    """Total Range: max_c B_c - min_c B_c, the spread of the condition biases (Stealth paper, Table 1);
+    None when no condition has a bias."""
     ext = _extremes(matrix, include_baseline)
     return None if ext is None else ext[0] - ext[1]
 
@@ -117,6 +124,8 @@ def strategy_rates(matrix: ScoreMatrix) -> tuple[float, float] | None:
 
 
 def strategy(matrix: ScoreMatrix) -> str | None:
+    """The long set's answering strategy on the baseline: ``primacy`` or ``recency``, whichever rate is
+    larger, ``tie`` when equal; None without parsed long-set baseline answers."""
     rates = strategy_rates(matrix)
     if rates is None:
         return None

@@ -38,6 +38,10 @@ CATEGORY_PATTERNS = {"demographic": "demographic attribution", "corporate_brand"
 
 @dataclass(frozen=True)
 class AuditConfig:
+    """The VISTA audit's settings: the task, confidence weight alpha and flag threshold theta, the clustering
+    rule, the divergence reference (all models or peers), the leave-one-peer-out stability check, the
+    sensitivity grids (appendix C.5) and the RAVEN reading."""
+
     task: str = "vista"
     alpha: float = 0.5
     theta: float = 0.6
@@ -63,6 +67,9 @@ class Query:
 
 @dataclass
 class AuditResult:
+    """The audit over the pooled queries: per-query rows, flagged cases and per-model, topic, prompt-type,
+    refusal, stability and sweep tables, with what the clustering cost in judge decisions and calls."""
+
     config: AuditConfig
     models: list[str]
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -81,6 +88,7 @@ class AuditResult:
     skipped_runs: int = 0  # run folders given that do not hold the task
 
     def summary(self) -> dict[str, Any]:
+        """The result without its per-query rows, as JSON-ready values (flagged cases as their count)."""
         return {"config": asdict(self.config), "models": self.models, "per_model": self.per_model,
                 "topics": self.topics, "prompt_types": self.prompt_types,
                 "selective_refusal": self.selective_refusal, "refusal_kinds": self.refusal_kinds,
@@ -249,7 +257,7 @@ def paper_pattern(pattern: str, category: str | None) -> str:
 
 def primary_pattern(labels: Sequence[str]) -> str:
     """Table 14's primary pattern: the label of more than half of a model's flagged cases, ``mixed`` when
-    no label has a majority, ``none`` without flagged cases. (The paper reads it by hand; this is the rule.)"""
+    no label has a majority, ``none`` without flagged cases (the paper reads it by hand; this is the rule)."""
     if not labels:
         return "none"
     label, n = Counter(labels).most_common(1)[0]

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from harness.protocols.vista.audit import AuditResult
 
 def eval_arguments(group: Any) -> None:
+    """``harness eval``'s ``--judge``: the entailment judge of the audit that follows a multi-model VISTA eval."""
     group.add_argument("--judge", default=DEFAULT_JUDGE,
                        help="entailment judge of the cross-model audit that follows a multi-model vista eval "
                        f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)")
@@ -36,13 +37,13 @@ def after_eval(outcome: EvalOutcome) -> None:
         judge = make_judge(args.judge, response_store(args))
         result = audit_records(records, judge, AuditConfig(task=task), show_progress=show_progress(args))
         print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
-        print_audit(result)
+        _print_audit(result)
         if outcome.output is not None:
             out = write_audit(result, audit_dir(outcome.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
 
 
-def print_audit(result: AuditResult) -> None:
+def _print_audit(result: AuditResult) -> None:
     print("| Model | Queries | Mean S | Max S | Flags | Pattern | Refusal | Detection |")
     print("|---|---|---|---|---|---|---|---|")
     for model, row in result.per_model.items():
@@ -55,7 +56,7 @@ def print_audit(result: AuditResult) -> None:
           f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
 
 
-def add_audit_arguments(va: argparse.ArgumentParser) -> None:
+def _add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
     va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
     va.add_argument("--judge", default=DEFAULT_JUDGE,
@@ -72,7 +73,7 @@ def add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("--output", help="audit folder (default: beside the runs)")
 
 
-def cmd_audit_vista(args: argparse.Namespace) -> int:
+def _cmd_audit_vista(args: argparse.Namespace) -> int:
     from harness.judges.entailment import make_judge
     from harness.models.base import parse_model_args
     from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
@@ -86,9 +87,9 @@ def cmd_audit_vista(args: argparse.Namespace) -> int:
     if result.skipped_runs:
         print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
     out = write_audit(result, audit_folder(args.output, run_dirs, "vista"), judge.name)
-    print_audit(result)
+    _print_audit(result)
     print(f"audit: {out / 'audit.json'}")
     return 0
 
 
-AUDIT = Command("vista", "cross-model semantic-divergence audit", add_audit_arguments, cmd_audit_vista)
+AUDIT = Command("vista", "cross-model semantic-divergence audit", _add_audit_arguments, _cmd_audit_vista)

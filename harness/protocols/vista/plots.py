@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 
 
 def suspicion_distribution(scores: dict[str, list[float]], theta: float, path: Path) -> Path:
+    """Box plot of each model's suspicion scores S over its queries against the flag threshold theta,
+    saved to ``path``."""
     fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(scores)), 4), constrained_layout=True)
     names = list(scores)
     ax.boxplot([scores[n] or [0.0] for n in names], showfliers=True)

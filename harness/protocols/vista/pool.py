@@ -40,6 +40,7 @@ class PoolSettings:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
+        """The settings from the leaderboard's pool options, each converted to its field's type."""
         return cls(task=str(options["task"]), judge=str(options["judge"]), alpha=float(options["alpha"]),
                    theta=float(options["theta"]), clustering=str(options["clustering"]),
                    reference=str(options["reference"]))
@@ -124,12 +125,14 @@ def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
 
 
 def latest_pool(db: Database, task: str) -> PoolComputation | None:
+    """The task's most recent pool computation in the database, or None before the first."""
     with db.session() as session:
         return session.scalar(select(PoolComputation).where(PoolComputation.task == task)
                               .order_by(PoolComputation.id.desc()).limit(1))
 
 
 def pool_json(pool: PoolComputation | None) -> dict[str, Any] | None:
+    """A pool computation as the JSON the leaderboard serves; None for no pool."""
     if pool is None:
         return None
     return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,

@@ -77,7 +77,7 @@ class SeesRed(Backend):
 def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_dir: Path) -> None:
     opts = EvalOptions(tasks=["diavlo_vqav2"], data_dir=diavlo_dir.parent.parent, output=tmp_path / "runs",
                        use_cache=False, show_progress=False)
-    run, samples, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
+    run, _samples, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
     assert run.results["diavlo_vqav2"]["performance,none"] == 1.0
     assert run.results["diavlo_vqav2"]["aligned,none"] == 1.0  # two annotated pairs: RK = SK
     config = DiavloAuditConfig(mi_resamples=50, dml=DMLSettings(n_folds=3, n_rep=2, n_estimators=30, min_obs=10))

@@ -4,6 +4,7 @@ and the Label Studio curation round trip (who changed what, correction rate)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_reader_and_option_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="does not exist"):
         read_source("vqav2", str(tmp_path / "nope"))
     (tmp_path / "llava").mkdir()
-    with pytest.raises(HarnessError, match="questions.jsonl"):
+    with pytest.raises(HarnessError, match=re.escape("questions.jsonl")):
         read_source("llava_bench", str(tmp_path / "llava"))
     bad = tmp_path / "mm.tsv"
     bad.write_text("index\tquestion\n0\tq\n")
@@ -45,7 +46,7 @@ def test_reader_and_option_errors_are_one_line(tmp_path: Path) -> None:
         parse_sources("gqa=/x")
     with pytest.raises(HarnessError, match="--sources is required"):
         parse_sources(())
-    with pytest.raises(HarnessError, match="--scene-graphs .*no such file"):
+    with pytest.raises(HarnessError, match=r"--scene-graphs .*no such file"):
         build_dataset("diavlo", tmp_path / "o", sources=f"vqav2={tmp_path}", scene_graphs=str(tmp_path / "vg.json"))
     with pytest.raises(HarnessError, match="no scene-graph source"):
         build_dataset("diavlo", tmp_path / "o", sources=f"vqav2={tmp_path}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -145,9 +146,9 @@ def test_context_window_keeps_the_answer_and_word_boundaries() -> None:
 def test_missing_font_squad_and_subset_fail_clearly(tmp_path: Path) -> None:
     from builders import build_dataset
 
-    with pytest.raises(HarnessError, match="--font /nope.ttf: no such file"):
+    with pytest.raises(HarnessError, match=re.escape("--font /nope.ttf: no such file")):
         build_dataset("stealth", tmp_path / "x", font="/nope.ttf")
-    with pytest.raises(HarnessError, match="SQuAD source .* cannot be read.*offline, pass --squad"):
+    with pytest.raises(HarnessError, match=r"SQuAD source .* cannot be read.*offline, pass --squad"):
         build_dataset("stealth", tmp_path / "x", squad=str(tmp_path / "missing-org/none"), subsets=("vqa",))
     with pytest.raises(HarnessError, match="unknown stealth subset"):
         build_dataset("stealth", tmp_path / "x", subsets=("medium",))

@@ -160,7 +160,8 @@ def ascii_quotes(text: str) -> str:
 
 
 def items(printed: str) -> list[tuple[str, str]]:
-    """(text, mark) of each numbered ``N. ‘‘text’’ [mark]`` item, in order."""
+    """(text, mark) of each numbered item ``N. "text" [mark]``, in order; the paper prints the text
+    between typeset double quotes."""
     return [(ascii_quotes(t), mark) for t, mark in re.findall(r"\d+\. ‘‘(.+?)’’(?: \[([OI])\])?", printed)]
 
 

@@ -71,16 +71,21 @@ class WhiteBox:
         self.device = self.model.device
 
     def tokens(self, text: str) -> list[int]:
+        """A continuation's token ids: the stripped text without special tokens, then the end token."""
         return [*self.tokenizer(text.strip(), add_special_tokens=False)["input_ids"], self.eos]
 
     def batch(self, messages: list[list[dict[str, Any]]], correct: list[str], wrong: list[str]) -> Batch:
+        """The prompt inputs of the messages (the backend's own processor) with the correct and wrong
+        continuations tokenised."""
         inputs = dict(self.backend.prepare_inputs(messages))
         return Batch(inputs, [self.tokens(c) for c in correct], [self.tokens(w) for w in wrong])
 
     def pixel_inputs(self, images: list[Any]) -> dict[str, Any]:
+        """The model's pixel inputs from raw image tensors, through the differentiable preprocessing."""
         return self.pre([x.to(self.device) for x in images])
 
     def image_features(self, pixels: dict[str, Any]) -> list[Any]:
+        """The projected image features the language model receives, one entry per image."""
         kwargs = {k: v for k, v in pixels.items() if k != "pixel_values"}
         out = self.model.get_image_features(pixels["pixel_values"], **kwargs)
         feats = out.pooler_output if hasattr(out, "pooler_output") else out
@@ -110,12 +115,15 @@ class WhiteBox:
         return out
 
     def logits(self, batch: Batch, images: list[Any], continuations: list[list[int]]) -> Any:
+        """The model's logits on the prompt with each item's continuation appended, for these images."""
         inputs = self._extended(batch.inputs, continuations)
         inputs.update(self.pixel_inputs(images))
         return self.model(**inputs, use_cache=False).logits
 
     # -- losses (per item, to maximise) -----------------------------------------------------------
     def vis_loss(self, batch: Batch, clean_features: list[Any]) -> Any:
+        """The Vis-PGD loss: per item, minus the cosine between the perturbed and clean image features,
+        averaged over image tokens (module docstring)."""
         import torch
         import torch.nn.functional as F
 
@@ -126,6 +134,8 @@ class WhiteBox:
         return loss
 
     def end_loss(self, batch: Batch) -> Any:
+        """The End-PGD loss: per item, the teacher-forced cross-entropy of the full correct answer, averaged
+        over its tokens (module docstring)."""
         import torch
 
         prompt_len = batch.inputs["input_ids"].shape[1]
@@ -141,6 +151,8 @@ class WhiteBox:
         return loss
 
     def mantis_loss(self, batch: Batch) -> Any:
+        """The MANTIS loss: per item, log p(w_i) - log p(c_i) at the first token where the correct and wrong
+        continuations diverge, after their shared prefix (module docstring)."""
         import torch
 
         prompt_len = batch.inputs["input_ids"].shape[1]

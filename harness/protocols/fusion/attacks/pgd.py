@@ -20,6 +20,9 @@ Loss = Callable[[list[Any]], Any]  # images -> per-item losses (a 1-D tensor), t
 
 @dataclass(frozen=True)
 class PGDConfig:
+    """The L-infinity PGD settings: radius ``eps`` and step ``alpha`` (in [0, 1] pixel units), the steps, a
+    random start in the ball, and ``noise_scale`` < 1 to optimise a smaller perturbation that is upsampled."""
+
     eps: float = 8 / 255
     alpha: float = 1 / 255
     steps: int = 40

@@ -37,6 +37,9 @@ DIAGNOSTICS: tuple[DiagnosticName, ...] = ("oar", "restoration")
 
 @dataclass(frozen=True)
 class AttackOptions:
+    """What ``harness attack`` runs: the attacks, their PGD settings, the seed and batch size, the diagnostics,
+    and the clean task whose saved run supplies the items."""
+
     attacks: tuple[AttackName, ...] = ATTACKS
     pgd: PGDConfig = field(default_factory=PGDConfig)
     seed: int = 0
@@ -48,6 +51,9 @@ class AttackOptions:
 
 @dataclass
 class CleanItem:
+    """One item the model answered correctly in the clean run: its document, the messages, the clean image and
+    the clean answer."""
+
     item: str
     doc: dict[str, Any]
     messages: list[dict[str, Any]]
@@ -183,7 +189,7 @@ def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], para
         row: dict[str, Any] = {
             "image": f"attacks/{attack}/{name}", "loss_start": first[k] if first else None,
             "loss_end": last[k] if last else None,
-            "linf_uint8": int(round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255))}
+            "linf_uint8": round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255)}
         if isinstance(answer, Exception):
             row["error"] = f"re-check failed: {type(answer).__name__}: {answer}"
         else:
