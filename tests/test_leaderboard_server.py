@@ -248,7 +248,8 @@ def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "no active token named 'alice'" in capsys.readouterr().err
     assert main(["leaderboard", "export", "--out", str(tmp_path / "site"), "--db", "not a url"]) == 2
     assert "not a database URL" in capsys.readouterr().err
-    from harness.cli import _leaderboard_settings, build_parser
+    from harness.cli import build_parser
+    from harness.cli.leaderboard import _leaderboard_settings
 
     args = build_parser().parse_args(["leaderboard", "import", "hub", "--vista-task", "shapes_color",
                                       "--vista-theta", "0.3"])  # flags generated from the protocol's hooks
