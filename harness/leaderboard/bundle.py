@@ -55,10 +55,12 @@ class Bundle:
 
     @property
     def model(self) -> str:
+        """The submitted model's name: the run's ``--model``, else the provenance's, else ``unknown``."""
         return str(self.run.config.model or self.run.provenance.model.model or "unknown")
 
 
-def is_bundle_file(name: str) -> bool:
+def _is_bundle_file(name: str) -> bool:
+    """Whether a file name is one a submission carries: results.json, samples_<task>.jsonl or a plot."""
     return name == RESULTS or bool(_SAMPLES.fullmatch(name) or _PLOT.fullmatch(name))
 
 
@@ -67,7 +69,7 @@ def read_run_files(run_dir: Path) -> dict[str, bytes]:
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS).is_file():
         raise HarnessError(f"{run_dir}: no results.json (is this a run folder written by harness eval?)")
-    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and is_bundle_file(p.name)}
+    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and _is_bundle_file(p.name)}
 
 
 def content_hash(run: dict[str, Any], samples: dict[str, list[dict[str, Any]]]) -> str:
@@ -131,7 +133,7 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
     total = sum(len(v) for v in files.values())
     if total > limits.max_total_bytes:
         raise SubmissionError(f"the submission is {total} bytes, over the {limits.max_total_bytes}-byte limit", 413)
-    unknown = sorted(n for n in files if not is_bundle_file(n))
+    unknown = sorted(n for n in files if not _is_bundle_file(n))
     if unknown:
         raise SubmissionError(f"unexpected file(s) {', '.join(map(repr, unknown[:5]))}: a submission carries "
                               "results.json, samples_<task>.jsonl and *.png plots", 400)

@@ -80,6 +80,8 @@ def provenance_items(record: Submission) -> list[tuple[str, Any]]:
 
 
 def render_model(record: Submission, files: list[tuple[str, str, int]], parts: BoardParts) -> str:
+    """The HTML page of one submission: its scores with coverage, provenance, files, plots and panel
+    notes."""
     plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
     return _environment().get_template("model.html").render(
         root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),

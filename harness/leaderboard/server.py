@@ -68,10 +68,12 @@ class JobWorker:
 
     @property
     def pending(self) -> int:
+        """How many runs of the job are queued or running (the protocol API reports it)."""
         with self._lock:
             return int(self._queued) + self._running
 
     def request(self) -> None:
+        """Queues a run of the job unless one is already queued (that run will see this submission too)."""
         with self._lock:
             if self._queued:
                 return
@@ -91,6 +93,7 @@ class JobWorker:
                 self._running -= 1
 
     def shutdown(self) -> None:
+        """Stops the worker once its queued and running job runs have finished."""
         self._executor.shutdown(wait=True)
 
 
@@ -265,6 +268,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serves the leaderboard app with uvicorn until interrupted."""
     import uvicorn
 
     app = create_app(settings)
