@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -54,7 +54,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 class Base(DeclarativeBase):
     """The declarative base of the leaderboard's tables; JSON columns for dict and list fields."""
 
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class Token(Base):
