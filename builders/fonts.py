@@ -35,4 +35,5 @@ def resolve_font(name: str = "DroidSans.ttf", explicit: str | Path | None = None
 
 
 def file_sha256(path: Path) -> str:
+    """The sha256 of a font file, recorded so a build names the exact font it drew with."""
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -37,6 +37,7 @@ class OptionSpec:
 
     @property
     def flag(self) -> str:
+        """The option's command-line flag: ``--`` and the field name with dashes."""
         return "--" + self.name.replace("_", "-")
 
     def parse(self, text: str) -> Any:

@@ -11,6 +11,7 @@ from harness.errors import HarnessError
 
 
 def bundled_cards_dir() -> Path:
+    """The dataset cards shipped with the harness (the source tree's or the installed package's)."""
     here = Path(__file__).resolve().parent
     for candidate in (here.parent / "cards", here.parent / "harness" / "_bundled" / "cards"):
         if candidate.is_dir():

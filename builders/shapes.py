@@ -20,6 +20,8 @@ SIZE = 56  # a multiple of 28, so Qwen2-VL style processors keep the image as dr
 
 
 def draw(kind: str, color: tuple[int, int, int], rng: random.Random) -> object:
+    """A white square image with one filled ``kind`` (circle, square or triangle) of ``color``, placed
+    at random."""
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", (SIZE, SIZE), (255, 255, 255))

@@ -125,9 +125,11 @@ class CurationResult:
 
     @property
     def correction_rate(self) -> float | None:
+        """The share of reviewed pairs an annotator corrected; None before any review."""
         return self.corrected / self.reviewed if self.reviewed else None
 
     def summary(self) -> dict[str, Any]:
+        """The round trip's counts, correction rate and annotators as plain JSON (the build's summary)."""
         return {"reviewed": self.reviewed, "corrected": self.corrected, "rejected": self.rejected,
                 "added": self.added, "unreviewed": self.unreviewed, "correction_rate": self.correction_rate,
                 "annotators": sorted(self.annotators)}

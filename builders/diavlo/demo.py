@@ -104,4 +104,5 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
 
 
 def sources_arg(paths: dict[str, str]) -> str:
+    """The demo's source folders as a ``--sources`` value (``name=path,...``)."""
     return ",".join(f"{name}={path}" for name, path in paths.items())

@@ -52,6 +52,9 @@ def _vg_name(node: dict[str, Any]) -> str:
 
 
 class AnnotationSource:
+    """Candidate triplets from Visual Genome scene-graph annotations
+    (relationships.json; COCO ids map through image_data.json when it sits beside it)."""
+
     name = "annotation"
 
     def __init__(self, relationships: str) -> None:
@@ -68,6 +71,7 @@ class AnnotationSource:
         self.origin = f"annotation:{path.name}"
 
     def candidates(self, pair: Pair, image: Any) -> list[dict[str, Any]]:
+        """The annotated relationships of the pair's image as candidates (none when it has no graph)."""
         key = pair.image_key if pair.image_key in self.graphs else self.aliases.get(pair.image_key, "")
         out = []
         for rel in self.graphs.get(key, []):
@@ -79,6 +83,9 @@ class AnnotationSource:
 
 
 class DetectorSource:
+    """Candidate triplets for images without annotations: a VLM names the relations, an
+    open-vocabulary detector boxes their subjects and objects."""
+
     name = "detector"
 
     def __init__(self, detector: OpenVocabDetector, vlm: Backend, vlm_spec: str, store: ResponseStore,
@@ -101,6 +108,8 @@ class DetectorSource:
         return responses[request.key][0]
 
     def candidates(self, pair: Pair, image: Any) -> list[dict[str, Any]]:
+        """The VLM's triplets for the pair's image with the detector's boxes (an empty box where it
+        finds no such object); empty or unusable VLM answers are counted in ``vlm_losses``."""
         parsed = parse_triplets(self._relations(pair, image))
         if parsed.status in self.vlm_losses:
             self.vlm_losses[parsed.status] += 1
@@ -123,6 +132,7 @@ class ChainedSource:
         self.annotations, self.detector = annotations, detector
 
     def candidates(self, pair: Pair, image: Any) -> list[dict[str, Any]]:
+        """The annotated candidates, or the detector's when there are none."""
         found = self.annotations.candidates(pair, image) if self.annotations else []
         if not found and self.detector is not None:
             found = self.detector.candidates(pair, image)

@@ -41,6 +41,8 @@ MULTIPLE_CHOICE, VQA, OPEN = "multiple_choice", "vqa", "open"
 
 @dataclass(frozen=True)
 class Pair:
+    """One question-answer pair of a source benchmark with its image (a file or bytes)."""
+
     source: str
     question_id: str
     question: str
@@ -54,6 +56,7 @@ class Pair:
     image_key: str
 
     def load_image(self) -> Any:
+        """The pair's image as RGB (a one-line error naming the pair when it cannot be read)."""
         from PIL import Image
 
         try:
@@ -80,7 +83,8 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-def read_llava_bench(path: Path) -> list[Pair]:
+def _read_llava_bench(path: Path) -> list[Pair]:
+    """LLaVA-Bench's questions with GPT-4's reference answers (open-ended)."""
     questions = _jsonl(path / "questions.jsonl")
     answers = {str(a["question_id"]): a["text"] for a in _jsonl(path / "answers_gpt4.jsonl")}
     out = []
@@ -98,7 +102,8 @@ def _with_hint(hint: Any, question: str) -> str:
     return f"{hint}\n{question}" if hint and str(hint) != "nan" else question
 
 
-def read_mmbench(path: Path) -> list[Pair]:
+def _read_mmbench(path: Path) -> list[Pair]:
+    """MMBench's multiple-choice questions from its TSV file (images inline, base64)."""
     if not path.is_file():
         raise HarnessError(f"{path}: MMBench expects its TSV file")
     csv.field_size_limit(sys.maxsize)
@@ -120,7 +125,8 @@ def read_mmbench(path: Path) -> list[Pair]:
     return out
 
 
-def read_seed_bench2(path: Path) -> list[Pair]:
+def _read_seed_bench2(path: Path) -> list[Pair]:
+    """SEED-Bench-2's single-image multiple-choice questions (video and multi-image ones skipped)."""
     if not path.is_file():
         raise HarnessError(f"{path}: SEED-Bench-2 expects its questions JSON file")
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -136,7 +142,9 @@ def read_seed_bench2(path: Path) -> list[Pair]:
     return out
 
 
-def read_vqav2(path: Path) -> list[Pair]:
+def _read_vqav2(path: Path) -> list[Pair]:
+    """VQA v2's questions with their annotators' answers (questions without an annotation or an image
+    in the folder skipped)."""
     q_files, a_files = sorted(path.glob("*questions.json")), sorted(path.glob("*annotations.json"))
     if not q_files or not a_files:
         raise HarnessError(f"{path}: VQA v2 expects *_questions.json and *_annotations.json")
@@ -208,11 +216,12 @@ def read_hub(name: str, location: str) -> list[Pair]:
     return out
 
 
-READERS = {"llava_bench": read_llava_bench, "mmbench": read_mmbench, "seed_bench2": read_seed_bench2,
-           "vqav2": read_vqav2}
+READERS = {"llava_bench": _read_llava_bench, "mmbench": _read_mmbench, "seed_bench2": _read_seed_bench2,
+           "vqav2": _read_vqav2}
 
 
 def read_source(name: str, location: str) -> list[Pair]:
+    """The pairs of source ``name`` from a local copy in its release format, or ``hub:`` a Hub dataset."""
     if name not in READERS:
         raise HarnessError(f"unknown DiaVLo source {name!r}; sources: {', '.join(SOURCES)}")
     if location.startswith("hub:"):

@@ -30,6 +30,8 @@ HOST = {"chartqa": "a chart annotation label", "docvqa": "printed text in the do
 
 @dataclass(frozen=True)
 class EditorSpec:
+    """The instruction-editing model and its settings for the Nat-Evid images (``--editor``)."""
+
     model: str = DEFAULT_EDITOR
     steps: int = 20
     guidance: float = 7.5
@@ -59,6 +61,7 @@ class EditorSpec:
         return cls(**kwargs)
 
     def to_json(self) -> str:
+        """The settings as canonical JSON, as the dataset card records them."""
         return json.dumps(asdict(self), sort_keys=True)
 
 

@@ -21,6 +21,9 @@ MATCH_SCORE = 90.0
 
 @dataclass(frozen=True)
 class Preservation:
+    """Whether an edit kept the image's own text (``status``, OCR line recall) and left the wrong
+    answer readable; None where OCR could not tell."""
+
     status: str
     recall: float | None
     wrong_readable: bool | None
@@ -36,6 +39,7 @@ def _engine() -> Any | None:
 
 
 def ocr_available() -> bool:
+    """Whether an OCR engine (rapidocr) is installed."""
     return _engine() is not None
 
 
@@ -55,6 +59,8 @@ def ocr_lines(image: Any) -> list[str] | None:
 
 
 def check_preservation(clean: Any, edited: Any, wrong: str, threshold: float = THRESHOLD) -> Preservation:
+    """How much of the clean image's text the edited image still shows, and whether ``wrong`` reads on it
+    (``skipped`` without an OCR engine, ``no_text`` when the clean image has none)."""
     from rapidfuzz import fuzz
 
     before = ocr_lines(clean)

@@ -19,6 +19,8 @@ FONT_NAME = "Pillow bundled Aileron Regular (ImageFont.load_default)"
 
 @dataclass(frozen=True)
 class OverlayStyle:
+    """How a typographic overlay was drawn (font, size, colours, placement), recorded with each sample."""
+
     font: str
     size: int
     fill: str = "#000000"
@@ -29,6 +31,7 @@ class OverlayStyle:
     padding: int = 0
 
     def to_json(self) -> str:
+        """The style as canonical JSON, stored with each sample."""
         return json.dumps(asdict(self), sort_keys=True)
 
 

@@ -25,6 +25,8 @@ ALTERNATIVES = re.compile(r"\b([\w'-]+)\s+or\s+([\w'-]+)\s*\??\s*$", re.IGNORECA
 
 
 def answer_kind(source: str, answer: str) -> str:
+    """The kind of an answer: ``yesno`` (MME, or yes/no), ``number`` or ``text``; it picks how a wrong
+    answer is made."""
     text = answer.strip()
     if source == "mme" or text.lower() in {"yes", "no"}:
         return "yesno"
@@ -40,6 +42,8 @@ def _flip_yes_no(answer: str) -> str:
 
 
 def wrong_number(answer: str) -> str:
+    """A plausible wrong number in the answer's format (sign, decimals, commas, percent); a year
+    becomes the next year."""
     m = NUMBER.match(answer.strip())
     if m is None:
         raise ValueError(f"{answer!r} is not a number")

@@ -29,6 +29,7 @@ DEFAULT_SQUAD = "rajpurkar/squad"
 
 
 def features() -> Any:
+    """The Hugging Face features of a stealth sample (one schema for all subsets)."""
     from datasets import Features, Image, Value
 
     s, i = Value("string"), Value("int32")
@@ -94,6 +95,8 @@ def _fields(**kw: Any) -> dict[str, Any]:
 
 def sentence_specs(subset: str, rng: random.Random, font: str, sha: str, n: int = N_SENTENCES,
                    ) -> list[dict[str, Any]]:
+    """The render specs of the sentiment sentences: ``short`` ones of one polarity, ``long`` ones whose
+    halves have opposite polarities."""
     designs = short_designs(n, rng) if subset == "short" else long_designs(n, rng)
     specs = []
     for k, (polarity, words) in enumerate(designs):
@@ -109,8 +112,10 @@ def sentence_specs(subset: str, rng: random.Random, font: str, sha: str, n: int 
     return specs
 
 
-def vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str | None,
+def _vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str | None,
               n: int = N_QUESTIONS) -> list[dict[str, Any]]:
+    """The render specs of the VQA subset: SQuAD context windows, each with the context word the embedder
+    finds closest to the answer as its decoy (None when there is no candidate)."""
     from builders.stealth import squad
     from builders.stealth.decoy import load_embedder, most_similar
 
@@ -136,7 +141,8 @@ def vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str |
     return specs
 
 
-def ocr_specs(font: str, sha: str) -> list[dict[str, Any]]:
+def _ocr_specs(font: str, sha: str) -> list[dict[str, Any]]:
+    """The render specs of the OCR subset: each word at each font size."""
     specs = []
     for word in OCR_WORDS:
         for size in C.OCR_FONT_SIZES:
@@ -180,7 +186,7 @@ def build(out: Path, options: Options) -> Path:
         if subset in ("short", "long"):
             specs[subset] = sentence_specs(subset, random.Random(f"{seed}-{subset}"), str(font_path), sha, sentences)
         elif subset == "ocr":
-            specs[subset] = ocr_specs(str(font_path), sha)
+            specs[subset] = _ocr_specs(str(font_path), sha)
     rendered_first = [s for s in subsets if s != "vqa"]
     total = sum(len(spec["conditions"]) for s in rendered_first for spec in specs[s])
     total += questions * len(C.vqa_conditions()) if "vqa" in subsets else 0
@@ -190,7 +196,7 @@ def build(out: Path, options: Options) -> Path:
         jobs = [(s, spec) for s in rendered_first for spec in specs[s]]
         first = pool.imap(render_sample, [spec for _, spec in jobs], chunksize=4)
         if "vqa" in subsets:  # prepared (SQuAD, decoy embeddings) while the workers render the rest
-            specs["vqa"] = vqa_specs(options.squad, seed, str(font_path), sha, options.embedder, questions)
+            specs["vqa"] = _vqa_specs(options.squad, seed, str(font_path), sha, options.embedder, questions)
             jobs += [("vqa", spec) for spec in specs["vqa"]]
         second = pool.imap(render_sample, specs.get("vqa", []), chunksize=2)
         for (subset, _), rendered in zip(jobs, itertools.chain(first, second), strict=True):

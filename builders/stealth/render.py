@@ -43,7 +43,7 @@ def layout(words: list[tuple[str, str]], font: ImageFont.FreeTypeFont) -> list[P
         if x > MARGIN and x + width > WIDTH - MARGIN:
             x, y = MARGIN, y + line_height
         x0, y0, x1, y1 = font.getbbox(text)
-        ix, iy = int(round(x)), int(round(y))
+        ix, iy = round(x), round(y)
         placed.append(Placed(text, role, ix, iy, (ix + x0 - 1, iy + y0 - 1, ix + x1 + 1, iy + y1 + 1)))
         x += width + space
     if placed and max(p.box[3] for p in placed) > HEIGHT - MARGIN // 2:

@@ -89,6 +89,7 @@ def window_context(context: str, answer: str, answer_start: int, size: int = WIN
 
 
 def words_with_spans(text: str) -> list[tuple[str, int, int]]:
+    """(word, start, end) of each whitespace-separated word of ``text``."""
     return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 

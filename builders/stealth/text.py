@@ -75,12 +75,12 @@ def long_sentence(first: str, rng: random.Random) -> list[Word]:
     b = [_adjective(second, rng, used) for _ in range(3)]
     n = rng.sample(NOUNS, 4)
     p = rng.sample(PLACES, 2)
-    return (
-        _plain(f"During the first part of the {rng.choice(EVENTS)}, the") + [a[0]] + _plain(f"{n[0]} greeted a")
-        + [a[1]] + _plain(f"{n[1]} beside the") + [a[2]] + _plain(f"{p[0]}, and later in the evening the")
-        + [b[0]] + _plain(f"{n[2]} {rng.choice(VERBS)} a") + [b[1]] + _plain(f"{n[3]} near the") + [b[2]]
-        + _plain(f"{p[1]}.")
-    )
+    return [
+        *_plain(f"During the first part of the {rng.choice(EVENTS)}, the"), a[0], *_plain(f"{n[0]} greeted a"),
+        a[1], *_plain(f"{n[1]} beside the"), a[2], *_plain(f"{p[0]}, and later in the evening the"),
+        b[0], *_plain(f"{n[2]} {rng.choice(VERBS)} a"), b[1], *_plain(f"{n[3]} near the"), b[2],
+        *_plain(f"{p[1]}."),
+    ]
 
 
 def short_designs(n: int, rng: random.Random) -> list[tuple[str, list[Word]]]:

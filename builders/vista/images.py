@@ -70,6 +70,7 @@ class Text2ImageGenerator:
         self.spec, self.steps, self.guidance, self.size = spec, steps, guidance, size
 
     def settings(self) -> dict[str, Any]:
+        """The generator's settings, as the dataset card records them."""
         return {"generator": self.spec, "steps": self.steps, "guidance": self.guidance, "size": self.size}
 
     def generate(self, prompts: list[str], seeds: list[int]) -> list[bytes]:

@@ -2,7 +2,7 @@
 templates per category of its appendix B.3, quoted verbatim (image prompts: ``image_prompts.py``).
 
 Quoting rule, for every input taken from the paper: words and punctuation are the paper's, and its
-typeset quotes are written in ASCII (``’`` as ``'``), the characters its LaTeX source had.
+typeset quotes are written in ASCII (the right single quote U+2019 as ``'``), the characters its LaTeX source had.
 
 No template names the topic and none is evaluative: the image alone carries the concept, so divergence
 between models comes from what they make of the image. Demographic templates carry the paper's marks:
@@ -20,6 +20,8 @@ from builders.vista.image_prompts import IMAGE_PROMPTS
 
 @dataclass(frozen=True)
 class Topic:
+    """One of the paper's topics and its category."""
+
     name: str
     category: str
 

@@ -55,10 +55,12 @@ class Bundle:
 
     @property
     def model(self) -> str:
+        """The submitted model's name: the run's ``--model``, else the provenance's, else ``unknown``."""
         return str(self.run.config.model or self.run.provenance.model.model or "unknown")
 
 
-def is_bundle_file(name: str) -> bool:
+def _is_bundle_file(name: str) -> bool:
+    """Whether a file name is one a submission carries: results.json, samples_<task>.jsonl or a plot."""
     return name == RESULTS or bool(_SAMPLES.fullmatch(name) or _PLOT.fullmatch(name))
 
 
@@ -67,7 +69,7 @@ def read_run_files(run_dir: Path) -> dict[str, bytes]:
     run_dir = Path(run_dir)
     if not (run_dir / RESULTS).is_file():
         raise HarnessError(f"{run_dir}: no results.json (is this a run folder written by harness eval?)")
-    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and is_bundle_file(p.name)}
+    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and _is_bundle_file(p.name)}
 
 
 def content_hash(run: dict[str, Any], samples: dict[str, list[dict[str, Any]]]) -> str:
@@ -123,22 +125,25 @@ def _schema_error(name: str, exc: ValidationError) -> SubmissionError:
     return SubmissionError(f"{name}: {where}: {first['msg']} ({exc.error_count()} schema error(s))")
 
 
-def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundle:
-    """Validate the files of a submission (names, sizes, schema, one samples file per task)."""
-    limits = limits or Limits()
+def _check_files(files: dict[str, bytes], limits: Limits) -> None:
+    """Refuses a submission of too many files, too many bytes, unexpected names or no results.json."""
     if len(files) > limits.max_files:
         raise SubmissionError(f"{len(files)} files; a submission carries at most {limits.max_files}", 413)
     total = sum(len(v) for v in files.values())
     if total > limits.max_total_bytes:
         raise SubmissionError(f"the submission is {total} bytes, over the {limits.max_total_bytes}-byte limit", 413)
-    unknown = sorted(n for n in files if not is_bundle_file(n))
+    unknown = sorted(n for n in files if not _is_bundle_file(n))
     if unknown:
         raise SubmissionError(f"unexpected file(s) {', '.join(map(repr, unknown[:5]))}: a submission carries "
                               "results.json, samples_<task>.jsonl and *.png plots", 400)
     if RESULTS not in files:
         raise SubmissionError("results.json is missing", 400)
+
+
+def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
+    """results.json as its raw JSON (hashed) and as the run it describes, with an entry for every task."""
     try:
-        raw = json.loads(files[RESULTS].decode("utf-8"))
+        raw = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, an integer of too many digits, too deep
         raise SubmissionError(f"results.json: not JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
@@ -154,34 +159,50 @@ def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundl
         absent = [t for t in run.configs if t not in table]
         if absent:
             raise SubmissionError(f"results.json: {key} has no entry for task(s) {', '.join(absent)}")
+    return raw, run
+
+
+def _sample_files(files: dict[str, bytes], run: RunResults) -> dict[str, str]:
+    """The name of each task's samples file (by task): one for each of the run's tasks, none for others."""
     sample_files = {m.group(1): name for name in files if (m := _SAMPLES.fullmatch(name))}
-    tasks = list(run.configs)
-    if not tasks:
+    if not run.configs:
         raise SubmissionError("results.json: the run has no tasks (configs is empty)")
-    missing = [t for t in tasks if t not in sample_files]
+    missing = [t for t in run.configs if t not in sample_files]
     extra = [t for t in sample_files if t not in run.configs]
     if missing:
         raise SubmissionError(f"samples file(s) missing for task(s) {', '.join(missing)}", 400)
     if extra:
         raise SubmissionError(f"samples file(s) for task(s) the run does not have: {', '.join(extra)}", 400)
+    return {task: sample_files[task] for task in run.configs}
+
+
+def _parse_samples(task: str, name: str, data: bytes) -> tuple[list[dict[str, Any]], list[SampleRecord]]:
+    """A samples file's rows (hashed) and records: all of ``task``, each doc_id once, at least one."""
+    rows = _json_lines(name, data)
+    try:
+        records = [SampleRecord.model_validate(r) for r in rows]
+    except ValidationError as exc:
+        raise _schema_error(name, exc) from None
+    wrong = [r.doc_id for r in records if r.task != task]
+    if wrong:
+        raise SubmissionError(f"{name}: record(s) of another task (doc_id {wrong[0]})")
+    ids = [r.doc_id for r in records]
+    if len(set(ids)) != len(ids):
+        raise SubmissionError(f"{name}: duplicate doc_id values")
+    if not records:
+        raise SubmissionError(f"{name}: no sample records")
+    return rows, records
+
+
+def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundle:
+    """Validate the files of a submission (names, sizes, schema, one samples file per task)."""
+    limits = limits or Limits()
+    _check_files(files, limits)
+    raw, run = _parse_results(files[RESULTS])
     raw_samples: dict[str, list[dict[str, Any]]] = {}
     samples: dict[str, list[SampleRecord]] = {}
-    for task in tasks:
-        name = sample_files[task]
-        rows = raw_samples[task] = _json_lines(name, files[name])
-        try:
-            records = [SampleRecord.model_validate(r) for r in rows]
-        except ValidationError as exc:
-            raise _schema_error(name, exc) from None
-        wrong = [r.doc_id for r in records if r.task != task]
-        if wrong:
-            raise SubmissionError(f"{name}: record(s) of another task (doc_id {wrong[0]})")
-        ids = [r.doc_id for r in records]
-        if len(set(ids)) != len(ids):
-            raise SubmissionError(f"{name}: duplicate doc_id values")
-        if not records:
-            raise SubmissionError(f"{name}: no sample records")
-        samples[task] = records
+    for task, name in _sample_files(files, run).items():
+        raw_samples[task], samples[task] = _parse_samples(task, name, files[name])
     plots = {n: d for n, d in files.items() if _PLOT.fullmatch(n)}
     for name, data in plots.items():
         _check_png(name, data, limits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -36,6 +36,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (the database's timestamps)."""
     return datetime.now(UTC)
 
 
@@ -46,11 +47,14 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        """The stored timestamp with its UTC zone put back where the database dropped it."""
         return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    """The declarative base of the leaderboard's tables; JSON columns for dict and list fields."""
+
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
 class Token(Base):
@@ -199,7 +203,9 @@ class Database:
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
+        """A new ORM session on this database (use as a context manager)."""
         return self.sessions()
 
     def close(self) -> None:
+        """Disposes of the engine and its pooled connections."""
         self.engine.dispose()

@@ -66,10 +66,12 @@ class Estimate:
         return Estimate(self.value, (low, high), self.n)
 
     def as_json(self) -> dict[str, Any]:
+        """The estimate as JSON (``value``, ``ci`` as a list or None, ``n``)."""
         return {"value": self.value, "ci": list(self.ci) if self.ci else None, "n": self.n}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Estimate:
+        """The estimate from its ``as_json`` form."""
         ci = data.get("ci")
         return cls(data.get("value"), (float(ci[0]), float(ci[1])) if ci else None, data.get("n"))
 

@@ -19,15 +19,16 @@ from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_table
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
+_MISSING = "\N{EN DASH}"  # what a page shows for a missing value
 
 
 def _fmt(value: Any) -> str:
-    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+    return _MISSING if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _params(value: int | None) -> str:
     if value is None:
-        return "–"
+        return _MISSING
     for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
         if value >= scale:
             return f"{value / scale:.3g}{unit}"
@@ -76,10 +77,13 @@ def provenance_items(record: Submission) -> list[tuple[str, Any]]:
         ("python", prov.get("python")), ("submitter", record.submitter),
         ("submitted at", record.submitted_at.isoformat()), ("content hash", record.content_hash),
     ]
-    return [(k, redact(v) if isinstance(v, dict | list) else "–" if v is None else redact(str(v))) for k, v in items]
+    return [(k, redact(v) if isinstance(v, dict | list) else _MISSING if v is None else redact(str(v)))
+            for k, v in items]
 
 
 def render_model(record: Submission, files: list[tuple[str, str, int]], parts: BoardParts) -> str:
+    """The HTML page of one submission: its scores with coverage, provenance, files, plots and panel
+    notes."""
     plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
     return _environment().get_template("model.html").render(
         root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),

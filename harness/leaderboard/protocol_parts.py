@@ -23,6 +23,7 @@ class BoardParts:
 
     @property
     def panels(self) -> list[Panel]:
+        """Every protocol's panels in one list."""
         return [p for panels in self.panels_by_protocol.values() for p in panels]
 
     def protocol(self, name: str) -> Protocol | None:
@@ -30,6 +31,7 @@ class BoardParts:
         return next((p for p, _ in self.protocols if name in p.names), None)
 
     def panel(self, key: str) -> Panel | None:
+        """The panel with key ``key``, or None."""
         return next((p for p in self.panels if p.key == key), None)
 
     def state(self, protocol: str, pending: int) -> dict[str, Any]:

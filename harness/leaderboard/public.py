@@ -1,5 +1,5 @@
-"""What the leaderboard publishes of a submission never shows the submitter's local filesystem paths: a
-path (``/home/me/models/llava``, ``~/runs``, ``C:\\Users\\me\\x``) inside any published string becomes its
+r"""What the leaderboard publishes of a submission never shows the submitter's local filesystem paths: a
+path (``/home/me/models/llava``, ``~/runs``, ``C:\Users\me\x``) inside any published string becomes its
 base name, so a local model folder shows as ``hf:llava`` and a Hub id (``hf:org/name``) stays as it is.
 The stored record keeps the submission byte for byte; only what pages, tables, the API and the served
 ``results.json`` show is redacted."""

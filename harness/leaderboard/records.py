@@ -115,6 +115,7 @@ def _file(name: str, kind: str, data: bytes) -> StoredFile:
 
 
 def find_submission(db: Database, content_hash: str) -> Submission | None:
+    """The stored submission with this content hash, or None (a resubmission is a duplicate)."""
     with db.session() as session:
         return session.scalar(select(Submission).where(Submission.content_hash == content_hash))
 
@@ -184,6 +185,7 @@ def _storable_id(submission_id: int) -> bool:
 
 
 def get_submission(db: Database, submission_id: int) -> Submission | None:
+    """The submission with its scores, or None (also for an id no record can have)."""
     if not _storable_id(submission_id):
         return None
     with db.session() as session:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,10 +20,11 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 
-from harness.leaderboard.bundle import SubmissionError
+from harness.leaderboard.bundle import Limits, SubmissionError
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import Job, Options
 from harness.leaderboard.pages import STATIC, render_index, render_model
@@ -68,10 +69,12 @@ class JobWorker:
 
     @property
     def pending(self) -> int:
+        """How many runs of the job are queued or running (the protocol API reports it)."""
         with self._lock:
             return int(self._queued) + self._running
 
     def request(self) -> None:
+        """Queues a run of the job unless one is already queued (that run will see this submission too)."""
         with self._lock:
             if self._queued:
                 return
@@ -91,6 +94,7 @@ class JobWorker:
                 self._running -= 1
 
     def shutdown(self) -> None:
+        """Stops the worker once its queued and running job runs have finished."""
         self._executor.shutdown(wait=True)
 
 
@@ -112,77 +116,91 @@ def _over_quota(db: Database, submitter: str, size: int, settings: Settings) -> 
     return None
 
 
-def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
-    """The leaderboard app over ``settings.db_url`` (migrated on open)."""
-    db = db or Database(settings.db_url)
-    registry = TaskRegistry.discover(list(settings.include_paths))
-    workers = {name: JobWorker(db, name, job, options) for name, job, options in due_jobs(settings, None)}
-    rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
+class _Refusal(Exception):
+    """A request the server answers with an error; ``response`` is that answer."""
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        for worker in workers.values():
-            worker.shutdown()
+    def __init__(self, status: int, message: str, **headers: str) -> None:
+        super().__init__(message)
+        self.response = _error(status, message, **headers)
 
-    app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
-                  openapi_url="/api/openapi.json", lifespan=lifespan)
-    app.state.db, app.state.settings, app.state.job_workers = db, settings, workers
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next: Any) -> Response:
-        response = await call_next(request)
-        for key, value in _SECURITY_HEADERS.items():
-            response.headers.setdefault(key, value)
-        return response
+async def _submitter(request: Request, db: Database) -> str:
+    """The submitter of the request's bearer token (a 401 refusal without a valid one)."""
+    auth = request.headers.get("authorization", "")
+    token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+    submitter = await run_in_threadpool(submitter_of, db, token)
+    if submitter is None:
+        raise _Refusal(401, "a valid submitter token is required (Authorization: Bearer TOKEN; an admin "
+                            "creates one with `harness leaderboard token create NAME`)",
+                       **{"WWW-Authenticate": "Bearer"})
+    return submitter
+
+
+def _counted(request: Request, limit: int) -> Callable[[], Awaitable[Any]]:
+    """The request's ``receive``, stopping the upload (``_BodyTooLarge``) once it is over ``limit`` bytes."""
+    received = 0
+
+    async def receive() -> Any:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise _BodyTooLarge
+        return message
+
+    return receive
+
+
+async def _form_files(form: FormData) -> dict[str, bytes]:
+    """The contents of the form's ``files`` parts by file name (each a named file, each name once)."""
+    files: dict[str, bytes] = {}
+    for item in form.getlist("files"):
+        if isinstance(item, str) or not item.filename:
+            raise _Refusal(400, "each part of `files` must be a file with a name")
+        if item.filename in files:
+            raise _Refusal(400, f"{item.filename!r} was sent twice")
+        files[item.filename] = await item.read()
+    return files
+
+
+async def _upload(request: Request, limits: Limits) -> dict[str, bytes]:
+    """The uploaded files by name; refused when the upload is over the size limit, malformed or empty."""
+    limit = limits.max_total_bytes + 2**20  # multipart framing on top of the files
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _Refusal(413, f"the upload is {declared} bytes, over this server's limit of "
+                            f"{limits.max_total_bytes} bytes")
+    try:
+        form = await Request(request.scope, _counted(request, limit)).form(max_files=limits.max_files + 1,
+                                                                            max_fields=10)
+        files = await _form_files(form)
+        await form.close()
+    except _BodyTooLarge:
+        raise _Refusal(413, f"the upload is over this server's limit of {limits.max_total_bytes} bytes") from None
+    except (MultiPartException, ValueError) as exc:
+        raise _Refusal(400, f"malformed multipart upload: {exc}") from None
+    except HTTPException as exc:  # starlette's own refusal of a malformed form
+        raise _Refusal(exc.status_code, f"malformed multipart upload: {exc.detail}") from None
+    if not files:
+        raise _Refusal(400, "no files: send results.json and samples_<task>.jsonl as multipart `files`")
+    return files
+
+
+def _add_submission_route(app: FastAPI, db: Database, settings: Settings, registry: TaskRegistry,
+                          rescoring: RescoringPool, workers: dict[str, JobWorker]) -> None:
+    """``POST /api/submissions``: token, upload and quota checks, then the submission stored and the
+    protocols' jobs that it is due to start requested."""
 
     @app.post("/api/submissions")
     async def submit(request: Request) -> JSONResponse:
-        auth = request.headers.get("authorization", "")
-        token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-        submitter = await run_in_threadpool(submitter_of, db, token)
-        if submitter is None:
-            return _error(401, "a valid submitter token is required (Authorization: Bearer TOKEN; an admin "
-                               "creates one with `harness leaderboard token create NAME`)",
-                          **{"WWW-Authenticate": "Bearer"})
-        limit = settings.limits.max_total_bytes + 2**20  # multipart framing on top of the files
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            return _error(413, f"the upload is {declared} bytes, over this server's limit of "
-                               f"{settings.limits.max_total_bytes} bytes")
-        received = 0
-
-        async def counted() -> Any:
-            nonlocal received
-            message = await request.receive()
-            received += len(message.get("body", b""))
-            if received > limit:
-                raise _BodyTooLarge
-            return message
-
         try:
-            form = await Request(request.scope, counted).form(max_files=settings.limits.max_files + 1,
-                                                              max_fields=10)
-            files: dict[str, bytes] = {}
-            for item in form.getlist("files"):
-                if isinstance(item, str) or not item.filename:
-                    return _error(400, "each part of `files` must be a file with a name")
-                if item.filename in files:
-                    return _error(400, f"{item.filename!r} was sent twice")
-                files[item.filename] = await item.read()
-            await form.close()
-        except _BodyTooLarge:
-            return _error(413, f"the upload is over this server's limit of {settings.limits.max_total_bytes} bytes")
-        except (MultiPartException, ValueError) as exc:
-            return _error(400, f"malformed multipart upload: {exc}")
-        except HTTPException as exc:  # starlette's own refusal of a malformed form
-            return _error(exc.status_code, f"malformed multipart upload: {exc.detail}")
-        if not files:
-            return _error(400, "no files: send results.json and samples_<task>.jsonl as multipart `files`")
-        over = await run_in_threadpool(_over_quota, db, submitter, sum(map(len, files.values())), settings)
-        if over:
-            return _error(429, over, **{"Retry-After": "3600"})
+            submitter = await _submitter(request, db)
+            files = await _upload(request, settings.limits)
+            over = await run_in_threadpool(_over_quota, db, submitter, sum(map(len, files.values())), settings)
+            if over:
+                raise _Refusal(429, over, **{"Retry-After": "3600"})
+        except _Refusal as refusal:
+            return refusal.response
         try:
             outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry, rescoring)
         except SubmissionError as exc:
@@ -191,6 +209,10 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             for name, _, _ in due_jobs(settings, outcome.tasks):
                 workers[name].request()
         return JSONResponse(outcome.as_json(), status_code=200 if outcome.duplicate else 201)
+
+
+def _add_api_routes(app: FastAPI, db: Database, settings: Settings, workers: dict[str, JobWorker]) -> None:
+    """The read-only API: the submissions, one submission, a protocol's state and the health check."""
 
     @app.get("/api/submissions")
     def submissions() -> list[dict[str, Any]]:
@@ -217,6 +239,10 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     def health() -> dict[str, Any]:
         return {"ok": True, "database": db.engine.url.get_backend_name()}
 
+
+def _add_page_routes(app: FastAPI, db: Database, settings: Settings) -> None:
+    """The HTML pages: the index and each submission's model page."""
+
     @app.get("/", response_class=HTMLResponse)
     @app.get("/index.html", response_class=HTMLResponse)
     def index() -> HTMLResponse:
@@ -229,15 +255,24 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             return HTMLResponse("<h1>No such submission</h1>", status_code=404)
         return HTMLResponse(render_model(record, file_index(db, record.id), board_parts(db, settings)))
 
+
+def _table_content(db: Database, settings: Settings, protocol: str, fmt: str) -> Any:
+    """A panel's or a protocol table's content as JSON data (``fmt`` json) or CSV text; None when there is
+    no such table."""
+    parts = board_parts(db, settings)
+    panel = parts.panel(protocol)
+    if panel is not None:
+        return dict(panel.data) if fmt == "json" else panel.csv
+    found = next((t for t in protocol_tables(list_submissions(db), parts) if t.protocol == protocol), None)
+    return None if found is None else table_json(found) if fmt == "json" else table_csv(found)
+
+
+def _add_file_routes(app: FastAPI, db: Database, settings: Settings) -> None:
+    """The downloads: tables as CSV or JSON, a submission's stored files and the panels' images."""
+
     @app.get("/tables/{protocol}.{fmt}")
     def table(protocol: str, fmt: str) -> Response:
-        parts = board_parts(db, settings)
-        panel = parts.panel(protocol)
-        if panel is not None:
-            content: Any = dict(panel.data) if fmt == "json" else panel.csv
-        else:
-            found = next((t for t in protocol_tables(list_submissions(db), parts) if t.protocol == protocol), None)
-            content = None if found is None else table_json(found) if fmt == "json" else table_csv(found)
+        content = _table_content(db, settings, protocol, fmt)
         if content is None or fmt not in ("csv", "json"):
             return _error(404, f"no table {protocol}.{fmt}")
         if fmt == "json":
@@ -261,10 +296,42 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
             return _error(404, f"no image for panel {key!r} yet")
         return Response(panel.image, media_type="image/png")
 
+
+async def _security_headers(request: Request, call_next: Any) -> Response:
+    """Every response with the security headers (CSP, nosniff, no referrer) a route did not set itself."""
+    response = await call_next(request)
+    for key, value in _SECURITY_HEADERS.items():
+        response.headers.setdefault(key, value)
+    return response
+
+
+def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
+    """The leaderboard app over ``settings.db_url`` (migrated on open)."""
+    db = db or Database(settings.db_url)
+    registry = TaskRegistry.discover(list(settings.include_paths))
+    workers = {name: JobWorker(db, name, job, options) for name, job, options in due_jobs(settings, None)}
+    rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        for worker in workers.values():
+            worker.shutdown()
+
+    app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
+                  openapi_url="/api/openapi.json", lifespan=lifespan)
+    app.state.db, app.state.settings, app.state.job_workers = db, settings, workers
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.middleware("http")(_security_headers)
+    _add_submission_route(app, db, settings, registry, rescoring, workers)
+    _add_api_routes(app, db, settings, workers)
+    _add_page_routes(app, db, settings)
+    _add_file_routes(app, db, settings)
     return app
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serves the leaderboard app with uvicorn until interrupted."""
     import uvicorn
 
     app = create_app(settings)

@@ -129,6 +129,8 @@ class Outcome:
     tasks: tuple[str, ...]
 
     def as_json(self) -> dict[str, Any]:
+        """The API's answer to a submission: id, status, whether it was a duplicate, checks, tasks and the
+        model page's path."""
         return {"id": self.id, "status": self.status, "duplicate": self.duplicate, "checks": self.checks,
                 "tasks": list(self.tasks), "page": f"model/{self.id}.html"}
 

@@ -32,7 +32,8 @@ class Column:
     metric: str | None = None
 
 
-def metric_column(task: str, metric: str, higher_is_better: bool | None) -> Column:
+def _metric_column(task: str, metric: str, higher_is_better: bool | None) -> Column:
+    """The column of a task's metric (``metric,filter``; a filter other than ``none`` shows in the label)."""
     name, _, filt = metric.partition(",")
     label = f"{task} {name}" + ("" if filt in ("", "none") else f" ({filt})")
     return Column(f"{task}/{metric}", label, higher_is_better, task, metric)
@@ -54,6 +55,8 @@ class Cell:
 
 @dataclass(frozen=True)
 class Row:
+    """One submission's line of a table: the model's traits, the record's status and its cells by column key."""
+
     id: int
     model: str
     family: str
@@ -81,6 +84,7 @@ class Table:
 
 
 def size_bucket(parameters: int | None) -> str:
+    """The size bucket of a parameter count (``unknown`` without one)."""
     if parameters is None:
         return "unknown"
     return next(label for limit, label in SIZE_BUCKETS if parameters < limit)
@@ -126,7 +130,7 @@ def _metric_table(records: list[Submission], name: str) -> tuple[list[Column], l
     for record in records:
         for s in record.scores:
             if s.protocol == name:
-                columns.setdefault(f"{s.task}/{s.metric}", metric_column(s.task, s.metric, s.higher_is_better))
+                columns.setdefault(f"{s.task}/{s.metric}", _metric_column(s.task, s.metric, s.higher_is_better))
     ordered = sorted(columns.values(), key=lambda c: (c.task not in groups, c.task, c.metric))
     rows = [_row(r, {f"{s.task}/{s.metric}": _cell(s, r) for s in r.scores if s.protocol == name}) for r in records]
     return ordered, rows
@@ -178,6 +182,7 @@ _FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "su
 
 
 def table_json(table: Table) -> dict[str, Any]:
+    """A table as JSON: its columns, rows and cells (values, 95% intervals, coverage)."""
     return {
         "protocol": table.protocol,
         "ci": "95% interval (headline figures: the protocol's own, e.g. bootstrap; task metrics: value ± 1.96 "
@@ -198,6 +203,8 @@ def spreadsheet_safe(value: Any) -> Any:
 
 
 def table_csv(table: Table) -> str:
+    """A table as CSV: the fixed fields, then each column's value, interval, coverage and status;
+    text cells made safe for spreadsheets."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = list(_FIXED)

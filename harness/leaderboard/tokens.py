@@ -34,6 +34,7 @@ def create_token(db: Database, name: str) -> str:
 
 
 def revoke_token(db: Database, name: str) -> None:
+    """Revokes the active token ``name``; its row is renamed so the name can be given out again."""
     with db.session() as session:
         row = session.scalar(select(Token).where(Token.name == name, Token.revoked_at.is_(None)))
         if row is None:

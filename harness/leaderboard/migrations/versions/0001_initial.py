@@ -17,6 +17,7 @@ _WHEN = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    """The first schema: tokens, submissions, scores, files and VISTA pools."""
     op.create_table(
         "tokens",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -94,5 +95,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drops every table of the first schema."""
     for table in ("vista_pools", "files", "scores", "submissions", "tokens"):
         op.drop_table(table)

@@ -19,6 +19,7 @@ MESSAGE = "leaderboard records are immutable"
 
 
 def upgrade() -> None:
+    """Triggers that refuse updates and deletes of the records (SQLite and PostgreSQL)."""
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":
         for table in TABLES:
@@ -34,6 +35,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drops the immutability triggers (and PostgreSQL's trigger function)."""
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":
         for table in TABLES:
