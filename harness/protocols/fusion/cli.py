@@ -102,7 +102,9 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
 def add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
-    fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
+    fu.add_argument("--fusion-level", action="append",
+                    help="MODEL=L1|L2|L3: a level for a family the paper's table does not place, or "
+                         "overriding it (repeatable)")
     fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
                     help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
     fu.add_argument("--natevid-all", action="store_true",
@@ -114,12 +116,14 @@ def add_audit_arguments(fu: argparse.ArgumentParser) -> None:
 
 def cmd_audit_fusion(args: argparse.Namespace) -> int:
     from harness.protocols.fusion.audit import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+    from harness.protocols.fusion.metrics import LEVELS
 
     overrides = {}
     for pair in args.fusion_level or []:
         model, sep, level = pair.rpartition("=")
-        if not sep or not model:
-            raise HarnessError(f"--fusion-level expects MODEL=LEVEL, got {pair!r}")
+        if not sep or not model or level not in LEVELS:
+            raise HarnessError(f"--fusion-level expects MODEL=LEVEL with LEVEL one of {', '.join(LEVELS)}, "
+                               f"got {pair!r}")
         overrides[model] = level
     run_dirs = [Path(d) for d in args.run_dirs]
     config = FusionAuditConfig(delta_mode=args.delta_mode, natevid_preserved_only=not args.natevid_all,

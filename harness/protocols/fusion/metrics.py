@@ -209,25 +209,53 @@ def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") 
 
 
 # -- fusion levels -----------------------------------------------------------------------------
-#: The harness's maintained table of fusion levels by transformers ``model_type`` (override per model
-#: with ``--fusion-level MODEL=L2``). L1: late fusion, a frozen-then-tuned vision encoder whose
-#: features enter the language model once through a small projector (LLaVA family); L2: an encoder
-#: and connector (resampler, pixel shuffle, pooled soft tokens) trained jointly with the language
-#: model through multimodal pre-training (Idefics, SmolVLM, Gemma 3, PaliGemma); L3: native
-#: multimodal models whose vision tower is trained with the language model from pre-training on
-#: interleaved data at native resolution (Qwen2-VL onwards, InternVL 2.5+, Llama 4).
-FUSION_LEVELS: dict[str, str] = {
-    "llava": "L1", "llava_next": "L1", "llava_onevision": "L1", "vipllava": "L1",
-    "idefics2": "L2", "idefics3": "L2", "smolvlm": "L2", "gemma3": "L2", "paligemma": "L2", "blip-2": "L2",
-    "qwen2_vl": "L3", "qwen2_5_vl": "L3", "qwen3_vl": "L3", "internvl": "L3", "llama4": "L3",
-}
+@dataclass(frozen=True)
+class PaperModel:
+    """One of the paper's 18 audited models: its name as the paper writes it, its fusion level and the
+    transformers ``model_type`` values of its checkpoints (the family the level extends to)."""
+
+    name: str
+    level: str
+    model_types: tuple[str, ...]
+
+
+#: The paper's L1/L2/L3 assignment (its experiment setup). L1: a frozen or lightly adapted vision encoder
+#: feeds the language model through a projection; L2: joint multimodal pre-training, visual tokens enter
+#: the backbone once through a connector as a fixed prefix; L3: vision takes part in the whole language
+#: computation (DeepStack re-injection, early fusion). DeepSeek-VL's remote-code checkpoints say
+#: ``multi_modality``, which Janus shares, so only its transformers-native types are listed.
+PAPER_MODELS: tuple[PaperModel, ...] = (
+    PaperModel("SmolVLM2-2.2B", "L1", ("smolvlm",)),
+    PaperModel("BLIP2-OPT-2.7B", "L1", ("blip-2",)),
+    PaperModel("InstructBLIP-Vicuna-7B", "L1", ("instructblip",)),
+    PaperModel("LLaVA-1.5-7B", "L1", ("llava",)),
+    PaperModel("Qwen-VL-Chat", "L2", ("qwen",)),
+    PaperModel("Qwen2-VL-2B", "L2", ("qwen2_vl",)),
+    PaperModel("Qwen2.5-VL-3B", "L2", ("qwen2_5_vl",)),
+    PaperModel("Qwen2.5-VL-7B", "L2", ("qwen2_5_vl",)),
+    PaperModel("Gemma3-4B", "L2", ("gemma3",)),
+    PaperModel("Gemma3-12B", "L2", ("gemma3",)),
+    PaperModel("DeepSeek-VL-7B", "L2", ("deepseek_vl_hybrid", "deepseek_vl")),
+    PaperModel("Qwen3-VL-2B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3-VL-4B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3-VL-8B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3.5-2B", "L3", ("qwen3_5",)),
+    PaperModel("Qwen3.5-4B", "L3", ("qwen3_5",)),
+    PaperModel("Qwen3.5-9B", "L3", ("qwen3_5",)),
+    PaperModel("Gemma4-E4B", "L3", ("gemma4",)),
+)
+FUSION_LEVELS: dict[str, str] = {t: m.level for m in PAPER_MODELS for t in m.model_types}
+LEVELS = ("L1", "L2", "L3")
+UNKNOWN_LEVEL = "unknown"
 
 
 def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = None, model: str = "") -> str:
-    """The fusion level of a model: an override by model name, else the table, else ``unknown``."""
+    """The fusion level of a model: the user's ``--fusion-level MODEL=LEVEL``, else the level of the
+    paper family its ``model_type`` belongs to (:data:`PAPER_MODELS`), else ``unknown``: the paper
+    places no other family, so the harness does not guess one."""
     if overrides and model in overrides:
         return overrides[model]
-    return FUSION_LEVELS.get(model_type or "", "unknown")
+    return FUSION_LEVELS.get(model_type or "", UNKNOWN_LEVEL)
 
 
 def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],

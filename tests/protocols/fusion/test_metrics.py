@@ -104,9 +104,32 @@ def test_paired_bootstrap_and_rank_agreement() -> None:
     assert fm.rank_agreement({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0})["spearman_rho"] is None
 
 
-def test_fusion_levels_table_and_override() -> None:
-    assert fm.fusion_level("llava") == "L1" and fm.fusion_level("qwen2_vl") == "L3"
-    assert fm.fusion_level("mystery") == "unknown"
+def test_fusion_levels_are_the_papers_table() -> None:
+    """The paper's experiment setup, literally: 4 L1, 7 L2 and 7 L3 models."""
+    assert {m.name: m.level for m in fm.PAPER_MODELS} == {
+        "SmolVLM2-2.2B": "L1", "BLIP2-OPT-2.7B": "L1", "InstructBLIP-Vicuna-7B": "L1", "LLaVA-1.5-7B": "L1",
+        "Qwen-VL-Chat": "L2", "Qwen2-VL-2B": "L2", "Qwen2.5-VL-3B": "L2", "Qwen2.5-VL-7B": "L2",
+        "Gemma3-4B": "L2", "Gemma3-12B": "L2", "DeepSeek-VL-7B": "L2",
+        "Qwen3-VL-2B": "L3", "Qwen3-VL-4B": "L3", "Qwen3-VL-8B": "L3",
+        "Qwen3.5-2B": "L3", "Qwen3.5-4B": "L3", "Qwen3.5-9B": "L3", "Gemma4-E4B": "L3",
+    }
+    assert len(fm.PAPER_MODELS) == 18
+    assert fm.FUSION_LEVELS == {
+        "smolvlm": "L1", "blip-2": "L1", "instructblip": "L1", "llava": "L1",
+        "qwen": "L2", "qwen2_vl": "L2", "qwen2_5_vl": "L2", "gemma3": "L2", "deepseek_vl_hybrid": "L2",
+        "deepseek_vl": "L2", "qwen3_vl": "L3", "qwen3_5": "L3", "gemma4": "L3",
+    }
+    # one level per family: no model_type is listed under two levels
+    types = [(t, m.level) for m in fm.PAPER_MODELS for t in m.model_types]
+    assert len({t for t, _ in types}) == len(set(types))
+
+
+def test_fusion_level_outside_the_table_only_from_the_user() -> None:
+    assert fm.fusion_level("llava") == "L1" and fm.fusion_level("qwen2_5_vl") == "L2"
+    assert fm.fusion_level("qwen3_vl") == "L3" and fm.fusion_level("gemma4") == "L3"
+    for family in ("llava_next", "idefics3", "internvl", "llama4", "paligemma", "multi_modality", None):
+        assert fm.fusion_level(family) == "unknown"
+    assert fm.fusion_level("idefics3", {"hf:x": "L2"}, model="hf:x") == "L2"
     assert fm.fusion_level("llava", {"hf:x": "L2"}, model="hf:x") == "L2"
 
 
