@@ -14,7 +14,7 @@ performance. Then the counterfactual study:
    sample of the other subsets up to the cap. Occluded boxes are filled with the image's mean colour;
    the prompt text is the task's own, unchanged.
 3. The model re-answers every counterfactual (through the response store; the empty design is the
-   original request). Outcomes: ``flip`` = 1 when correctness (performance >= 0.5; unparsed counts as
+   original request). Outcomes: ``flip`` = 1 when correctness (binary performance; unparsed counts as
    incorrect) differs from the original answer's, ``distance`` = 1 - cosine(original answer,
    counterfactual answer) in MiniLM space.
 4. Per model and concept name, a DML estimate per outcome with placebo and random-common-cause
@@ -43,7 +43,14 @@ from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.protocols.diavlo.metrics import Thresholds
-from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
+from harness.protocols.diavlo.report import (
+    BINARY,
+    behaviour_summary,
+    pair_rows,
+    performance,
+    rk_from_turns,
+    shared_encoder,
+)
 from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
@@ -177,7 +184,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
             audit.counterfactuals.append(row)
             continue
         answer = responses[req.key][0]
-        correct = (performance(doc, answer) or 0.0) >= 0.5
+        correct = performance(doc, answer, BINARY) == 1.0
         row.update(answer=answer, flip=float(correct != row["original_correct"]),
                    distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)))
         audit.counterfactuals.append(row)
@@ -210,7 +217,7 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     if not boxed:
         return []
     original = record.responses[0]
-    original_correct = (performance(doc, original) or 0.0) >= 0.5
+    original_correct = performance(doc, original, BINARY) == 1.0
     plans = []
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
         cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
