@@ -12,7 +12,8 @@ that ``a`` turns wrong. Then
   ``B(s)``; ``delta = R+ - R0`` for the whole strengthening step;
 - exclusive flip rate of ``a``: ``|S_a \\ ∪_{b != a} S_b| / |C|`` over the full suite;
 - ``RUG = P_read - P_use`` (read-use gap of a rendered-text variant);
-- ``OAR = (attention share of the overlay region) / (area share of the overlay region)``.
+- ``OAR = (attention share of the overlay region) / (area share of the overlay region)``, and its
+  relative increase over the matched clean image (same region), ``OAR_typo / OAR_clean - 1``.
 
 Every figure is computed from per-item outcomes (one :class:`ItemOutcome` per item of ``C``), so a
 bootstrap resample with repeated items is just a longer list; the set formulas above are the special
@@ -51,6 +52,7 @@ class ItemOutcome:
     read: Mapping[str, bool] = field(default_factory=dict)
     use: Mapping[str, bool] = field(default_factory=dict)
     oar: float | None = None
+    oar_clean: float | None = None
     restored: bool | None = None
 
 
@@ -133,9 +135,29 @@ def rug(outcomes: Sequence[ItemOutcome], variant: str) -> dict[str, float | None
     return {"p_read": p_read, "p_use": p_use, "rug": gap, "n": len(both)}
 
 
-def mean_oar(outcomes: Sequence[ItemOutcome]) -> float | None:
-    values = [o.oar for o in outcomes if o.oar is not None and math.isfinite(o.oar)]
+def mean_oar(outcomes: Sequence[ItemOutcome], clean: bool = False) -> float | None:
+    """Mean OAR over the items that have one: of the Typo-Evid images, or (``clean``) of the clean images."""
+    values = [v for o in outcomes if (v := o.oar_clean if clean else o.oar) is not None and math.isfinite(v)]
     return float(np.mean(values)) if values else None
+
+
+OAR_INCREASE_MODES = ("per_item", "ratio_of_means")
+
+
+def oar_increase(outcomes: Sequence[ItemOutcome], mode: str = "per_item") -> float | None:
+    """Relative OAR increase over the matched clean image (the paper's "+138% at L2" is 1.38), over the
+    items with both OARs and a positive clean one.
+
+    ``per_item`` (default: the paper's "mean OAR increase"): mean of ``OAR_typo / OAR_clean - 1``;
+    ``ratio_of_means``: ``mean(OAR_typo) / mean(OAR_clean) - 1``."""
+    if mode not in OAR_INCREASE_MODES:
+        raise HarnessError(f"OAR increase mode {mode!r}: choose {' or '.join(OAR_INCREASE_MODES)}")
+    pairs = [(o.oar, o.oar_clean) for o in outcomes if o.oar is not None and o.oar_clean is not None
+             and math.isfinite(o.oar) and math.isfinite(o.oar_clean) and o.oar_clean > 0]
+    if not pairs:
+        return None
+    typo, clean = np.array(pairs).T
+    return float(np.mean(typo / clean) - 1) if mode == "per_item" else float(typo.mean() / clean.mean() - 1)
 
 
 def restoration_rate(outcomes: Sequence[ItemOutcome]) -> float | None:
@@ -190,7 +212,8 @@ def oar(attention: np.ndarray, coverage: np.ndarray, areas: np.ndarray | None = 
     return float((a * c).sum() / total) / area_share
 
 
-def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") -> dict[str, float | None]:
+def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway",
+                  oar_mode: str = "per_item") -> dict[str, float | None]:
     """Every per-model figure, flat (the audit's CSV row and the bootstrap's statistic)."""
     out: dict[str, float | None] = {"n_clean_correct": float(len(outcomes))}
     for a in SUITE:
@@ -203,7 +226,8 @@ def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") 
         figures = rug(outcomes, variant)
         out[f"p_read_{variant}"], out[f"p_use_{variant}"] = figures["p_read"], figures["p_use"]
         out[f"rug_{variant}"] = figures["rug"]
-    out["oar"] = mean_oar(outcomes)
+    out["oar"], out["oar_clean"] = mean_oar(outcomes), mean_oar(outcomes, clean=True)
+    out["oar_increase"] = oar_increase(outcomes, oar_mode)
     out["restoration"] = restoration_rate(outcomes)
     return out
 

@@ -60,6 +60,8 @@ def _model_a(root: Path) -> list[Path]:
                   _flips("vis_pgd", [0], [0, 1, 2, 3]) + _flips("end_pgd", [1], [0, 1, 2, 3])
                   + _flips("mantis", [2], [0, 1, 2, 3], errors=(3,)),
                   [{"item": "i1", "diagnostic": "oar", "value": 2.0}, {"item": "i2", "diagnostic": "oar", "value": 1.0},
+                   {"item": "i1", "diagnostic": "oar_clean", "value": 0.5},
+                   {"item": "i2", "diagnostic": "oar_clean", "value": 1.0},
                    {"item": "i2", "diagnostic": "restoration", "value": True, "depths": [1]}])
     return [evals, attack]
 
@@ -86,6 +88,9 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     # RUG on typo: items with both answers i1..i3: read 2/3, used 1/3
     assert f["p_read_typo"] == pytest.approx(2 / 3) and f["rug_typo"] == pytest.approx(1 / 3)
     assert f["oar"] == 1.5 and f["restoration"] == 1.0
+    # OAR vs the matched clean image: i1 2.0 / 0.5 - 1 = 3, i2 1.0 / 1.0 - 1 = 0 -> mean +150%
+    assert f["oar_clean"] == 0.75 and f["oar_increase"] == pytest.approx(1.5)
+    assert audit["levels"]["L1"]["macro"]["oar_increase"] == pytest.approx(1.5)
     assert a["restoration_by_depth"] == {"0": 0.0, "1": 1.0}
     assert a["missing"] == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
     lo, hi = a["ci95"]["r_plus"]

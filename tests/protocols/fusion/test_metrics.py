@@ -76,6 +76,23 @@ def test_oar_on_constructed_attention() -> None:
         fm.oar(np.ones(2), np.ones(3))
 
 
+def test_oar_increase_over_the_matched_clean_image() -> None:
+    """OAR_typo / OAR_clean - 1: items (2, 1) -> +100%, (3, 2) -> +50%; the item without a clean OAR and the
+    one with OAR_clean = 0 are left out. Per item (the paper's mean increase): (1.0 + 0.5) / 2 = 0.75;
+    ratio of means: 2.5 / 1.5 - 1 = 2/3."""
+    out = [fm.ItemOutcome(item="a", oar=2.0, oar_clean=1.0), fm.ItemOutcome(item="b", oar=3.0, oar_clean=2.0),
+           fm.ItemOutcome(item="c", oar=1.0), fm.ItemOutcome(item="d", oar=1.0, oar_clean=0.0)]
+    assert fm.oar_increase(out) == pytest.approx(0.75)
+    assert fm.oar_increase(out, "ratio_of_means") == pytest.approx(2 / 3)
+    # the paper's Figure 3 example, 2.49 -> 4.85: +94.8%
+    assert fm.oar_increase([fm.ItemOutcome(item="x", oar=4.85, oar_clean=2.49)]) == pytest.approx(4.85 / 2.49 - 1)
+    assert fm.oar_increase(out[2:3]) is None
+    figures = fm.model_figures(out)
+    assert figures["oar_clean"] == pytest.approx(1.0) and figures["oar_increase"] == pytest.approx(0.75)
+    with pytest.raises(HarnessError, match="per_item or ratio_of_means"):
+        fm.oar_increase(out, "median")
+
+
 def test_restoration_rate_and_model_figures() -> None:
     out = [fm.ItemOutcome(item="a", flips={"end_pgd": True}, restored=True),
            fm.ItemOutcome(item="b", flips={"end_pgd": True}, restored=False),
