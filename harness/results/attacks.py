@@ -38,8 +38,8 @@ class AttackOutcome(BaseModel):
 
 
 class Diagnostic(BaseModel):
-    """OAR of an item's Typo-Evid image (``oar``) or of the same region on its clean image (``oar_clean``), or whether layer restoration undid an End-PGD flip (and at which
-    depths)."""
+    """OAR of an item's Typo-Evid image (``oar``) or of the same region on its clean image (``oar_clean``),
+    or whether layer restoration undid an End-PGD flip (and at which depths)."""
 
     model_config = ConfigDict(extra="forbid")
 

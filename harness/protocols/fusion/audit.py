@@ -4,10 +4,11 @@ Reads, per run folder, through the results contract: ``samples_fusion_clean.json
 set C: J correct), ``samples_fusion_typo`` / ``samples_fusion_natevid`` (a flip: an item of C answered
 wrong; ``uses_injected`` for P_use), ``samples_fusion_read_typo`` / ``..._read_natevid`` (P_read), and
 from ``harness attack``: ``attack_outcomes.jsonl`` (Vis-PGD, End-PGD, MANTIS flips) and
-``diagnostics.jsonl`` (OAR of the Typo-Evid and of the matched clean image, layer restoration). Several folders of one model (same ``--model`` spec)
-are merged. An item of C that an attack could not be run on (an error, a missing image, or a Nat-Evid
-edit whose OCR check says the evidence was destroyed, unless ``--natevid-all``) counts as not flipped
-and is reported under ``missing``. An attack with no outcome on any item of C was not run: its ASR is
+``diagnostics.jsonl`` (OAR on the Typo-Evid and on the matched clean image, layer restoration).
+Several folders of one model (same ``--model`` spec) are merged. An item of C that an attack could
+not be run on (an error, a missing image, or a Nat-Evid edit whose OCR check says the evidence was
+destroyed, unless ``--natevid-all``) counts as not flipped and is reported under ``missing``. An
+attack with no outcome on any item of C was not run: its ASR is
 None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attacks that were run).
 """
 

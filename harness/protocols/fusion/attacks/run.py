@@ -3,8 +3,8 @@
 Flow: the clean task is run (or a saved clean run is read); its items judged correct by J form the
 clean-correct set C; each requested attack runs batched PGD on C; every adversarial image is
 quantised to uint8, saved, and re-answered through the real processor and ``generate``; a flip counts
-only when J judges that answer wrong. Optional diagnostics: OAR on the Typo-Evid images of C (and on their clean images) and
-layer restoration on End-PGD flips. Everything lands in the run folder:
+only when J judges that answer wrong. Optional diagnostics: OAR on the Typo-Evid images of C (and, for
+the same region, on their clean images) and layer restoration on End-PGD flips. Everything lands in the run folder:
 ``attacks/<attack>/<item>.png``, ``attack_outcomes.jsonl``, ``diagnostics.jsonl`` and ``attack.json``.
 """
 
