@@ -9,9 +9,10 @@ performance. Then the counterfactual study:
    ``rk_or_sk`` a pair without usable RK falls back to its SK concepts). Each concept gets a box: the
    box of the best-matching SK concept (cosine >= ``match_threshold``), else the detector's box (when
    ``--detector`` is given), else none (the concept is counted and left out).
-2. Occlusion designs: every subset of the boxed concepts (the empty one included) when there are at
-   most ``max_subsets`` of them; beyond the cap, the empty set, all singletons and a seeded random
-   sample of the other subsets up to the cap. Occluded boxes are filled with the image's mean colour;
+2. Occlusion designs: the paper's full power set of the boxed concepts (the empty set included) while it
+   has at most ``max_subsets`` members (default 1024: every pair with up to 10 concepts); beyond it, the
+   empty set, all singletons and a seeded random sample of the other subsets up to ``max_subsets``,
+   counted per model (``pairs_sampled``) and stated in the report (``occlusion``). Occluded boxes are filled with the image's mean colour;
    the prompt text is the task's own, unchanged.
 3. The model re-answers every counterfactual (through the response store; the empty design is the
    original request). Outcomes: ``flip`` = 1 when correctness (binary performance; unparsed counts as
@@ -60,7 +61,7 @@ OUTCOMES = ("flip", "distance")
 class DiavloAuditConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     concepts: str = "rk"
-    max_subsets: int = 16
+    max_subsets: int = 1024
     match_threshold: float = 0.6
     mi_estimator: str = "knn"
     mi_resamples: int = 1000
@@ -88,14 +89,25 @@ class ModelAudit:
 
 
 def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[tuple[str, ...]]:
-    """Subsets of ``concepts`` to occlude (module docstring, step 2), in a stable order."""
-    full = [c for r in range(len(concepts) + 1) for c in itertools.combinations(concepts, r)]
-    if len(full) <= max_subsets:
-        return full
+    """Subsets of ``concepts`` to occlude (module docstring, step 2), in a stable order: the paper's full
+    power set while it has at most ``max_subsets`` members, else a seeded sample of that many (the empty
+    set and every singleton first), drawn as bit masks so a large power set is never listed."""
+    k = len(concepts)
+    if not is_sampled(k, max_subsets):
+        return [c for r in range(k + 1) for c in itertools.combinations(concepts, r)]
     base = [(), *[(c,) for c in concepts]][:max_subsets]
-    rest = [s for s in full if len(s) > 1]
-    extra = random.Random(seed).sample(rest, max(0, min(len(rest), max_subsets - len(base))))
+    rng, masks = random.Random(seed), set()
+    while len(masks) < max_subsets - len(base):
+        mask = rng.randrange(2 ** k)
+        if mask & (mask - 1):  # two or more concepts: the empty set and singletons are in ``base``
+            masks.add(mask)
+    extra = [tuple(c for b, c in enumerate(concepts) if mask >> b & 1) for mask in masks]
     return base + sorted(extra, key=lambda s: (len(s), s))
+
+
+def is_sampled(n_concepts: int, max_subsets: int) -> bool:
+    """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
+    return 2 ** n_concepts > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:
@@ -158,7 +170,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
         raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
     audit = ModelAudit(run.config.model, str(run_dir))
     counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
-              "counterfactuals": 0}
+              "pairs_sampled": 0, "counterfactuals": 0}
     plans: list[tuple[dict[str, Any], GenerationRequest]] = []
     for task in tasks:
         records = read_samples(run_dir, task)
@@ -216,6 +228,7 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     counts["concepts_without_box"] += len(concepts) - len(boxed)
     if not boxed:
         return []
+    counts["pairs_sampled"] += is_sampled(len(boxed), config.max_subsets)
     original = record.responses[0]
     original_correct = performance(doc, original, BINARY) == 1.0
     plans = []
@@ -256,6 +269,17 @@ def _effects(rows: list[dict[str, Any]], outcome: str, settings: DMLSettings) ->
     return out
 
 
+def occlusion_statement(audits: list[ModelAudit], max_subsets: int) -> str:
+    """The report's sentence on the occlusion designs: the full power set, or how many pairs were sampled."""
+    full = max_subsets.bit_length() - 1  # the most concepts whose power set fits
+    sampled = sum(a.counts.get("pairs_sampled", 0) for a in audits)
+    pairs = sum(a.counts.get("pairs_with_concepts", 0) for a in audits)
+    text = f"full power set of the boxed concepts for pairs with at most {full} (up to {max_subsets} designs)"
+    if not sampled:
+        return f"{text}: every pair"
+    return f"{text}; {sampled} of {pairs} pairs had more and got {max_subsets} sampled subsets"
+
+
 def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Path) -> Path:
     """audit.json, pairs.csv, counterfactuals.csv, effects.csv and the three plots."""
     from harness.protocols.diavlo.plots import class_shares_plot, concept_effects_plot, similarity_performance_plot
@@ -263,6 +287,7 @@ def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {
         "config": {**asdict(config), "outcomes": list(OUTCOMES)},
+        "occlusion": occlusion_statement(audits, config.max_subsets),
         "models": {a.model: {"run_dir": a.run_dir, "per_source": a.per_source, "overall": a.overall,
                              "counts": a.counts,
                              "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()}}
