@@ -12,8 +12,8 @@ performance. Then the counterfactual study:
 2. Occlusion designs: the paper's full power set of the boxed concepts (the empty set included) while it
    has at most ``max_subsets`` members (default 1024: every pair with up to 10 concepts); beyond it, the
    empty set, all singletons and a seeded random sample of the other subsets up to ``max_subsets``,
-   counted per model (``pairs_sampled``) and stated in the report (``occlusion``). Occluded boxes are filled with the image's mean colour;
-   the prompt text is the task's own, unchanged.
+   counted per model (``pairs_sampled``) and stated in the report (``occlusion``). Occluded boxes are
+   filled with the image's mean colour; the prompt text is the task's own, unchanged.
 3. The model re-answers every counterfactual (through the response store; the empty design is the
    original request). Outcomes: ``flip`` = 1 when correctness (binary performance; unparsed counts as
    incorrect) differs from the original answer's, ``distance`` = 1 - cosine(original answer,
