@@ -21,6 +21,9 @@ performance. Then the counterfactual study:
 4. Per model and concept name, a DML estimate per outcome with placebo and random-common-cause
    refutations (:mod:`harness.protocols.diavlo.concept_effects`); X = number and area share of the other
    occluded concepts, the pair's concept count, and the original correctness.
+5. Per pair, the paper's structural refutation: its specification read as a causal graph, tested on its
+   counterfactuals against its local Markov conditions and a baseline permutation test
+   (:mod:`harness.protocols.diavlo.structure`), with a verdict per pair and counted per model.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import csv
 import itertools
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,6 +56,7 @@ from harness.protocols.diavlo.report import (
     rk_from_turns,
     shared_encoder,
 )
+from harness.protocols.diavlo.structure import OUTCOME, falsify_graph, rk_graph
 from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
@@ -86,6 +91,7 @@ class ModelAudit:
     counterfactuals: list[dict[str, Any]] = field(default_factory=list)
     effects: dict[str, list[ConceptEffect]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    structure: list[dict[str, Any]] = field(default_factory=list)
 
 
 def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[tuple[str, ...]]:
@@ -96,7 +102,7 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
     if not is_sampled(k, max_subsets):
         return [c for r in range(k + 1) for c in itertools.combinations(concepts, r)]
     base = [(), *[(c,) for c in concepts]][:max_subsets]
-    rng, masks = random.Random(seed), set()
+    rng, masks = random.Random(seed), set[int]()
     while len(masks) < max_subsets - len(base):
         mask = rng.randrange(2 ** k)
         if mask & (mask - 1):  # two or more concepts: the empty set and singletons are in ``base``
@@ -204,7 +210,25 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
     counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
     audit.counts = counts
     audit.effects = {outcome: _effects(audit.counterfactuals, outcome, config.dml) for outcome in OUTCOMES}
+    audit.structure = structure_checks(audit.counterfactuals, config.seed)
     return audit
+
+
+def structure_checks(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+    """Per pair, the structural refutation of its specification read as a causal graph
+    (:mod:`harness.protocols.diavlo.structure`; the outcome is the correctness flip)."""
+    pairs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if "error" not in r:
+            pairs.setdefault((r["task"], r["doc_id"]), []).append(r)
+    out = []
+    for (task, doc_id), mine in pairs.items():
+        concepts = mine[0]["concepts"]
+        data = {c: np.array([float(c in r["occluded"]) for r in mine]) for c in concepts}
+        data[OUTCOME] = np.array([r["flip"] for r in mine], dtype=float)
+        graph = rk_graph(concepts, [tuple(e) for e in mine[0]["spec_edges"]])
+        out.append({"task": task, "doc_id": doc_id, **falsify_graph(graph, data, seed=seed).as_dict()})
+    return out
 
 
 def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generation: tuple[GenerationParams, int, int],
@@ -214,10 +238,11 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     params, n, base_seed = generation
     rk, _ = rk_from_turns(record.turns)
     concepts = _concept_names(c for t in rk for c in (t.subject, t.object))
-    origin = "rk"
+    origin, spec = "rk", [(t.subject, t.object) for t in rk]
     if not concepts and config.concepts == "rk_or_sk":
         concepts = _concept_names(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"]))
-        origin = "sk"
+        origin, spec = "sk", [(t["subject"], t["object"]) for t in doc["sk_triplets"]]
+    edges = [(normalize_answer(s), normalize_answer(o)) for s, o in spec]
     if not concepts:
         return []
     counts["pairs_with_concepts"] += 1
@@ -237,7 +262,7 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
         messages = runtime.build_messages(cf_doc)
         request = make_request(messages, params, n, base_seed)
         plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
-                       "occluded": list(design),
+                       "occluded": list(design), "spec_edges": edges,
                        "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
                        "original_correct": original_correct, "_doc": doc, "_original": original}, request))
     return plans
@@ -290,6 +315,8 @@ def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Pa
         "occlusion": occlusion_statement(audits, config.max_subsets),
         "models": {a.model: {"run_dir": a.run_dir, "per_source": a.per_source, "overall": a.overall,
                              "counts": a.counts,
+                             "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)),
+                                           "pairs": a.structure},
                              "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()}}
                    for a in audits},
     }
