@@ -1,7 +1,9 @@
 """``harness build fusionaudit``: the FusionAudit item set with its two rendered-text variants.
 
 Selection: each source's rows are sorted by their source id and ``random.Random(seed).sample`` picks
-``per_source`` of them (all, when fewer exist), so the three sources are balanced. Each item gets its
+``per_source`` of them (all, when fewer exist), so the three sources are balanced. MME is drawn per
+category as the paper composed it (:data:`MME_COMPOSITION`, scaled to ``per_source``); a category with
+too few items gives all it has, and the card and a stderr line say so. Each item gets its
 deterministic wrong answer (:mod:`builders.fusion.wrong_answer`), its Typo-Evid image
 (:mod:`builders.fusion.overlay`) and, unless ``--editor none``, its Nat-Evid image
 (:mod:`builders.fusion.natevid`) with the OCR evidence-preservation check (:mod:`builders.fusion.ocr`).
@@ -10,6 +12,7 @@ deterministic wrong answer (:mod:`builders.fusion.wrong_answer`), its Typo-Evid 
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,59 @@ def select(rows: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]
     return sorted(random.Random(seed).sample(rows, n), key=lambda r: r["uid"])
 
 
+#: The paper's MME part: 500 items, 460 of natural-image categories (400 artwork, 60 celebrity) and 40
+#: code reasoning (``lmms-lab/MME`` category names).
+MME_COMPOSITION = {"artwork": 400, "celebrity": 60, "code_reasoning": 40}
+
+
+def parse_composition(text: str | None) -> dict[str, int] | None:
+    """The MME composition to draw: ``CAT=COUNT,...``; unset: the paper's :data:`MME_COMPOSITION`;
+    ``any``: None, a seeded draw over all categories as for the other sources."""
+    if text is None:
+        return dict(MME_COMPOSITION)
+    if text == "any":
+        return None
+    out = {}
+    for part in text.split(","):
+        cat, sep, count = part.partition("=")
+        if not sep or not cat.strip() or not count.strip().isdigit() or int(count) < 1:
+            raise HarnessError(f"--mme-composition expects CAT=COUNT,... with counts >= 1 or 'any', got {text!r}")
+        out[_category(cat)] = int(count)
+    return out
+
+
+def _category(name: str) -> str:
+    return name.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def quotas(composition: dict[str, int], total: int) -> dict[str, int]:
+    """The composition scaled to ``total`` items by largest remainder (exact when ``total`` is its sum, so
+    500 gives 400 / 60 / 40); ties go to the category listed first."""
+    whole = sum(composition.values())
+    shares = {c: n * total / whole for c, n in composition.items()}
+    out = {c: int(v) for c, v in shares.items()}
+    for c in sorted(shares, key=lambda c: out[c] - shares[c])[: total - sum(out.values())]:
+        out[c] += 1
+    return out
+
+
+def select_mme(rows: list[dict[str, Any]], composition: dict[str, int], per_source: int,
+               seed: int) -> tuple[list[dict[str, Any]], str]:
+    """Per category, :func:`select` of its quota (:func:`quotas`), and the card's line ``cat taken/wanted``;
+    a category with too few items gives all it has, and one stderr line says so."""
+    wanted = quotas(composition, per_source)
+    chosen, taken = [], {}
+    for cat, n in wanted.items():
+        pool = [r for r in rows if _category(r["category"]) == cat]
+        chosen.extend(select(pool, n, seed))
+        taken[cat] = min(n, len(pool))
+        if len(pool) < n:
+            print(f"fusionaudit: the MME source has {len(pool)} {cat} items, fewer than the {n} wanted; "
+                  "all are taken (the card records it)", file=sys.stderr)
+    line = ", ".join(f"{cat} {taken[cat]}/{n}" for cat, n in wanted.items())
+    return sorted(chosen, key=lambda r: r["uid"]), line
+
+
 @dataclass(frozen=True)
 class Options:
     """What ``harness build fusion`` takes; each source defaults to its Hub id."""
@@ -46,6 +102,8 @@ class Options:
     chartqa: str | None = option("chartqa source (Hub id, folder or JSON file)")
     docvqa: str | None = option("docvqa source (Hub id, folder or JSON file)")
     mme: str | None = option("mme source (Hub id, folder or JSON file)")
+    mme_composition: str | None = option("MME categories CAT=COUNT,... scaled to --per-source (default the paper's "
+                                         "artwork=400,celebrity=60,code_reasoning=40), or any")
     demo: bool = option("build from small self-made sources", False)
 
 
@@ -65,6 +123,8 @@ def build(out: Path, options: Options) -> Path:
     if per_source < 1:
         raise HarnessError(f"--per-source must be at least 1, got {per_source}")
     spec = EditorSpec.parse(options.editor)
+    composition = parse_composition(options.mme_composition)
+    mme_line = "a seeded draw over all categories (--mme-composition any)"
     chosen: list[dict[str, Any]] = []
     pools: dict[str, list[str]] = {}
     for kind in SOURCES:
@@ -72,7 +132,11 @@ def build(out: Path, options: Options) -> Path:
         if not rows:
             raise HarnessError(f"{kind} source {given[kind] or DEFAULT_SOURCES[kind]}: no items")
         pools[kind] = [a for r in rows for a in r["answers"] if answer_kind(kind, a) == "text"]
-        chosen.extend(select(rows, per_source, seed))
+        if kind == "mme" and composition is not None:
+            picked, mme_line = select_mme(rows, composition, per_source, seed)
+            chosen.extend(picked)
+        else:
+            chosen.extend(select(rows, per_source, seed))
     edit = Editor(spec) if spec is not None else None
     has_ocr = ocr_available()
     records = []
@@ -111,7 +175,7 @@ def build(out: Path, options: Options) -> Path:
     statuses = {st: sum(r["natevid_status"] == st for r in records)
                 for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")}
     card_vars = {
-        "n_items": len(records), "seed": seed, "per_source": per_source,
+        "n_items": len(records), "seed": seed, "per_source": per_source, "mme_composition": mme_line,
         **{f"n_{kind}": sum(r["source"] == kind for r in records) for kind in SOURCES},
         **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",

@@ -65,6 +65,10 @@ def write_docvqa(root: Path, n: int = 4) -> Path:
     return path
 
 
+#: The category names of the paper's MME part (``lmms-lab/MME`` spelling), cycled over the demo images.
+MME_CATEGORIES = ("artwork", "celebrity", "code_reasoning")
+
+
 def write_mme(root: Path, n: int = 4) -> Path:
     """lmms-lab/MME's columns saved with ``save_to_disk``."""
     from datasets import Dataset, Features, Value
@@ -78,7 +82,7 @@ def write_mme(root: Path, n: int = 4) -> Path:
         for asked, answer in ((color, "Yes"), (list(COLORS)[(k + 1) % len(COLORS)], "No")):
             rows.append({"question_id": f"color/{k}.png", "image": image,
                          "question": f"Is there a {asked} circle in the image? Please answer yes or no.",
-                         "answer": answer, "category": "color"})
+                         "answer": answer, "category": MME_CATEGORIES[k % len(MME_CATEGORIES)]})
     s = Value("string")
     features = Features({"question_id": s, "image": ImageFeature(), "question": s, "answer": s, "category": s})
     Dataset.from_list(rows, features=features).save_to_disk(str(root))

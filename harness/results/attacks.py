@@ -16,7 +16,7 @@ from harness.results.jsonl import read_jsonl
 from harness.results.schema import ModelInfo
 
 AttackName = Literal["vis_pgd", "end_pgd", "mantis"]
-DiagnosticName = Literal["oar", "restoration"]
+DiagnosticName = Literal["oar", "oar_clean", "restoration"]
 OUTCOMES_FILE, DIAGNOSTICS_FILE, SUMMARY_FILE = "attack_outcomes.jsonl", "diagnostics.jsonl", "attack.json"
 
 
@@ -38,8 +38,8 @@ class AttackOutcome(BaseModel):
 
 
 class Diagnostic(BaseModel):
-    """OAR of an item's Typo-Evid image, or whether layer restoration undid an End-PGD flip (and at which
-    depths)."""
+    """OAR of an item's Typo-Evid image (``oar``) or of the same region on its clean image (``oar_clean``),
+    or whether layer restoration undid an End-PGD flip (and at which depths)."""
 
     model_config = ConfigDict(extra="forbid")
 

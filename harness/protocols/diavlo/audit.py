@@ -9,17 +9,21 @@ performance. Then the counterfactual study:
    ``rk_or_sk`` a pair without usable RK falls back to its SK concepts). Each concept gets a box: the
    box of the best-matching SK concept (cosine >= ``match_threshold``), else the detector's box (when
    ``--detector`` is given), else none (the concept is counted and left out).
-2. Occlusion designs: every subset of the boxed concepts (the empty one included) when there are at
-   most ``max_subsets`` of them; beyond the cap, the empty set, all singletons and a seeded random
-   sample of the other subsets up to the cap. Occluded boxes are filled with the image's mean colour;
-   the prompt text is the task's own, unchanged.
+2. Occlusion designs: the paper's full power set of the boxed concepts (the empty set included) while it
+   has at most ``max_subsets`` members (default 1024: every pair with up to 10 concepts); beyond it, the
+   empty set, all singletons and a seeded random sample of the other subsets up to ``max_subsets``,
+   counted per model (``pairs_sampled``) and stated in the report (``occlusion``). Occluded boxes are
+   filled with the image's mean colour; the prompt text is the task's own, unchanged.
 3. The model re-answers every counterfactual (through the response store; the empty design is the
-   original request). Outcomes: ``flip`` = 1 when correctness (performance >= 0.5; unparsed counts as
+   original request). Outcomes: ``flip`` = 1 when correctness (binary performance; unparsed counts as
    incorrect) differs from the original answer's, ``distance`` = 1 - cosine(original answer,
    counterfactual answer) in MiniLM space.
 4. Per model and concept name, a DML estimate per outcome with placebo and random-common-cause
    refutations (:mod:`harness.protocols.diavlo.concept_effects`); X = number and area share of the other
    occluded concepts, the pair's concept count, and the original correctness.
+5. Per pair, the paper's structural refutation: its specification read as a causal graph, tested on its
+   counterfactuals against its local Markov conditions and a baseline permutation test
+   (:mod:`harness.protocols.diavlo.structure`), with a verdict per pair and counted per model.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import csv
 import itertools
 import json
 import random
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,7 +48,15 @@ from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.protocols.diavlo.metrics import Thresholds
-from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, rk_from_turns, shared_encoder
+from harness.protocols.diavlo.report import (
+    BINARY,
+    behaviour_summary,
+    pair_rows,
+    performance,
+    rk_from_turns,
+    shared_encoder,
+)
+from harness.protocols.diavlo.structure import OUTCOME, falsify_graph, rk_graph
 from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
@@ -56,7 +69,7 @@ class DiavloAuditConfig:
 
     thresholds: Thresholds = field(default_factory=Thresholds)
     concepts: str = "rk"
-    max_subsets: int = 16
+    max_subsets: int = 1024
     match_threshold: float = 0.6
     mi_estimator: str = "knn"
     mi_resamples: int = 1000
@@ -84,17 +97,29 @@ class ModelAudit:
     counterfactuals: list[dict[str, Any]] = field(default_factory=list)
     effects: dict[str, list[ConceptEffect]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    structure: list[dict[str, Any]] = field(default_factory=list)
 
 
 def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[tuple[str, ...]]:
-    """Subsets of ``concepts`` to occlude (module docstring, step 2), in a stable order."""
-    full = [c for r in range(len(concepts) + 1) for c in itertools.combinations(concepts, r)]
-    if len(full) <= max_subsets:
-        return full
+    """Subsets of ``concepts`` to occlude (module docstring, step 2), in a stable order: the paper's full
+    power set while it has at most ``max_subsets`` members, else a seeded sample of that many (the empty
+    set and every singleton first), drawn as bit masks so a large power set is never listed."""
+    k = len(concepts)
+    if not is_sampled(k, max_subsets):
+        return [c for r in range(k + 1) for c in itertools.combinations(concepts, r)]
     base = [(), *[(c,) for c in concepts]][:max_subsets]
-    rest = [s for s in full if len(s) > 1]
-    extra = random.Random(seed).sample(rest, max(0, min(len(rest), max_subsets - len(base))))
+    rng, masks = random.Random(seed), set[int]()
+    while len(masks) < max_subsets - len(base):
+        mask = rng.randrange(2 ** k)
+        if mask & (mask - 1):  # two or more concepts: the empty set and singletons are in ``base``
+            masks.add(mask)
+    extra = [tuple(c for b, c in enumerate(concepts) if mask >> b & 1) for mask in masks]
     return base + sorted(extra, key=lambda s: (len(s), s))
+
+
+def is_sampled(n_concepts: int, max_subsets: int) -> bool:
+    """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
+    return 2 ** n_concepts > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:
@@ -157,7 +182,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
         raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
     audit = ModelAudit(run.config.model, str(run_dir))
     counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
-              "counterfactuals": 0}
+              "pairs_sampled": 0, "counterfactuals": 0}
     plans: list[tuple[dict[str, Any], GenerationRequest]] = []
     for task in tasks:
         records = read_samples(run_dir, task)
@@ -183,7 +208,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
             audit.counterfactuals.append(row)
             continue
         answer = responses[req.key][0]
-        correct = (performance(doc, answer) or 0.0) >= 0.5
+        correct = performance(doc, answer, BINARY) == 1.0
         row.update(answer=answer, flip=float(correct != row["original_correct"]),
                    distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)))
         audit.counterfactuals.append(row)
@@ -191,7 +216,25 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
     counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
     audit.counts = counts
     audit.effects = {outcome: _effects(audit.counterfactuals, outcome, config.dml) for outcome in OUTCOMES}
+    audit.structure = structure_checks(audit.counterfactuals, config.seed)
     return audit
+
+
+def structure_checks(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:
+    """Per pair, the structural refutation of its specification read as a causal graph
+    (:mod:`harness.protocols.diavlo.structure`; the outcome is the correctness flip)."""
+    pairs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        if "error" not in r:
+            pairs.setdefault((r["task"], r["doc_id"]), []).append(r)
+    out = []
+    for (task, doc_id), mine in pairs.items():
+        concepts = mine[0]["concepts"]
+        data = {c: np.array([float(c in r["occluded"]) for r in mine]) for c in concepts}
+        data[OUTCOME] = np.array([r["flip"] for r in mine], dtype=float)
+        graph = rk_graph(concepts, [tuple(e) for e in mine[0]["spec_edges"]])
+        out.append({"task": task, "doc_id": doc_id, **falsify_graph(graph, data, seed=seed).as_dict()})
+    return out
 
 
 def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generation: tuple[GenerationParams, int, int],
@@ -201,10 +244,11 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     params, n, base_seed = generation
     rk, _ = rk_from_turns(record.turns)
     concepts = _concept_names(c for t in rk for c in (t.subject, t.object))
-    origin = "rk"
+    origin, spec = "rk", [(t.subject, t.object) for t in rk]
     if not concepts and config.concepts == "rk_or_sk":
         concepts = _concept_names(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"]))
-        origin = "sk"
+        origin, spec = "sk", [(t["subject"], t["object"]) for t in doc["sk_triplets"]]
+    edges = [(normalize_answer(s), normalize_answer(o)) for s, o in spec]
     if not concepts:
         return []
     counts["pairs_with_concepts"] += 1
@@ -215,15 +259,16 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
     counts["concepts_without_box"] += len(concepts) - len(boxed)
     if not boxed:
         return []
+    counts["pairs_sampled"] += is_sampled(len(boxed), config.max_subsets)
     original = record.responses[0]
-    original_correct = (performance(doc, original) or 0.0) >= 0.5
+    original_correct = performance(doc, original, BINARY) == 1.0
     plans = []
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
         cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
         messages = runtime.build_messages(cf_doc)
         request = make_request(messages, params, n, base_seed)
         plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
-                       "occluded": list(design),
+                       "occluded": list(design), "spec_edges": edges,
                        "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
                        "original_correct": original_correct, "_doc": doc, "_original": original}, request))
     return plans
@@ -255,6 +300,17 @@ def _effects(rows: list[dict[str, Any]], outcome: str, settings: DMLSettings) ->
     return out
 
 
+def occlusion_statement(audits: list[ModelAudit], max_subsets: int) -> str:
+    """The report's sentence on the occlusion designs: the full power set, or how many pairs were sampled."""
+    full = max_subsets.bit_length() - 1  # the most concepts whose power set fits
+    sampled = sum(a.counts.get("pairs_sampled", 0) for a in audits)
+    pairs = sum(a.counts.get("pairs_with_concepts", 0) for a in audits)
+    text = f"full power set of the boxed concepts for pairs with at most {full} (up to {max_subsets} designs)"
+    if not sampled:
+        return f"{text}: every pair"
+    return f"{text}; {sampled} of {pairs} pairs had more and got {max_subsets} sampled subsets"
+
+
 def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Path) -> Path:
     """audit.json, pairs.csv, counterfactuals.csv, effects.csv and the three plots."""
     from harness.protocols.diavlo.plots import class_shares_plot, concept_effects_plot, similarity_performance_plot
@@ -262,8 +318,11 @@ def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = {
         "config": {**asdict(config), "outcomes": list(OUTCOMES)},
+        "occlusion": occlusion_statement(audits, config.max_subsets),
         "models": {a.model: {"run_dir": a.run_dir, "per_source": a.per_source, "overall": a.overall,
                              "counts": a.counts,
+                             "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)),
+                                           "pairs": a.structure},
                              "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()}}
                    for a in audits},
     }

@@ -18,7 +18,9 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
     dv.add_argument("--concepts", choices=["rk", "rk_or_sk"], default="rk",
                     help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK")
-    dv.add_argument("--max-subsets", type=int, default=16, help="occlusion designs per pair (powerset cap)")
+    dv.add_argument("--max-subsets", type=int, default=1024,
+                    help="occlusion designs per pair: the full power set up to this size (default 1024, i.e. "
+                         "up to 10 concepts), a seeded sample of this many beyond")
     dv.add_argument("--match-threshold", type=float, default=0.6, help="RK-SK concept cosine to borrow a box")
     dv.add_argument("--tau-a", type=float, default=0.75)
     dv.add_argument("--tau-e", type=float, default=0.35)

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.metrics.answer_scoring import choice_letter, vqa_accuracy
-from harness.metrics.squad import token_f1
+from harness.errors import HarnessError
+from harness.metrics.answer_scoring import LETTERS, choice_letter, vqa_accuracy
+from harness.metrics.squad import normalize_answer, token_f1
 from harness.protocols.diavlo.metrics import (
     CLASSES,
+    LN2,
     Thresholds,
     Triplet,
     behaviour_class,
@@ -42,15 +44,51 @@ def shared_encoder() -> Any:
     return MiniLMEncoder()
 
 
-def performance(doc: dict[str, Any], answer: str) -> float | None:
-    """Accuracy (multiple choice, VQA) or token F1 (open-ended) of one answer; None when unparsed."""
+CONTINUOUS, BINARY = "continuous", "binary"
+#: The paper's performance scale per source: continuous in [0, 1] for LLaVA-Bench and MMBench (MI has no
+#: fixed ceiling), binary {0, 1} for SEED-Bench-2 and VQA v2 (MI <= ln 2).
+PERFORMANCE_SCALES = {"llava_bench": CONTINUOUS, "mmbench": CONTINUOUS, "seed_bench2": BINARY, "vqav2": BINARY}
+#: What each (answer type, scale) scores; the paper gives the scales, not the scoring, so these are ours.
+SCALE_DEFINITIONS = {
+    ("multiple_choice", BINARY): "option accuracy: 1 when the chosen letter is the gold one",
+    ("multiple_choice", CONTINUOUS): "1 when the chosen option is the gold one, else the MiniLM cosine of the "
+                                     "chosen and the gold option texts, clipped to [0, 1]",
+    ("vqa", BINARY): "1 when the answer equals the consensus answer (multiple_choice_answer) after normalisation",
+    ("vqa", CONTINUOUS): "the official VQA accuracy, min(1, matches / 3) over the leave-one-out subsets",
+    ("open", BINARY): "1 when the token F1 against the reference is at least 0.5",
+    ("open", CONTINUOUS): "token F1 against the reference answer",
+}
+
+
+def performance_scale(doc: dict[str, Any]) -> str:
+    """The paper's scale for the doc's source (:data:`PERFORMANCE_SCALES`); a source the paper does not
+    use is continuous when open-ended, else binary."""
+    kind = doc.get("answer_type")
+    return PERFORMANCE_SCALES.get(str(doc.get("source")), CONTINUOUS if kind not in {"multiple_choice", "vqa"}
+                                  else BINARY)
+
+
+def performance(doc: dict[str, Any], answer: str, scale: str | None = None) -> float | None:
+    """Performance of one answer on ``scale`` (default: the paper's for its source, :func:`performance_scale`;
+    definitions in :data:`SCALE_DEFINITIONS`); None when a multiple-choice answer names no option."""
+    scale = scale or performance_scale(doc)
+    if scale not in {BINARY, CONTINUOUS}:
+        raise HarnessError(f"performance scale {scale!r}: choose binary or continuous")
     kind = doc.get("answer_type")
     if kind == "multiple_choice":
-        letter = choice_letter(answer, doc.get("options") or [])
-        return None if letter is None else float(letter == doc["answer"])
+        options = doc.get("options") or []
+        letter = choice_letter(answer, options)
+        if letter is None or letter == doc["answer"] or scale == BINARY:
+            return None if letter is None else float(letter == doc["answer"])
+        chosen, gold = (options[LETTERS.index(x)] for x in (letter, doc["answer"]))
+        encoder = shared_encoder()
+        return max(0.0, float(encoder.vector(chosen) @ encoder.vector(gold)))
     if kind == "vqa":
-        return vqa_accuracy(answer, doc.get("answers") or [doc["answer"]])
-    return token_f1(answer, doc["answer"])
+        if scale == CONTINUOUS:
+            return vqa_accuracy(answer, doc.get("answers") or [doc["answer"]])
+        return float(normalize_answer(answer) == normalize_answer(doc["answer"]))
+    f1 = token_f1(answer, doc["answer"])
+    return f1 if scale == CONTINUOUS else float(f1 >= 0.5)
 
 
 def rk_from_turns(turns: Sequence[Turn]) -> tuple[tuple[Triplet, ...], str]:
@@ -95,11 +133,22 @@ def pair_rows(records: Sequence[Any], thresholds: Thresholds = DEFAULT_THRESHOLD
         m = {k.split(",")[0]: v for k, v in r.metrics.items()}
         _, status = rk_from_turns(r.turns)
         sim = m.get("similarity")
-        rows.append({"doc_id": r.doc_id, "id": r.doc.get("id"), "source": r.doc.get("source", r.task),
+        source = r.doc.get("source", r.task.removeprefix("diavlo_"))
+        rows.append({"doc_id": r.doc_id, "id": r.doc.get("id"), "source": source,
+                     "scale": performance_scale({**r.doc, "source": source}),
                      "similarity": sim, "performance": m.get("performance"), "n_rk": int(m.get("n_rk", 0)),
                      "n_sk": int(m.get("n_sk", 0)), "rk_status": status,
                      "class": behaviour_class(int(m.get("n_rk", 0)), int(m.get("n_sk", 0)), sim, thresholds)})
     return rows
+
+
+def scale_statement(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The performance scale of each source among ``rows``, for the report: a binary scale bounds the MI
+    by ln 2, a continuous one does not (the paper's Table 3 reading)."""
+    by_source = {r["source"]: r["scale"] for r in rows}
+    scales = set(by_source.values())
+    return {"scale": scales.pop() if len(scales) == 1 else ("mixed" if scales else None), "by_source": by_source,
+            "mi_upper_bound_nats": LN2 if set(by_source.values()) == {BINARY} else None}
 
 
 def behaviour_summary(rows: list[dict[str, Any]], estimator: str = "knn", n_resamples: int = 1000,
@@ -109,7 +158,8 @@ def behaviour_summary(rows: list[dict[str, Any]], estimator: str = "knn", n_resa
     mi = mutual_information([r["similarity"] for r in both], [r["performance"] for r in both],
                             estimator=estimator, n_resamples=n_resamples, seed=seed)
     losses = {loss: sum(r["rk_status"] == loss for r in rows) for loss in LOSSES}
-    return {"pairs": len(rows), "classes": class_shares([r["class"] for r in rows]),
+    return {"pairs": len(rows), "performance_scale": scale_statement(rows),
+            "classes": class_shares([r["class"] for r in rows]),
             "rk_losses": {**losses, "total": sum(losses.values()),
                           "rate": sum(losses.values()) / len(rows) if rows else None},
             "mutual_information": mi.as_dict() if mi else {

@@ -4,10 +4,11 @@ Reads, per run folder, through the results contract: ``samples_fusion_clean.json
 set C: J correct), ``samples_fusion_typo`` / ``samples_fusion_natevid`` (a flip: an item of C answered
 wrong; ``uses_injected`` for P_use), ``samples_fusion_read_typo`` / ``..._read_natevid`` (P_read), and
 from ``harness attack``: ``attack_outcomes.jsonl`` (Vis-PGD, End-PGD, MANTIS flips) and
-``diagnostics.jsonl`` (OAR, layer restoration). Several folders of one model (same ``--model`` spec)
-are merged. An item of C that an attack could not be run on (an error, a missing image, or a Nat-Evid
-edit whose OCR check says the evidence was destroyed, unless ``--natevid-all``) counts as not flipped
-and is reported under ``missing``. An attack with no outcome on any item of C was not run: its ASR is
+``diagnostics.jsonl`` (OAR on the Typo-Evid and on the matched clean image, layer restoration).
+Several folders of one model (same ``--model`` spec) are merged. An item of C that an attack could
+not be run on (an error, a missing image, or a Nat-Evid edit whose OCR check says the evidence was
+destroyed, unless ``--natevid-all``) counts as not flipped and is reported under ``missing``. An
+attack with no outcome on any item of C was not run: its ASR is
 None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attacks that were run).
 """
 
@@ -27,7 +28,8 @@ from harness.results.schema import read_run, read_samples
 VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
                  fm.NAT_EVID: ("fusion_natevid", "fusion_read_natevid", "natevid")}
 CI_FIGURES = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus",
-              "delta_mantis", "delta_nat_evid", "delta", "rug_typo", "rug_natevid", "oar", "restoration")
+              "delta_mantis", "delta_nat_evid", "delta", "rug_typo", "rug_natevid", "oar", "oar_clean", "oar_increase",
+              "restoration")
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class FusionAuditConfig:
     Nat-Evid counted only on edits whose evidence survived, fusion-level overrides, and the bootstrap."""
 
     delta_mode: str = "pathway"
+    oar_mode: str = "per_item"
     natevid_preserved_only: bool = True
     level_overrides: dict[str, str] = field(default_factory=dict)
     n_resamples: int = 1000
@@ -99,17 +102,17 @@ def model_outcomes(runs: ModelRuns,
     for outcome in (o for folder in runs.folders for o in read_outcomes(folder)):
         if outcome.item in flips and outcome.error is None:
             flips[outcome.item][outcome.attack] = outcome.flipped
-    oar: dict[str, float | None] = {}
+    oar: dict[str, dict[str, float | None]] = {"oar": {}, "oar_clean": {}}
     restored: dict[str, bool] = {}
     depths: dict[str, list[int]] = {}
     for row in (d for folder in runs.folders for d in read_diagnostics(folder)):
-        if row.diagnostic == "oar":
-            oar[row.item] = None if row.value is None else float(row.value)
+        if row.diagnostic in oar:
+            oar[row.diagnostic][row.item] = None if row.value is None else float(row.value)
         else:
             restored[row.item] = bool(row.value)
             depths[row.item] = list(row.depths)
-    outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar.get(i),
-                               restored=restored.get(i)) for i in c_items]
+    outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar["oar"].get(i),
+                               oar_clean=oar["oar_clean"].get(i), restored=restored.get(i)) for i in c_items]
     missing = {a: sum(a not in flips[i] for i in c_items) for a in fm.SUITE}
     return outcomes, missing, sorted(clean), {i: d for i, d in depths.items() if i in flips}
 
@@ -130,6 +133,8 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
     bootstrap 95% CIs (module docstring)."""
     if config.delta_mode not in {"pathway", "suite"}:
         raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
+    if config.oar_mode not in fm.OAR_INCREASE_MODES:
+        raise HarnessError(f"--oar-increase {config.oar_mode!r}: choose {' or '.join(fm.OAR_INCREASE_MODES)}")
     models = _models(run_dirs)
     per_model: dict[str, dict[str, fm.ItemOutcome]] = {}
     universe: set[str] = set()
@@ -140,7 +145,7 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         universe.update(seen)
         level = fm.fusion_level(runs.model_type, config.level_overrides, model=name)
         not_run = [a for a in fm.SUITE if outcomes and missing[a] == len(outcomes)]
-        figures = fm.model_figures(outcomes, config.delta_mode)
+        figures = fm.model_figures(outcomes, config.delta_mode, config.oar_mode)
         figures.update({f"asr_{a}": None for a in not_run})
         report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
                         "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen),
@@ -151,7 +156,7 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
 
     def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
         out: dict[tuple[str, str], float | None] = {}
-        figures = {m: {**fm.model_figures(items, config.delta_mode),
+        figures = {m: {**fm.model_figures(items, config.delta_mode, config.oar_mode),
                        **{f"asr_{a}": None for a in report[m]["attacks_not_run"]}} for m, items in sample.items()}
         for m, f in figures.items():
             out.update({(m, k): f[k] for k in CI_FIGURES})

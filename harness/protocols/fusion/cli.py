@@ -102,9 +102,14 @@ def _cmd_attack(args: argparse.Namespace) -> int:
 
 def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
-    fu.add_argument("--fusion-level", action="append", help="MODEL=L1|L2|L3 overriding the table (repeatable)")
+    fu.add_argument("--fusion-level", action="append",
+                    help="MODEL=L1|L2|L3: a level for a family the paper's table does not place, or "
+                         "overriding it (repeatable)")
     fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
                     help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
+    fu.add_argument("--oar-increase", choices=["per_item", "ratio_of_means"], default="per_item",
+                    help="relative OAR increase over the clean image: mean of per-item ratios (default, the "
+                         "paper's) or ratio of the mean OARs")
     fu.add_argument("--natevid-all", action="store_true",
                     help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed")
     fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
@@ -114,25 +119,29 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
 
 def _cmd_audit_fusion(args: argparse.Namespace) -> int:
     from harness.protocols.fusion.audit import FusionAuditConfig, run_fusion_audit, write_fusion_audit
+    from harness.protocols.fusion.metrics import LEVELS
 
     overrides = {}
     for pair in args.fusion_level or []:
         model, sep, level = pair.rpartition("=")
-        if not sep or not model:
-            raise HarnessError(f"--fusion-level expects MODEL=LEVEL, got {pair!r}")
+        if not sep or not model or level not in LEVELS:
+            raise HarnessError(f"--fusion-level expects MODEL=LEVEL with LEVEL one of {', '.join(LEVELS)}, "
+                               f"got {pair!r}")
         overrides[model] = level
     run_dirs = [Path(d) for d in args.run_dirs]
-    config = FusionAuditConfig(delta_mode=args.delta_mode, natevid_preserved_only=not args.natevid_all,
+    config = FusionAuditConfig(delta_mode=args.delta_mode, oar_mode=args.oar_increase,
+                               natevid_preserved_only=not args.natevid_all,
                                level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
     result = run_fusion_audit(run_dirs, config)
     out = write_fusion_audit(result, audit_folder(args.output, run_dirs, "fusion"))
-    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR | OAR vs clean |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model, row in result.models.items():
         f = row["figures"]
         cells = [f"{f[k]:.3f}" if f[k] is not None else "-" for k in (
             "asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus", "delta",
             "rug_typo", "oar")]
+        cells.append("-" if f["oar_increase"] is None else f"{f['oar_increase']:+.0%}")
         print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
     print(f"\naudit: {out / 'audit.json'}")
     return 0

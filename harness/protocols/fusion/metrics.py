@@ -12,7 +12,8 @@ that ``a`` turns wrong. Then (``union`` is set union, ``\`` set difference)
   ``B(s)``; ``delta = R+ - R0`` for the whole strengthening step;
 - exclusive flip rate of ``a``: ``|S_a \ union_{b != a} S_b| / |C|`` over the full suite;
 - ``RUG = P_read - P_use`` (read-use gap of a rendered-text variant);
-- ``OAR = (attention share of the overlay region) / (area share of the overlay region)``.
+- ``OAR = (attention share of the overlay region) / (area share of the overlay region)``, and its
+  relative increase over the matched clean image (same region), ``OAR_typo / OAR_clean - 1``.
 
 Every figure is computed from per-item outcomes (one :class:`ItemOutcome` per item of ``C``), so a
 bootstrap resample with repeated items is just a longer list; the set formulas above are the special
@@ -51,6 +52,7 @@ class ItemOutcome:
     read: Mapping[str, bool] = field(default_factory=dict)
     use: Mapping[str, bool] = field(default_factory=dict)
     oar: float | None = None
+    oar_clean: float | None = None
     restored: bool | None = None
 
 
@@ -133,10 +135,29 @@ def rug(outcomes: Sequence[ItemOutcome], variant: str) -> dict[str, float | None
     return {"p_read": p_read, "p_use": p_use, "rug": gap, "n": len(both)}
 
 
-def _mean_oar(outcomes: Sequence[ItemOutcome]) -> float | None:
-    """Mean OAR over the items with a finite one; None when no item has."""
-    values = [o.oar for o in outcomes if o.oar is not None and math.isfinite(o.oar)]
+def mean_oar(outcomes: Sequence[ItemOutcome], clean: bool = False) -> float | None:
+    """Mean OAR over the items that have one: of the Typo-Evid images, or (``clean``) of the clean images."""
+    values = [v for o in outcomes if (v := o.oar_clean if clean else o.oar) is not None and math.isfinite(v)]
     return float(np.mean(values)) if values else None
+
+
+OAR_INCREASE_MODES = ("per_item", "ratio_of_means")
+
+
+def oar_increase(outcomes: Sequence[ItemOutcome], mode: str = "per_item") -> float | None:
+    """Relative OAR increase over the matched clean image (the paper's "+138% at L2" is 1.38), over the
+    items with both OARs and a positive clean one.
+
+    ``per_item`` (default: the paper's "mean OAR increase"): mean of ``OAR_typo / OAR_clean - 1``;
+    ``ratio_of_means``: ``mean(OAR_typo) / mean(OAR_clean) - 1``."""
+    if mode not in OAR_INCREASE_MODES:
+        raise HarnessError(f"OAR increase mode {mode!r}: choose {' or '.join(OAR_INCREASE_MODES)}")
+    pairs = [(o.oar, o.oar_clean) for o in outcomes if o.oar is not None and o.oar_clean is not None
+             and math.isfinite(o.oar) and math.isfinite(o.oar_clean) and o.oar_clean > 0]
+    if not pairs:
+        return None
+    typo, clean = np.array(pairs).T
+    return float(np.mean(typo / clean) - 1) if mode == "per_item" else float(typo.mean() / clean.mean() - 1)
 
 
 def restoration_rate(outcomes: Sequence[ItemOutcome]) -> float | None:
@@ -191,7 +212,8 @@ def oar(attention: np.ndarray, coverage: np.ndarray, areas: np.ndarray | None = 
     return float((a * c).sum() / total) / area_share
 
 
-def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") -> dict[str, float | None]:
+def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway",
+                  oar_mode: str = "per_item") -> dict[str, float | None]:
     """Every per-model figure, flat (the audit's CSV row and the bootstrap's statistic)."""
     out: dict[str, float | None] = {"n_clean_correct": float(len(outcomes))}
     for a in SUITE:
@@ -204,31 +226,60 @@ def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway") 
         figures = rug(outcomes, variant)
         out[f"p_read_{variant}"], out[f"p_use_{variant}"] = figures["p_read"], figures["p_use"]
         out[f"rug_{variant}"] = figures["rug"]
-    out["oar"] = _mean_oar(outcomes)
+    out["oar"], out["oar_clean"] = mean_oar(outcomes), mean_oar(outcomes, clean=True)
+    out["oar_increase"] = oar_increase(outcomes, oar_mode)
     out["restoration"] = restoration_rate(outcomes)
     return out
 
 
 # -- fusion levels -----------------------------------------------------------------------------
-#: The harness's maintained table of fusion levels by transformers ``model_type`` (override per model
-#: with ``--fusion-level MODEL=L2``). L1: late fusion, a frozen-then-tuned vision encoder whose
-#: features enter the language model once through a small projector (LLaVA family); L2: an encoder
-#: and connector (resampler, pixel shuffle, pooled soft tokens) trained jointly with the language
-#: model through multimodal pre-training (Idefics, SmolVLM, Gemma 3, PaliGemma); L3: native
-#: multimodal models whose vision tower is trained with the language model from pre-training on
-#: interleaved data at native resolution (Qwen2-VL onwards, InternVL 2.5+, Llama 4).
-FUSION_LEVELS: dict[str, str] = {
-    "llava": "L1", "llava_next": "L1", "llava_onevision": "L1", "vipllava": "L1",
-    "idefics2": "L2", "idefics3": "L2", "smolvlm": "L2", "gemma3": "L2", "paligemma": "L2", "blip-2": "L2",
-    "qwen2_vl": "L3", "qwen2_5_vl": "L3", "qwen3_vl": "L3", "internvl": "L3", "llama4": "L3",
-}
+@dataclass(frozen=True)
+class PaperModel:
+    """One of the paper's 18 audited models: its name as the paper writes it, its fusion level and the
+    transformers ``model_type`` values of its checkpoints (the family the level extends to)."""
+
+    name: str
+    level: str
+    model_types: tuple[str, ...]
+
+
+#: The paper's L1/L2/L3 assignment (its experiment setup). L1: a frozen or lightly adapted vision encoder
+#: feeds the language model through a projection; L2: joint multimodal pre-training, visual tokens enter
+#: the backbone once through a connector as a fixed prefix; L3: vision takes part in the whole language
+#: computation (DeepStack re-injection, early fusion). DeepSeek-VL's remote-code checkpoints say
+#: ``multi_modality``, which Janus shares, so only its transformers-native types are listed.
+PAPER_MODELS: tuple[PaperModel, ...] = (
+    PaperModel("SmolVLM2-2.2B", "L1", ("smolvlm",)),
+    PaperModel("BLIP2-OPT-2.7B", "L1", ("blip-2",)),
+    PaperModel("InstructBLIP-Vicuna-7B", "L1", ("instructblip",)),
+    PaperModel("LLaVA-1.5-7B", "L1", ("llava",)),
+    PaperModel("Qwen-VL-Chat", "L2", ("qwen",)),
+    PaperModel("Qwen2-VL-2B", "L2", ("qwen2_vl",)),
+    PaperModel("Qwen2.5-VL-3B", "L2", ("qwen2_5_vl",)),
+    PaperModel("Qwen2.5-VL-7B", "L2", ("qwen2_5_vl",)),
+    PaperModel("Gemma3-4B", "L2", ("gemma3",)),
+    PaperModel("Gemma3-12B", "L2", ("gemma3",)),
+    PaperModel("DeepSeek-VL-7B", "L2", ("deepseek_vl_hybrid", "deepseek_vl")),
+    PaperModel("Qwen3-VL-2B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3-VL-4B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3-VL-8B", "L3", ("qwen3_vl",)),
+    PaperModel("Qwen3.5-2B", "L3", ("qwen3_5",)),
+    PaperModel("Qwen3.5-4B", "L3", ("qwen3_5",)),
+    PaperModel("Qwen3.5-9B", "L3", ("qwen3_5",)),
+    PaperModel("Gemma4-E4B", "L3", ("gemma4",)),
+)
+FUSION_LEVELS: dict[str, str] = {t: m.level for m in PAPER_MODELS for t in m.model_types}
+LEVELS = ("L1", "L2", "L3")
+UNKNOWN_LEVEL = "unknown"
 
 
 def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = None, model: str = "") -> str:
-    """The fusion level of a model: an override by model name, else the table, else ``unknown``."""
+    """The fusion level of a model: the user's ``--fusion-level MODEL=LEVEL``, else the level of the
+    paper family its ``model_type`` belongs to (:data:`PAPER_MODELS`), else ``unknown``: the paper
+    places no other family, so the harness does not guess one."""
     if overrides and model in overrides:
         return overrides[model]
-    return FUSION_LEVELS.get(model_type or "", "unknown")
+    return FUSION_LEVELS.get(model_type or "", UNKNOWN_LEVEL)
 
 
 def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],

@@ -17,11 +17,14 @@ from harness.errors import HarnessError
 from harness.models.base import Backend
 from harness.protocols.diavlo.audit import (
     DiavloAuditConfig,
+    ModelAudit,
     _area_share,
     audit_run,
     concept_boxes,
+    is_sampled,
     occlude,
     occlusion_designs,
+    occlusion_statement,
     write_audit,
 )
 from harness.protocols.diavlo.concept_effects import DMLSettings
@@ -33,6 +36,23 @@ def test_occlusion_designs_powerset_and_cap() -> None:
     assert capped[:4] == [(), ("a",), ("b",), ("c",)] and len(capped) == 5 and len(capped[4]) >= 2
     assert occlusion_designs(["a", "b", "c"], 5, 0) == capped  # seeded
     assert len(occlusion_designs(list("abcdefgh"), 16, 1)) == 16
+
+
+def test_occlusion_default_is_the_full_power_set_up_to_ten_concepts() -> None:
+    """The paper occludes every subset of the RK concepts: 2 ** 10 = 1024 designs for 10 concepts is the
+    default's limit; 11 concepts (2048 subsets) get 1 + 11 + 1012 sampled designs, all distinct."""
+    assert DiavloAuditConfig().max_subsets == 1024
+    ten = occlusion_designs([f"c{k}" for k in range(10)], 1024, 0)
+    assert len(ten) == len(set(ten)) == 1024 and not is_sampled(10, 1024)
+    eleven = occlusion_designs([f"c{k}" for k in range(11)], 1024, 0)
+    assert is_sampled(11, 1024) and len(eleven) == len(set(eleven)) == 1024
+    assert eleven[:12] == [(), *[(f"c{k}",) for k in range(11)]] and all(len(d) >= 2 for d in eleven[12:])
+    assert len(occlusion_designs([f"c{k}" for k in range(40)], 64, 0)) == 64  # 2 ** 40 is never listed
+    full = ModelAudit("m", "r", counts={"pairs_with_concepts": 3, "pairs_sampled": 0})
+    assert occlusion_statement([full], 1024) == ("full power set of the boxed concepts for pairs with at most 10 "
+                                                 "(up to 1024 designs): every pair")
+    some = ModelAudit("m", "r", counts={"pairs_with_concepts": 3, "pairs_sampled": 1})
+    assert occlusion_statement([some], 4).endswith("; 1 of 3 pairs had more and got 4 sampled subsets")
 
 
 def test_occlude_and_area_share_by_hand() -> None:
@@ -117,6 +137,11 @@ def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: p
     saved = json.loads((tmp_path / "audit" / "audit.json").read_text())
     model = saved["models"]["tiny:qwen2_vl"]
     assert model["counts"]["counterfactuals"] == 8  # 2 pairs x 4 designs (cap)
+    # 4 counterfactuals per pair is far below the ~100 the structural test needs: inconclusive, low power
+    structure = model["structure"]
+    assert len(structure["pairs"]) == 2 and structure["verdicts"] == {"inconclusive": 2}
+    assert all("low power" in c["reason"] for c in structure["pairs"])
+    assert saved["occlusion"].startswith("full power set of the boxed concepts for pairs with at most 2 (up to 4")
     assert "mutual_information" in model["overall"] and model["overall"]["classes"]["n"] >= 0
     assert all(e["inconclusive"] for es in model["effects"].values() for e in es)  # 8 rows < min_obs
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.engine.runner import EvalOptions, evaluate
+from harness.errors import HarnessError
 from harness.metrics.answer_scoring import choice_letter, vqa_accuracy
 from harness.models import create_backend
-from harness.protocols.diavlo.report import behaviour_summary, pair_rows, score_pair
+from harness.protocols.diavlo import report as diavlo_report
+from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, scale_statement, score_pair
 from harness.results.schema import SampleRecord
 
 SK = [{"subject": "red box", "relation": "left of", "object": "blue ball"},
@@ -33,6 +36,38 @@ def test_choice_letter_and_vqa_accuracy_by_hand() -> None:
     assert vqa_accuracy("blue", answers) == 0.0
 
 
+class _Planar:
+    """Unit vectors on fixed angles: cos(cat, dog) = 0.6, cos(cat, car) = 0, cos(dog, car) = 0.8."""
+
+    def vector(self, text: str) -> np.ndarray:
+        return {"cat": np.array([1.0, 0.0]), "dog": np.array([0.6, 0.8]), "car": np.array([0.0, 1.0])}[text]
+
+
+def test_performance_scales_per_source_as_in_the_paper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LLaVA-Bench and MMBench continuous, SEED-Bench-2 and VQA v2 binary (the paper's MI bound ln 2)."""
+    monkeypatch.setattr(diavlo_report, "shared_encoder", _Planar)
+    mc = {"answer_type": "multiple_choice", "options": ["cat", "dog", "car"], "answer": "A"}
+    mmbench, seed = {**mc, "source": "mmbench"}, {**mc, "source": "seed_bench2"}
+    # MMBench: gold "cat"; choosing "dog" scores cos = 0.6, "car" cos 0 -> 0, the gold one 1
+    assert [performance(mmbench, a) for a in ("A", "B", "C", "maybe")] == [1.0, 0.6, 0.0, None]
+    assert [performance(seed, a) for a in ("A", "B", "C")] == [1.0, 0.0, 0.0]
+    assert performance(mmbench, "B", "binary") == 0.0 and performance(seed, "B", "continuous") == 0.6
+    # VQA v2: consensus "2"; "3" was given by 3 of the 10 humans: soft accuracy (7 * 1 + 3 * 2/3) / 10 = 0.9
+    vqa = {"answer_type": "vqa", "source": "vqav2", "answer": "2", "answers": ["2"] * 7 + ["3"] * 3}
+    assert performance(vqa, "2") == 1.0 and performance(vqa, "3") == 0.0
+    assert performance(vqa, "3", "continuous") == pytest.approx(0.9)
+    # LLaVA-Bench: token F1 of "red bus" vs "the red car" (article dropped): P = R = 1/2 -> 0.5; binary: >= 0.5
+    llava = {"answer_type": "open", "source": "llava_bench", "answer": "the red car"}
+    assert performance(llava, "red bus") == pytest.approx(0.5) and performance(llava, "red bus", "binary") == 1.0
+    with pytest.raises(HarnessError, match="choose binary or continuous"):
+        performance(llava, "x", "ordinal")
+    rows = [{"source": "vqav2", "scale": "binary"}, {"source": "seed_bench2", "scale": "binary"}]
+    assert scale_statement(rows) == {"scale": "binary", "by_source": {"vqav2": "binary", "seed_bench2": "binary"},
+                                     "mi_upper_bound_nats": pytest.approx(0.6931, abs=1e-4)}
+    mixed = scale_statement([*rows, {"source": "mmbench", "scale": "continuous"}])
+    assert mixed["scale"] == "mixed" and mixed["mi_upper_bound_nats"] is None
+
+
 def test_score_pair_classes_and_losses() -> None:
     doc = {"answer_type": "multiple_choice", "options": ["red", "blue"], "answer": "B", "sk_triplets": SK}
     same = score_pair(doc, "B", _turns("(red box, left of, blue ball)\n(blue ball, on, table)"))
@@ -53,6 +88,7 @@ def test_score_pair_classes_and_losses() -> None:
                                            (unusable, _turns("no triplets here")), (lmms, [])])]
     rows = pair_rows(records)
     assert [r["class"] for r in rows] == ["Aligned", None, None]
+    assert rows[0]["source"] == "mmbench" and rows[0]["scale"] == "continuous"
     summary = behaviour_summary(rows, n_resamples=10)
     assert summary["classes"]["Aligned"] == 1.0 and summary["classes"]["unclassified"] == 2
     assert summary["rk_losses"] == {"empty": 0, "unusable": 1, "turn_error": 0, "no_turns": 1, "total": 2,

@@ -121,6 +121,8 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
     assert len(oars) == 3 and all(v is not None and v > 0 for v in oars)  # the region is in view
+    clean = [d["value"] for d in diagnostics if d["diagnostic"] == "oar_clean"]
+    assert len(clean) == 3 and all(v is not None and v > 0 for v in clean)  # same region, matched clean image
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
     if arch == "qwen2_vl":  # a saved clean run is refused for another model

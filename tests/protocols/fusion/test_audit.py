@@ -60,6 +60,8 @@ def _model_a(root: Path) -> list[Path]:
                   _flips("vis_pgd", [0], [0, 1, 2, 3]) + _flips("end_pgd", [1], [0, 1, 2, 3])
                   + _flips("mantis", [2], [0, 1, 2, 3], errors=(3,)),
                   [{"item": "i1", "diagnostic": "oar", "value": 2.0}, {"item": "i2", "diagnostic": "oar", "value": 1.0},
+                   {"item": "i1", "diagnostic": "oar_clean", "value": 0.5},
+                   {"item": "i2", "diagnostic": "oar_clean", "value": 1.0},
                    {"item": "i2", "diagnostic": "restoration", "value": True, "depths": [1]}])
     return [evals, attack]
 
@@ -74,7 +76,7 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
             _simple(tmp_path, "c", "hf:other", [0, 1, 2], [3])]
     out = tmp_path / "audit"
     assert main(["audit", "fusion", *map(str, runs), "--output", str(out), "--resamples", "200",
-                 "--fusion-level", "hf:other=L2", "--verbosity", "quiet"]) == 0
+                 "--fusion-level", "hf:other=L3", "--verbosity", "quiet"]) == 0
     audit = json.loads((out / "audit.json").read_text())
     a = audit["models"]["tiny:llava"]
     f = a["figures"]
@@ -86,16 +88,20 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     # RUG on typo: items with both answers i1..i3: read 2/3, used 1/3
     assert f["p_read_typo"] == pytest.approx(2 / 3) and f["rug_typo"] == pytest.approx(1 / 3)
     assert f["oar"] == 1.5 and f["restoration"] == 1.0
+    # OAR vs the matched clean image: i1 2.0 / 0.5 - 1 = 3, i2 1.0 / 1.0 - 1 = 0 -> mean +150%
+    assert f["oar_clean"] == 0.75 and f["oar_increase"] == pytest.approx(1.5)
+    assert audit["levels"]["L1"]["macro"]["oar_increase"] == pytest.approx(1.5)
     assert a["restoration_by_depth"] == {"0": 0.0, "1": 1.0}
     assert a["missing"] == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
     lo, hi = a["ci95"]["r_plus"]
     assert lo <= 0.75 <= hi
-    assert audit["models"]["hf:other"]["fusion_level"] == "L2"
+    # the user's level beats the table (hf:other is a qwen2_vl, L2 in the paper's table)
+    assert audit["models"]["hf:other"]["fusion_level"] == "L3"
     # model b ran End-PGD and MANTIS only: the other attacks were not run, not "never successful"
     b = audit["models"]["tiny:qwen2_vl"]
     assert b["attacks_not_run"] == ["vis_pgd", "typo_evid", "nat_evid"] and b["figures"]["asr_vis_pgd"] is None
     assert b["figures"]["asr_end_pgd"] == 0.25 and b["ci95"]["asr_vis_pgd"] is None
-    assert audit["levels"]["L3"]["models"] == ["tiny:qwen2_vl"]
+    assert audit["levels"]["L2"]["models"] == ["tiny:qwen2_vl"] and audit["levels"]["L3"]["models"] == ["hf:other"]
     assert audit["levels"]["L1"]["macro"]["r_plus"] == 0.75
     # End-PGD ASR (0.25, 0.25, 0.75) vs R+ (0.75, 0.25, 1.0): rho = 1.5/sqrt(3); tau-b = 2/sqrt(6)
     agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
@@ -118,5 +124,7 @@ def test_audit_fusion_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no fusion_clean samples" in capsys.readouterr().err
     assert main(["audit", "fusion", str(bare), "--fusion-level", "L2"]) == 2
     assert "MODEL=LEVEL" in capsys.readouterr().err
+    assert main(["audit", "fusion", str(bare), "--fusion-level", "tiny:llava=L4"]) == 2
+    assert "LEVEL one of L1, L2, L3" in capsys.readouterr().err
     assert main(["audit", "fusion", str(tmp_path / "nope")]) == 2
     assert "no results.json" in capsys.readouterr().err

@@ -94,6 +94,26 @@ def test_bad_sources_fail_clearly(tmp_path: Path) -> None:
         read_source("mme", str(tmp_path / "missing"))
 
 
+def test_mme_part_is_the_papers_composition(capsys: pytest.CaptureFixture[str]) -> None:
+    from builders.fusion.build import MME_COMPOSITION, parse_composition, quotas, select_mme
+
+    assert MME_COMPOSITION == {"artwork": 400, "celebrity": 60, "code_reasoning": 40}
+    assert quotas(MME_COMPOSITION, 500) == {"artwork": 400, "celebrity": 60, "code_reasoning": 40}
+    # 50: exact shares 40 / 6 / 4; 7: 5.6 / 0.84 / 0.56 -> floors 5 / 0 / 0, the 2 left go to .84 then .6
+    assert quotas(MME_COMPOSITION, 50) == {"artwork": 40, "celebrity": 6, "code_reasoning": 4}
+    assert quotas(MME_COMPOSITION, 7) == {"artwork": 6, "celebrity": 1, "code_reasoning": 0}
+    rows = [{"uid": f"a{k}", "category": "artwork"} for k in range(5)] + [{"uid": "c0", "category": "Celebrity"}]
+    picked, line = select_mme(rows, {"artwork": 2, "celebrity": 2, "code_reasoning": 1}, 5, seed=0)
+    assert sorted(r["category"] for r in picked) == ["Celebrity", "artwork", "artwork"]
+    assert line == "artwork 2/2, celebrity 1/2, code_reasoning 0/1"
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "1 celebrity items, fewer than the 2 wanted" in err[0]
+    assert parse_composition(None) == MME_COMPOSITION and parse_composition("any") is None
+    assert parse_composition("Code Reasoning=3") == {"code_reasoning": 3}
+    with pytest.raises(HarnessError, match="CAT=COUNT"):
+        parse_composition("artwork=0")
+
+
 def test_build_and_black_box_tasks(fusion_dir: Path, tmp_path: Path) -> None:
     from datasets import load_dataset
 
@@ -132,7 +152,9 @@ def test_build_without_editor(tmp_path: Path) -> None:
     ds = load_dataset(str(out), download_mode="force_redownload")["test"]
     assert ds.num_rows == 3 and set(ds["natevid_status"]) == {"not_built"}
     assert all(r["natevid_image"] is None for r in ds)
-    assert "none (no Nat-Evid images)" in (out / "README.md").read_text()
+    card = (out / "README.md").read_text()
+    assert "none (no Nat-Evid images)" in card and "artwork 1/1, celebrity 0/0, code_reasoning 0/0" in card
+    assert ds.filter(lambda r: r["source"] == "mme")["category"] == ["artwork"]
     with pytest.raises(HarnessError, match="per-source"):
         build_dataset("fusionaudit", tmp_path / "fb", per_source=0, **sources)
 

@@ -76,6 +76,23 @@ def test_oar_on_constructed_attention() -> None:
         fm.oar(np.ones(2), np.ones(3))
 
 
+def test_oar_increase_over_the_matched_clean_image() -> None:
+    """OAR_typo / OAR_clean - 1: items (2, 1) -> +100%, (3, 2) -> +50%; the item without a clean OAR and the
+    one with OAR_clean = 0 are left out. Per item (the paper's mean increase): (1.0 + 0.5) / 2 = 0.75;
+    ratio of means: 2.5 / 1.5 - 1 = 2/3."""
+    out = [fm.ItemOutcome(item="a", oar=2.0, oar_clean=1.0), fm.ItemOutcome(item="b", oar=3.0, oar_clean=2.0),
+           fm.ItemOutcome(item="c", oar=1.0), fm.ItemOutcome(item="d", oar=1.0, oar_clean=0.0)]
+    assert fm.oar_increase(out) == pytest.approx(0.75)
+    assert fm.oar_increase(out, "ratio_of_means") == pytest.approx(2 / 3)
+    # the paper's Figure 3 example, 2.49 -> 4.85: +94.8%
+    assert fm.oar_increase([fm.ItemOutcome(item="x", oar=4.85, oar_clean=2.49)]) == pytest.approx(4.85 / 2.49 - 1)
+    assert fm.oar_increase(out[2:3]) is None
+    figures = fm.model_figures(out)
+    assert figures["oar_clean"] == pytest.approx(1.0) and figures["oar_increase"] == pytest.approx(0.75)
+    with pytest.raises(HarnessError, match="per_item or ratio_of_means"):
+        fm.oar_increase(out, "median")
+
+
 def test_restoration_rate_and_model_figures() -> None:
     out = [fm.ItemOutcome(item="a", flips={"end_pgd": True}, restored=True),
            fm.ItemOutcome(item="b", flips={"end_pgd": True}, restored=False),
@@ -104,9 +121,32 @@ def test_paired_bootstrap_and_rank_agreement() -> None:
     assert fm.rank_agreement({"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0})["spearman_rho"] is None
 
 
-def test_fusion_levels_table_and_override() -> None:
-    assert fm.fusion_level("llava") == "L1" and fm.fusion_level("qwen2_vl") == "L3"
-    assert fm.fusion_level("mystery") == "unknown"
+def test_fusion_levels_are_the_papers_table() -> None:
+    """The paper's experiment setup, literally: 4 L1, 7 L2 and 7 L3 models."""
+    assert {m.name: m.level for m in fm.PAPER_MODELS} == {
+        "SmolVLM2-2.2B": "L1", "BLIP2-OPT-2.7B": "L1", "InstructBLIP-Vicuna-7B": "L1", "LLaVA-1.5-7B": "L1",
+        "Qwen-VL-Chat": "L2", "Qwen2-VL-2B": "L2", "Qwen2.5-VL-3B": "L2", "Qwen2.5-VL-7B": "L2",
+        "Gemma3-4B": "L2", "Gemma3-12B": "L2", "DeepSeek-VL-7B": "L2",
+        "Qwen3-VL-2B": "L3", "Qwen3-VL-4B": "L3", "Qwen3-VL-8B": "L3",
+        "Qwen3.5-2B": "L3", "Qwen3.5-4B": "L3", "Qwen3.5-9B": "L3", "Gemma4-E4B": "L3",
+    }
+    assert len(fm.PAPER_MODELS) == 18
+    assert fm.FUSION_LEVELS == {
+        "smolvlm": "L1", "blip-2": "L1", "instructblip": "L1", "llava": "L1",
+        "qwen": "L2", "qwen2_vl": "L2", "qwen2_5_vl": "L2", "gemma3": "L2", "deepseek_vl_hybrid": "L2",
+        "deepseek_vl": "L2", "qwen3_vl": "L3", "qwen3_5": "L3", "gemma4": "L3",
+    }
+    # one level per family: no model_type is listed under two levels
+    types = [(t, m.level) for m in fm.PAPER_MODELS for t in m.model_types]
+    assert len({t for t, _ in types}) == len(set(types))
+
+
+def test_fusion_level_outside_the_table_only_from_the_user() -> None:
+    assert fm.fusion_level("llava") == "L1" and fm.fusion_level("qwen2_5_vl") == "L2"
+    assert fm.fusion_level("qwen3_vl") == "L3" and fm.fusion_level("gemma4") == "L3"
+    for family in ("llava_next", "idefics3", "internvl", "llama4", "paligemma", "multi_modality", None):
+        assert fm.fusion_level(family) == "unknown"
+    assert fm.fusion_level("idefics3", {"hf:x": "L2"}, model="hf:x") == "L2"
     assert fm.fusion_level("llava", {"hf:x": "L2"}, model="hf:x") == "L2"
 
 

@@ -3,8 +3,8 @@
 Flow: the clean task is run (or a saved clean run is read); its items judged correct by J form the
 clean-correct set C; each requested attack runs batched PGD on C; every adversarial image is
 quantised to uint8, saved, and re-answered through the real processor and ``generate``; a flip counts
-only when J judges that answer wrong. Optional diagnostics: OAR on the Typo-Evid images of C and
-layer restoration on End-PGD flips. Everything lands in the run folder:
+only when J judges that answer wrong. Optional diagnostics: OAR on the Typo-Evid images of C (and, for
+the same region, on their clean images) and layer restoration on End-PGD flips. Everything lands in the run folder:
 ``attacks/<attack>/<item>.png``, ``attack_outcomes.jsonl``, ``diagnostics.jsonl`` and ``attack.json``.
 """
 
@@ -214,9 +214,13 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutc
             typo = it.doc.get("typo_image")
             if typo is None or not it.doc.get("typo_region"):
                 continue
+            region = tuple(it.doc["typo_region"])
             messages = _replace_image(it.messages, typo.convert("RGB"))
-            value = overlay_attention_ratio(wb, messages, typo.size, tuple(it.doc["typo_region"]))
+            value = overlay_attention_ratio(wb, messages, typo.size, region)
             rows.append(Diagnostic(item=it.item, diagnostic="oar", value=value))
+            # the matched clean image (same size, same region): the baseline of the relative OAR increase
+            clean = overlay_attention_ratio(wb, it.messages, typo.size, region)
+            rows.append(Diagnostic(item=it.item, diagnostic="oar_clean", value=clean))
     if "restoration" in opts.diagnostics:
         by_item = {it.item: it for it in items}
         flips = [o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None]
