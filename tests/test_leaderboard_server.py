@@ -190,9 +190,10 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
     settings = Settings(protocol_options={"vista": {"task": "shapes_color", "judge": "embedding:0.9", "theta": 0.3}})
 
     def settled(url: str) -> dict:
-        deadline = time.time() + 120
+        deadline = time.time() + 300  # the job loads the judge's embedder: slow on a loaded machine
         while (state := httpx.get(f"{url}/api/protocols/vista").json())["pending"] and time.time() < deadline:
             time.sleep(0.2)
+        assert not state["pending"], "the pool job did not finish in 300 s"
         return state
 
     with running_server(create_app(settings, db)) as url:
@@ -201,7 +202,9 @@ def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[P
         assert _upload(url, read_run_files(runs[0]), token).status_code == 201
         pool = settled(url)["panels"]["vista-pool"]
         assert pool["status"] == "waiting" and "needs at least two" in pool["message"]
-        second = _upload(url, read_run_files(runs[1]), token).json()
+        answer = _upload(url, read_run_files(runs[1]), token)
+        assert answer.status_code == 201, answer.text
+        second = answer.json()
         pool = settled(url)["panels"]["vista-pool"]
         assert pool["status"] == "ok", pool["message"]
         assert [m["model"] for m in pool["members"]] == ["tiny:llava", "tiny:qwen2_vl"]
