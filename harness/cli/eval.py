@@ -69,6 +69,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     model_args = parse_model_args(args.model_args)
     datasets = validate_tasks(opts)
     hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
+    for protocol, tasks in hooked:
+        if tasks and protocol.check_eval is not None:
+            protocol.check_eval(args, len(args.model))
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
         backend = create_backend(spec, model_args)

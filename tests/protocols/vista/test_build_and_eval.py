@@ -125,6 +125,24 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     assert len(sample["responses"]) == 3 and len(sample["filtered"]["all"]) == 3
 
 
+def test_eval_refuses_an_unloadable_judge_before_any_model_runs(vista_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    # offline, the paper's default judge (a Hub id) has no local config: refused in one line, nothing generated
+    argv = ["eval", "--model", "tiny:qwen2_vl", "--model", "tiny:llava", "--tasks", "vista", "--limit", "2",
+            "--output", str(tmp_path / "runs"), "--no-cache", "--verbosity", "quiet"]
+    assert main(argv) == 2  # a usage error, like any bad flag
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: judge hf:Qwen/Qwen3-4B-Instruct-2507 cannot be loaded here (")
+    assert error.endswith("offline judges: embedding[:threshold] (MiniLM cosine) or nli:MODEL (a local MNLI "
+                          "cross-encoder)") and "\n" not in error
+    assert not list((tmp_path / "runs").rglob("samples_*.jsonl"))  # no model ran
+    assert main([*argv, "--judge", "nonsense"]) == 2
+    assert "judge 'nonsense': not a judge spec" in capsys.readouterr().err
+    one_model = ["eval", "--model", "tiny:llava", "--tasks", "vista", "--limit", "1", "--no-cache",
+                 "--verbosity", "quiet", "--judge", "nonsense"]
+    assert main(one_model) == 0  # one model: no audit follows, so no judge is needed
+
+
 @pytest.fixture(scope="module")
 def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-weight BERT pair classifier with MNLI's labels and MiniLM's tokenizer, saved like a real one."""
