@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 from PIL import Image
 
-from harness.models import GenerationParams, GenerationRequest, create_backend
+from harness.models import GenerationParams, GenerationRequest
 from harness.models.hf import HFBackend
+from tests.test_hf_backend import NOISE, RED, ask, backend
 
 SAMPLED = GenerationParams(max_new_tokens=8, temperature=0.9, top_p=0.95)
-RED = Image.new("RGB", (56, 56), (230, 20, 20))
-NOISE = Image.effect_noise((70, 42), 90).convert("RGB")
 GREEN = Image.new("RGB", (42, 63), (20, 200, 40))
-
-
-@cache
-def backend(arch: str) -> HFBackend:
-    return create_backend(f"tiny:{arch}", {"dtype": "float32"})  # type: ignore[return-value]
-
-
-def ask(text: str, image: Image.Image | None) -> list[dict]:
-    content = ([{"type": "image", "url": image}] if image is not None else []) + [{"type": "text", "text": text}]
-    return [{"role": "user", "content": content}]
 
 
 def request(key: str, text: str, image: Image.Image | None, seed: int, n: int = 3) -> GenerationRequest:

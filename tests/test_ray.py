@@ -158,6 +158,8 @@ def test_ray_flags_are_checked_before_any_model_loads(capsys: pytest.CaptureFixt
     assert "--workers must be at least 1, got 0" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:llava", "--workers", "2"]) == 2
     assert "--workers needs --ray" in capsys.readouterr().err
+    assert main([*base, "--ray", "127.0.0.1:1"]) == 2
+    assert "--ray 127.0.0.1:1: no Ray cluster answers there" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "ray", None)  # as without the extra
     assert main([*base, "--ray"]) == 2
     err = capsys.readouterr().err.strip()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
+import socket
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -38,8 +39,8 @@ Result = TypeVar("Result")
 
 #: Shards kept in flight per actor: one running, one queued, so an actor never waits for the driver.
 IN_FLIGHT_PER_ACTOR = 2
-#: Environment variables a replica needs to find what the driver finds (cache, data, Hub settings).
-_FORWARDED_ENV = ("HARNESS_", "HF_", "TRANSFORMERS_")
+#: Environment variables a replica needs to find and reach what the driver does (cache, data, Hub, API).
+_FORWARDED_ENV = ("HARNESS_", "HF_", "TRANSFORMERS_", "OPENAI_")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ def _replica_class() -> Any:
             return self.error
 
         def run(self, work: Callable[[Any, Any], Any], shard: Any) -> Any:
+            if self.error is not None:
+                raise HarnessError(self.error)
             return work(self.state, shard)
 
     return ray.remote(max_restarts=0, max_task_retries=0)(Replica)
@@ -269,8 +272,23 @@ def ray_options(args: argparse.Namespace) -> RayOptions | None:
     if args.worker_cpus < 0 or (args.worker_gpus is not None and args.worker_gpus < 0):
         raise HarnessError("--worker-cpus and --worker-gpus must not be negative")
     _ray()
+    if args.ray:
+        _check_reachable(args.ray)
     return RayOptions(address=args.ray or None, workers=workers, worker_cpus=args.worker_cpus,
                       worker_gpus=args.worker_gpus)
+
+
+def _check_reachable(address: str) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) address that nothing answers on fails at once, in one line,
+    instead of after Ray's long reconnection timeout; ``auto`` is left to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise HarnessError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one "
+                           "with `ray start --head`, or leave ADDRESS out for a local one") from None
 
 
 @contextmanager
