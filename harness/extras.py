@@ -28,6 +28,7 @@ OPTIONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "httpx": (("leaderboard",), "the submission client"),
     "psycopg": (("leaderboard",), "the leaderboard's PostgreSQL storage"),
     "lmms_eval": (("lmms",), "running tasks through lmms-eval"),
+    "ray": (("ray",), "data-parallel runs (--ray)"),
 }
 
 

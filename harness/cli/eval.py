@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.common import data_dir, names, parse_gen_kwargs, response_store, show_progress
+from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
 from harness.protocols.base import EvalOutcome, Protocol, protocols
 
@@ -35,6 +36,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
     ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
+    add_ray_arguments(ev)
     for protocol in protocols():
         if protocol.after_eval is not None and protocol.eval_arguments is not None:
             protocol.eval_arguments(ev.add_argument_group(f"{protocol.name} (after the models have run)"))
@@ -61,11 +63,13 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
 def _cmd_eval(args: argparse.Namespace) -> int:
     """Evaluates the tasks on each ``--model`` in turn (status 1 as soon as one model's samples all failed),
     then hands each hooked protocol its tasks' samples of every model."""
+    from harness.engine.distributed import model_backend, ray_options
     from harness.engine.runner import evaluate, validate_tasks
-    from harness.models.base import create_backend, parse_model_args
+    from harness.models.base import parse_model_args
     from harness.taskspec.registry import TaskRegistry
 
     opts = eval_options(args)
+    ray = ray_options(args)
     model_args = parse_model_args(args.model_args)
     datasets = validate_tasks(opts)
     hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
@@ -74,9 +78,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             protocol.check_eval(args, len(args.model))
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
-        backend = create_backend(spec, model_args)
-        result, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
-        del backend
+        with model_backend(spec, model_args, ray) as backend:
+            result, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
+        del backend  # free this model before the next one loads
         for task in {t for _, tasks in hooked for t in tasks}:
             group = collected.setdefault(task, {})
             group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]

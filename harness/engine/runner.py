@@ -149,17 +149,16 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
     bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc="generate", disable=not opts.show_progress)
     try:
-        for batch in backend.preferred_batch(missing, opts.batch_size):
-            for req, out in zip(batch, backend.generate(batch), strict=True):
-                if isinstance(out, Exception):
-                    errors[req.key] = f"generation failed: {type(out).__name__}: {out}"
-                    log.debug("request %s failed", req.key, exc_info=out)
-                else:
-                    store.put(backend.fingerprint, req.key, req.seed, out)
-                    responses[req.key] = out
-                    stats.generated += 1
-                    stats.generated_samples += len(out)
-                bar.update(req.n)
+        for req, out in backend.answer(missing, opts.batch_size):
+            if isinstance(out, Exception):
+                errors[req.key] = f"generation failed: {type(out).__name__}: {out}"
+                log.debug("request %s failed", req.key, exc_info=out)
+            else:
+                store.put(backend.fingerprint, req.key, req.seed, out)
+                responses[req.key] = out
+                stats.generated += 1
+                stats.generated_samples += len(out)
+            bar.update(req.n)
     finally:
         bar.close()
     return responses, errors, stats

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -190,6 +190,13 @@ class Backend(ABC):
     def supports(self, output_type: str) -> bool:
         """Whether the backend answers requests of this lmms-eval ``output_type``."""
         return output_type == "generate_until"
+
+    def answer(self, requests: list[GenerationRequest], batch_size: int
+               ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:
+        """Each request with its answers, as they come: here each preferred batch in turn; a backend that
+        answers on several replicas yields them as its replicas finish, so the caller stores them at once."""
+        for batch in self.preferred_batch(requests, batch_size):
+            yield from zip(batch, self.generate(batch), strict=True)
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.sampling import seeded_sampler
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,8 @@ def _positive_int(key: str, value: str) -> int:
 
 
 class HFBackend(Backend):
-    """Transformers generation with chat templates, left-padded batches and native n-sampling."""
+    """Transformers generation with chat templates and left-padded batches, greedy or sampled (each sampled
+    request from its own seeded generator, so its samples do not depend on its batch)."""
 
     def __init__(self, name: str, model_args: dict[str, str], smoke: bool = False) -> None:
         unknown = sorted(set(model_args) - _MODEL_ARGS)
@@ -248,15 +250,12 @@ class HFBackend(Backend):
 
     # -- generation ----------------------------------------------------------------------------
     def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
-        """Greedy requests batch by identical settings; sampled requests run one prompt per call
-        (all n samples natively in that call) so a request's seed alone fixes its samples."""
+        """Requests batch by identical settings (and, when sampled, identical ``n``), with or without images
+        apart; ``batch_size`` counts prompts, so a sampled batch holds ``batch_size * n`` rows."""
         batches: list[list[GenerationRequest]] = []
         open_batches: dict[Any, list[GenerationRequest]] = {}
         for req in requests:
-            if req.params.do_sample:
-                batches.append([req])
-                continue
-            key = (req.params, bool(_has_image(req.messages)))
+            key = (req.params, req.n if req.params.do_sample else None, bool(_has_image(req.messages)))
             group = open_batches.setdefault(key, [])
             group.append(req)
             if len(group) >= batch_size:
@@ -281,30 +280,29 @@ class HFBackend(Backend):
         import torch
 
         params = requests[0].params
-        n = requests[0].n
-        assert all(r.params == params and r.n == n for r in requests) or not params.do_sample
-        inputs = self.prepare_inputs([r.messages for r in requests])
+        assert all(r.params == params for r in requests)
         kwargs: dict[str, Any] = {
             "max_new_tokens": params.max_new_tokens, "num_beams": params.num_beams,
-            "pad_token_id": self.tokenizer.pad_token_id,
+            "pad_token_id": self.tokenizer.pad_token_id, "do_sample": False, "temperature": None, "top_p": None,
+            "top_k": None,
         }
-        if params.do_sample:
-            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p,
-                          num_return_sequences=n)
-            if params.top_k is not None:
-                kwargs["top_k"] = params.top_k
-            torch.manual_seed(requests[0].seed)
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if params.until:
             kwargs.update(stop_strings=list(params.until), tokenizer=self.tokenizer)
+        if params.do_sample:
+            # n rows per request, each request drawing from its own generator (see harness.models.sampling)
+            n = requests[0].n
+            assert all(r.n == n for r in requests)
+            inputs = self.prepare_inputs([r.messages for r in requests for _ in range(n)])
+            kwargs["logits_processor"] = [seeded_sampler(self.model, params, [r.seed for r in requests], n)]
+        else:
+            inputs = self.prepare_inputs([r.messages for r in requests])
         with torch.inference_mode():
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1]:]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         texts = [truncate_at_stop(t, params.until) for t in texts]
         if params.do_sample:
-            return [texts]
+            return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.
         return [[t] * r.n for t, r in zip(texts, requests, strict=True)]
 

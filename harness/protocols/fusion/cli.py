@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.common import audit_folder, data_dir, default_store, names, show_progress
+from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
 from harness.protocols.base import Command
 
@@ -33,6 +35,7 @@ def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
     at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
     at.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    add_ray_arguments(at)
 
 
 def attack_options(args: argparse.Namespace) -> AttackOptions:
@@ -78,11 +81,13 @@ def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: di
 
 
 def _cmd_attack(args: argparse.Namespace) -> int:
+    from harness.engine.distributed import ray_options, replica_pool
     from harness.models.base import create_backend, parse_model_args
     from harness.protocols.fusion.attacks.losses import white_box
-    from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks
+    from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks, white_box_replica
 
     opts = attack_options(args)
+    ray = ray_options(args)
     model_args = parse_model_args(args.model_args)
     for spec in args.model:
         backend = create_backend(spec, model_args)
@@ -90,7 +95,8 @@ def _cmd_attack(args: argparse.Namespace) -> int:
         run_dir = _clean_run(args, backend, spec, model_args, opts)
         items, params = clean_correct_items(run_dir, opts.task, data_dir(args), args.include_path or [],
                                             backend.model_family)
-        summary = run_attacks(attacked, run_dir, items, params, opts)
+        with replica_pool(partial(white_box_replica, spec, model_args), ray) as pool:
+            summary = run_attacks(attacked, run_dir, items, params, opts, pool)
         print(f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}")
         print("| Attack | ASR | items/min |\n|---|---|---|")
         for attack in opts.attacks:

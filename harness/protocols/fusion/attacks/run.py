@@ -13,17 +13,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from harness.engine.distributed import ReplicaPool, map_shards
 from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import GenerationParams, WhiteBoxBackend
 from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
-from harness.protocols.fusion.attacks.losses import WhiteBox
+from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.preprocess import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
@@ -123,10 +125,9 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
 
 
 def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem], params: GenerationParams,
-                opts: AttackOptions) -> AttackSummary:
-    """Attack C, re-check every adversarial image, run the diagnostics, write everything to ``run_dir``."""
-    import torch
-
+                opts: AttackOptions, pool: ReplicaPool | None = None) -> AttackSummary:
+    """Attack C, re-check every adversarial image, run the diagnostics, write everything to ``run_dir``.
+    With ``pool`` (replicas on Ray holding :func:`white_box_replica`), the attack batches run on them."""
     wb = WhiteBox(backend)
     outcomes: list[AttackOutcome] = []
     timings: dict[str, float] = {}
@@ -135,8 +136,10 @@ def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem],
         folder = run_dir / "attacks" / attack
         folder.mkdir(parents=True, exist_ok=True)
         batches = [items[i: i + opts.batch_size] for i in range(0, len(items), opts.batch_size)]
-        for batch_items in tqdm(batches, desc=attack, unit="batch", disable=not opts.show_progress):
-            outcomes.extend(_attack_batch(wb, attack, batch_items, params, opts, folder, torch))
+        work = partial(_attack_shard, attack, params, opts)
+        for done in tqdm(map_shards(work, batches, wb, folder, pool), total=len(batches), desc=attack,
+                         unit="batch", disable=not opts.show_progress):
+            outcomes.extend(done)
         timings[attack] = round(time.time() - started, 3)
     diagnostics = _diagnostics(wb, items, outcomes, params, opts, run_dir)
     summary = AttackSummary(
@@ -150,6 +153,20 @@ def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem],
     )
     write_attack(run_dir, outcomes, diagnostics, summary)
     return summary
+
+
+def white_box_replica(spec: str, model_args: dict[str, str]) -> WhiteBox:
+    """What a Ray replica of ``harness attack`` holds: the model of ``spec``, opened for white-box use."""
+    from harness.models.base import create_backend
+
+    return WhiteBox(white_box(create_backend(spec, model_args), spec))
+
+
+def _attack_shard(attack: AttackName, params: GenerationParams, opts: AttackOptions, wb: WhiteBox,
+                  items: list[CleanItem], folder: Path) -> list[AttackOutcome]:
+    import torch
+
+    return _attack_batch(wb, attack, items, params, opts, folder, torch)
 
 
 def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], params: GenerationParams,
