@@ -82,6 +82,14 @@ def test_without_a_gpu_vllm_says_so_in_one_line() -> None:
     assert str(err.value) == "the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU"
 
 
+def test_harness_eval_with_vllm_on_cpu_is_one_line(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
+    from tests.test_cli import one_line_error
+
+    err = one_line_error(capsys, ["eval", "--model", "vllm:some/model", "--tasks", "shapes_color",
+                                  "--data-dir", str(data_dir), "--limit", "1"])
+    assert err == "error: the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU"
+
+
 def test_sampling_parameters_of_each_request() -> None:
     greedy, sampled, paper = requests()
     assert sampling_kwargs(greedy) == {"n": 1, "temperature": 0.0, "max_tokens": 16, "stop": ["\n\n"]}
@@ -125,6 +133,8 @@ def test_vllm_sees_what_hf_sees(tmp_path: Path) -> None:
     # One bad prompt in four: halves are retried, so the three others keep their answers (calls: all four,
     # [a, b], [fail, d], [fail], [d]).
     assert probe["isolation"] == {"answers": [["a"], ["b"], "ValueError: prompt rejected", ["d"]], "calls": 5}
+    assert probe["generate"] == [["yes"] * 3, "UnsupportedRequestError: vllm: beam search (num_beams > 1) is not "
+                                              "supported; use the hf backend", ["hot", "hot"]]
     for arch in ARCHS:
         hf = HFBackend(str(tiny_model_path(arch)), {"device": "cpu", "dtype": "float32"})
         inputs = hf.prepare_inputs([conversation()])

@@ -68,13 +68,31 @@ def isolation() -> dict[str, Any]:
             "calls": llm.calls}
 
 
+def backend_generate() -> list[Any]:
+    """``VLLMBackend.generate`` on the stand-in engine: a greedy answer stands for all n and is cut at the
+    stop string, a beam-search request is refused alone, a sampled one keeps its n answers."""
+    from harness.engine.requests import make_request
+    from harness.models.base import GenerationParams
+    from harness.models.vllm import VLLMBackend
+
+    backend = VLLMBackend.__new__(VLLMBackend)
+    backend._llm, backend._ranks = _RefusingLLM(), []
+    requests = [
+        make_request([{"role": "user", "content": "yes\n\nno"}], GenerationParams.from_kwargs({"until": "\n\n"}),
+                     n=3),
+        make_request([{"role": "user", "content": "beam"}], GenerationParams.from_kwargs({"num_beams": 2})),
+        make_request([{"role": "user", "content": "hot"}], GenerationParams.from_kwargs({"temperature": 0.5}), n=2),
+    ]
+    return [a if isinstance(a, list) else f"{type(a).__name__}: {a}" for a in backend.generate(requests)]
+
+
 def main(out: Path) -> None:
     sampling = []
     for request in requests():
         params = SamplingParams(**sampling_kwargs(request))
         sampling.append({name: getattr(params, name) for name in SAMPLING_FIELDS})
     torch.save({"sampling": sampling, "render": {arch: rendered(arch) for arch in ARCHS},
-                "isolation": isolation()}, out / "probe.pt")
+                "isolation": isolation(), "generate": backend_generate()}, out / "probe.pt")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ inside one process). ``vllm`` is imported only when the backend is created.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -225,18 +226,26 @@ def _serve(conn: Connection, model: str, engine_kwargs: dict[str, Any], devices:
 
 
 class _Rank:
-    """A data-parallel rank in its own process (spawned: CUDA must not be initialised before the fork)."""
+    """A data-parallel rank in its own process: spawned, so CUDA starts fresh on its own devices, and not a
+    daemon, because vLLM's engine starts processes of its own."""
 
     def __init__(self, model: str, engine_kwargs: dict[str, Any], devices: str) -> None:
-        self.conn, child = multiprocessing.get_context("spawn").Pipe()
-        self.process = multiprocessing.get_context("spawn").Process(
-            target=_serve, args=(child, model, engine_kwargs, devices), daemon=True)
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, model, engine_kwargs, devices))
         self.process.start()
+        atexit.register(self.close)
 
     def ready(self) -> None:
         failure = self.conn.recv()
         if failure is not None:
             raise ModelSpecError(f"vllm could not load the model: {failure}")
+
+    def close(self) -> None:
+        """Ends the rank's serving loop and waits for its process (at exit at the latest)."""
+        if self.process.is_alive():
+            self.conn.send(None)
+            self.process.join(timeout=60)
 
 
 class VLLMBackend(Backend):
