@@ -96,7 +96,8 @@ def table(args: argparse.Namespace) -> str:
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The assumptions: flags over the defaults, the throughput from a GPU check's log when given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decode-tps", type=float, default=2500.0,
                         help="generated tokens/s per GPU (default 2500: assumed, 7B VLM, vLLM, full batch)")
@@ -112,6 +113,11 @@ def main(argv: list[str] | None = None) -> None:
         args.decode_tps = gpu_check_tps(args.gpu_check_log)
     if args.decode_tps <= 0 or args.pgd_step_s < 0 or not 0 < args.efficiency <= 1 or min(args.gpus) < 1:
         raise SystemExit("--decode-tps must be > 0, --pgd-step-s >= 0, --efficiency in (0, 1], --gpus >= 1")
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = parse(argv)
     print(f"decode {args.decode_tps:,.0f} tokens/s per GPU, prefill +{args.prefill_share:.0%}, "
           f"PGD {args.pgd_step_s} s per step per item, efficiency {args.efficiency} on > 1 GPU, "
           f"model load {args.load_s:.0f} s\n")
