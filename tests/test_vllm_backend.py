@@ -47,8 +47,9 @@ def test_model_args_become_engine_arguments() -> None:
     settings = VLLMSettings.from_model_args({
         "tensor_parallel_size": "2", "data_parallel_size": "4", "gpu_memory_utilization": "0.85",
         "max_model_len": "4096", "limit_mm_per_prompt": "3", "dtype": "bfloat16", "revision": "main",
-        "trust_remote_code": "yes"})
+        "trust_remote_code": "yes", "requests_per_call": "5000"})
     assert settings.gpus == 8
+    assert settings.requests_per_call == 5000
     assert settings.engine_kwargs() == {
         "tensor_parallel_size": 2, "gpu_memory_utilization": 0.85, "dtype": "bfloat16", "revision": "main",
         "trust_remote_code": True, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 3}}
@@ -66,8 +67,10 @@ def test_model_args_become_engine_arguments() -> None:
     ({"limit_mm_per_prompt": "-1"}, "--model-args limit_mm_per_prompt='-1': expected a whole number of images >= 0"),
     ({"dtype": "fp8"}, "--model-args dtype='fp8': expected one of auto, bfloat16, float16, float32"),
     ({"trust_remote_code": "maybe"}, "--model-args trust_remote_code='maybe': expected true or false"),
+    ({"requests_per_call": "all"},
+     "--model-args requests_per_call='all': expected a whole number >= 0 (0: all at once)"),
     ({"device": "cuda"}, "--model-args: unknown key(s) device for vllm (known: data_parallel_size, dtype, "
-                         "gpu_memory_utilization, limit_mm_per_prompt, max_model_len, revision, "
+                         "gpu_memory_utilization, limit_mm_per_prompt, max_model_len, requests_per_call, revision, "
                          "tensor_parallel_size, trust_remote_code)"),
 ])
 def test_bad_model_args_are_one_line(args: dict[str, str], message: str) -> None:
@@ -100,6 +103,19 @@ def test_sampling_parameters_of_each_request() -> None:
     beams = GenerationRequest("k", conversation(), GenerationParams.from_kwargs({"num_beams": 4}))
     with pytest.raises(UnsupportedRequestError, match=r"^vllm: beam search \(num_beams > 1\) is not supported"):
         sampling_kwargs(beams)
+
+
+@pytest.mark.parametrize(("per_call", "sizes"), [("0", [7]), ("3", [3, 3, 1]), ("10", [7])])
+def test_requests_go_to_vllm_all_at_once_unless_bounded(per_call: str, sizes: list[int]) -> None:
+    from harness.models.vllm import VLLMBackend
+
+    backend = VLLMBackend.__new__(VLLMBackend)  # no engine: batching is decided before vLLM is called
+    backend.settings = VLLMSettings.from_model_args({"requests_per_call": per_call})
+    pending = [GenerationRequest(str(i), [], GenerationParams()) for i in range(7)]
+    batches = backend.preferred_batch(pending, batch_size=1)
+    assert [len(b) for b in batches] == sizes
+    assert [r.key for b in batches for r in b] == [str(i) for i in range(7)]
+    assert backend.preferred_batch([], batch_size=1) == []
 
 
 def test_data_parallel_shares_balance_tokens() -> None:

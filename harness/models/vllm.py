@@ -1,7 +1,8 @@
 """The ``vllm:`` backend: vLLM's offline engine (``vllm.LLM``) for runs at paper scale.
 
 The runner's whole set of pending requests goes to vLLM in one ``LLM.chat`` call (``preferred_batch``
-returns a single batch), so vLLM's scheduler, not the harness, decides what runs together. Conversations
+returns a single batch; ``requests_per_call`` bounds it), so vLLM's scheduler, not the harness, decides
+what runs together. Conversations
 are passed as OpenAI-style messages with images as ``image_pil`` parts: vLLM then renders the model's own
 chat template and places the image placeholders itself, exactly as its server does, with no image
 re-encoding; the prompt it renders is the one ``hf:`` renders (``tests/test_vllm_backend.py`` checks this
@@ -22,6 +23,7 @@ import logging
 import math
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
@@ -74,6 +76,9 @@ class VLLMSettings:
     dtype: str = "auto"
     revision: str | None = None
     trust_remote_code: bool = False
+    #: Requests per ``LLM.chat`` call; 0 sends every pending request at once. The runner stores answers as
+    #: each call returns, so a bound here is how much a killed run can lose.
+    requests_per_call: int = 0
 
     @classmethod
     def from_model_args(cls, model_args: dict[str, str]) -> VLLMSettings:
@@ -98,6 +103,8 @@ class VLLMSettings:
             "revision": model_args.get("revision"),
             "trust_remote_code": _arg(model_args, "trust_remote_code", lambda t: _BOOLEANS.get(t.lower()),
                                       "true or false"),
+            "requests_per_call": _arg(model_args, "requests_per_call", lambda t: int(t) if t.isdigit() else None,
+                                      "a whole number >= 0 (0: all at once)"),
         }
         return cls(**{k: v for k, v in values.items() if v is not None})
 
@@ -199,7 +206,7 @@ def answer_all(llm: Any, conversations: list[Conversation],
     from vllm import SamplingParams
 
     try:
-        outputs = llm.chat(conversations, [SamplingParams(**p) for p in params], use_tqdm=False)
+        outputs = llm.chat(conversations, [SamplingParams(**p) for p in params], use_tqdm=sys.stderr.isatty())
     except Exception as exc:  # isolate the failing request(s)
         if len(conversations) == 1:
             log.debug("vllm generation failed", exc_info=True)
@@ -306,8 +313,9 @@ class VLLMBackend(Backend):
                 **asdict(self.settings)}
 
     def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
-        """Every pending request in one batch: vLLM schedules them itself."""
-        return [requests] if requests else []
+        """Every pending request in one batch (vLLM schedules them itself), or ``requests_per_call`` at a time."""
+        size = self.settings.requests_per_call or max(len(requests), 1)
+        return [requests[i : i + size] for i in range(0, len(requests), size)]
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
         """Answers for all requests; one that cannot be translated or fails alone is its own exception."""
