@@ -230,6 +230,7 @@ _REGISTRY: dict[str, str | BackendFactory] = {
     "hf": "harness.models.hf:HFBackend.from_spec",
     "tiny": "harness.models.hf:HFBackend.from_tiny_spec",
     "openai": "harness.models.openai_api:OpenAIBackend.from_spec",
+    "vllm": "harness.models.vllm:VLLMBackend.from_spec",
 }
 
 

@@ -1,0 +1,356 @@
+"""The ``vllm:`` backend: vLLM's offline engine (``vllm.LLM``) for runs at paper scale.
+
+The runner's whole set of pending requests goes to vLLM in one ``LLM.chat`` call (``preferred_batch``
+returns a single batch; ``requests_per_call`` bounds it), so vLLM's scheduler, not the harness, decides
+what runs together. Conversations
+are passed as OpenAI-style messages with images as ``image_pil`` parts: vLLM then renders the model's own
+chat template and places the image placeholders itself, exactly as its server does, with no image
+re-encoding; the prompt it renders is the one ``hf:`` renders (``tests/test_vllm_backend.py`` checks this
+with vLLM's own renderer). Each request has its own ``SamplingParams`` (native ``n``, the request's
+``seed``); greedy requests ask for one completion, which stands for all ``n`` as in ``hf:``.
+
+``data_parallel_size=N`` runs N engine processes, each on its own ``tensor_parallel_size`` GPUs, each
+answering a share of the requests balanced by tokens to generate (``LLM`` refuses data parallelism
+inside one process). ``vllm`` is imported only when the backend is created.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import math
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ModelSpecError, UnsupportedRequestError
+from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.hf import LMMS_FAMILY, folder_fingerprint
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"auto", "float32", "float16", "bfloat16"}
+_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def _whole(text: str) -> int | None:
+    return int(text) if text.isdigit() and int(text) >= 1 else None
+
+
+def _fraction(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and 0 < value <= 1 else None
+
+
+def _arg(model_args: dict[str, str], key: str, parse: Callable[[str], Any], expected: str) -> Any:
+    """One model argument parsed and checked (``None`` when absent); a bad value fails in one line."""
+    text = model_args.get(key)
+    if text is None:
+        return None
+    value = parse(text)
+    if value is None:
+        raise ModelSpecError(f"--model-args {key}={text!r}: expected {expected}")
+    return value
+
+
+@dataclass(frozen=True)
+class VLLMSettings:
+    """The ``--model-args`` of ``vllm:``, checked before vLLM is imported or a GPU is looked for."""
+
+    tensor_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    #: Images allowed per prompt (vLLM's ``limit_mm_per_prompt={"image": N}``); vLLM's default when unset.
+    limit_mm_per_prompt: int | None = None
+    dtype: str = "auto"
+    revision: str | None = None
+    trust_remote_code: bool = False
+    #: Requests per ``LLM.chat`` call; 0 sends every pending request at once. The runner stores answers as
+    #: each call returns, so a bound here is how much a killed run can lose.
+    requests_per_call: int = 0
+
+    @classmethod
+    def from_model_args(cls, model_args: dict[str, str]) -> VLLMSettings:
+        """Settings from ``k=v`` model arguments; an unknown key or a bad value is one line."""
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(model_args) - known)
+        if unknown:
+            raise ModelSpecError(f"--model-args: unknown key(s) {', '.join(unknown)} for vllm "
+                                 f"(known: {', '.join(sorted(known))})")
+        whole = "a whole number >= 1"
+        values: dict[str, Any] = {
+            "tensor_parallel_size": _arg(model_args, "tensor_parallel_size", _whole, whole),
+            "data_parallel_size": _arg(model_args, "data_parallel_size", _whole, whole),
+            "gpu_memory_utilization": _arg(model_args, "gpu_memory_utilization", _fraction,
+                                           "a fraction > 0 and <= 1"),
+            "max_model_len": _arg(model_args, "max_model_len", _whole, whole),
+            "limit_mm_per_prompt": _arg(model_args, "limit_mm_per_prompt",
+                                        lambda t: int(t) if t.isdigit() else None,
+                                        "a whole number of images >= 0"),
+            "dtype": _arg(model_args, "dtype", lambda t: t if t in _DTYPES else None,
+                          f"one of {', '.join(sorted(_DTYPES))}"),
+            "revision": model_args.get("revision"),
+            "trust_remote_code": _arg(model_args, "trust_remote_code", lambda t: _BOOLEANS.get(t.lower()),
+                                      "true or false"),
+            "requests_per_call": _arg(model_args, "requests_per_call", lambda t: int(t) if t.isdigit() else None,
+                                      "a whole number >= 0 (0: all at once)"),
+        }
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the run needs: one engine per data-parallel rank, each over ``tensor_parallel_size`` GPUs."""
+        return self.tensor_parallel_size * self.data_parallel_size
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of one ``vllm.LLM`` (one data-parallel rank)."""
+        kwargs: dict[str, Any] = {
+            "tensor_parallel_size": self.tensor_parallel_size, "gpu_memory_utilization": self.gpu_memory_utilization,
+            "dtype": self.dtype, "revision": self.revision, "trust_remote_code": self.trust_remote_code,
+        }
+        if self.max_model_len is not None:
+            kwargs["max_model_len"] = self.max_model_len
+        if self.limit_mm_per_prompt is not None:
+            kwargs["limit_mm_per_prompt"] = {"image": self.limit_mm_per_prompt}
+        return kwargs
+
+
+def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
+    """The ``vllm.SamplingParams`` of a request. Beam search is refused: vLLM runs it through a different
+    entry point (``LLM.beam_search``) that takes no images."""
+    params = request.params
+    if params.num_beams > 1:
+        raise UnsupportedRequestError("vllm: beam search (num_beams > 1) is not supported; use the hf backend")
+    kwargs: dict[str, Any] = {"max_tokens": params.max_new_tokens, "stop": list(params.until)}
+    if not params.do_sample:
+        return {"n": 1, "temperature": 0.0, **kwargs}
+    kwargs.update(n=request.n, seed=request.seed, temperature=params.temperature, top_p=params.top_p)
+    if params.top_k is not None:
+        kwargs["top_k"] = params.top_k
+    return kwargs
+
+
+def to_vllm_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The harness's chat messages in the OpenAI format ``LLM.chat`` takes, images as ``image_pil`` parts."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append({"role": message["role"], "content": content})
+            continue
+        parts: list[dict[str, Any]] = []
+        for item in content:
+            if item.get("type") == "image":
+                parts.append({"type": "image_pil", "image_pil": item.get("url", item.get("image")).convert("RGB")})
+            elif item.get("type") == "text":
+                parts.append({"type": "text", "text": item["text"]})
+            else:
+                raise UnsupportedRequestError(f"message content type {item.get('type')!r} is not supported")
+        out.append({"role": message["role"], "content": parts})
+    return out
+
+
+def visible_gpus() -> list[str]:
+    """The CUDA devices this process may use, as ``CUDA_VISIBLE_DEVICES`` names them."""
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    named = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return named[:count] if named else [str(i) for i in range(count)]
+
+
+def require_gpus(needed: int) -> list[str]:
+    """The visible GPUs when there are enough for the run, else one line saying what is missing."""
+    gpus = visible_gpus()
+    if not gpus:
+        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU")
+    if len(gpus) < needed:
+        raise ModelSpecError(f"tensor_parallel_size x data_parallel_size = {needed} GPUs, but {len(gpus)} "
+                             "are visible")
+    return gpus
+
+
+def shard(costs: list[int], ranks: int) -> list[list[int]]:
+    """Indices of the jobs for each data-parallel rank, balanced by cost (largest first onto the least loaded
+    rank), so no rank idles while another finishes a long tail."""
+    loads = [0] * ranks
+    shares: list[list[int]] = [[] for _ in range(ranks)]
+    for index in sorted(range(len(costs)), key=lambda i: -costs[i]):
+        rank = loads.index(min(loads))
+        shares[rank].append(index)
+        loads[rank] += costs[index]
+    return [sorted(s) for s in shares]
+
+
+Conversation = list[dict[str, Any]]
+Job = tuple[list[Conversation], list[dict[str, Any]]]
+
+
+def answer_all(llm: Any, conversations: list[Conversation],
+               params: list[dict[str, Any]]) -> list[list[str] | Exception]:
+    """All conversations in one ``LLM.chat`` call; when that call fails, each half is tried alone, so a bad
+    request becomes its own exception and the others keep their answers."""
+    if not conversations:
+        return []
+    from vllm import SamplingParams
+
+    try:
+        outputs = llm.chat(conversations, [SamplingParams(**p) for p in params], use_tqdm=sys.stderr.isatty())
+    except Exception as exc:  # isolate the failing request(s)
+        if len(conversations) == 1:
+            log.debug("vllm generation failed", exc_info=True)
+            return [exc]
+        half = len(conversations) // 2
+        return (answer_all(llm, conversations[:half], params[:half])
+                + answer_all(llm, conversations[half:], params[half:]))
+    return [[choice.text for choice in output.outputs] for output in outputs]
+
+
+def _serve(conn: Connection, model: str, engine_kwargs: dict[str, Any], devices: str) -> None:
+    """One data-parallel rank: an engine on ``devices`` answering the jobs that arrive on ``conn``."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = devices
+    try:
+        from vllm import LLM
+
+        llm = LLM(model=model, **engine_kwargs)
+        conn.send(None)
+    except Exception as exc:
+        conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        return
+    while (job := conn.recv()) is not None:
+        conn.send(answer_all(llm, *job))
+
+
+class _Rank:
+    """A data-parallel rank in its own process: spawned, so CUDA starts fresh on its own devices, and not a
+    daemon, because vLLM's engine starts processes of its own."""
+
+    def __init__(self, model: str, engine_kwargs: dict[str, Any], devices: str) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, model, engine_kwargs, devices))
+        self.process.start()
+        atexit.register(self.close)
+
+    def ready(self) -> None:
+        failure = self.conn.recv()
+        if failure is not None:
+            raise ModelSpecError(f"vllm could not load the model: {failure}")
+
+    def close(self) -> None:
+        """Ends the rank's serving loop and waits for its process (at exit at the latest)."""
+        if self.process.is_alive():
+            self.conn.send(None)
+            self.process.join(timeout=60)
+
+
+class VLLMBackend(Backend):
+    """vLLM offline inference: every pending request in one call, one engine per data-parallel rank."""
+
+    def __init__(self, name: str, model_args: dict[str, str]) -> None:
+        self.settings = VLLMSettings.from_model_args(model_args)
+        gpus = require_gpus(self.settings.gpus)
+        try:
+            import vllm
+        except ImportError:
+            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]'") from None
+        from transformers import AutoConfig
+
+        self.name = name
+        self.engine_version = str(vllm.__version__)
+        try:
+            config = AutoConfig.from_pretrained(name, revision=self.settings.revision,
+                                                trust_remote_code=self.settings.trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise ModelSpecError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+        self.model_type = str(config.model_type)
+        self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
+        folder = Path(name)
+        self.is_smoke_model = (folder / "SMOKE_TEST_MODEL.txt").is_file()
+        self._fingerprint = hashlib.sha256(json.dumps({
+            "engine": "vllm", "engine_version": self.engine_version,
+            "model": folder_fingerprint(folder) if folder.is_dir() else f"{name}@{self.settings.revision}",
+            "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
+        }, sort_keys=True).encode()).hexdigest()[:16]
+        engine_kwargs = self.settings.engine_kwargs()
+        tp = self.settings.tensor_parallel_size
+        self._llm: Any = None
+        self._ranks: list[_Rank] = []
+        if self.settings.data_parallel_size == 1:
+            self._llm = vllm.LLM(model=name, **engine_kwargs)
+            return
+        self._ranks = [_Rank(name, engine_kwargs, ",".join(gpus[r * tp:(r + 1) * tp]))
+                       for r in range(self.settings.data_parallel_size)]
+        for rank in self._ranks:
+            rank.ready()
+
+    @classmethod
+    def from_spec(cls, name: str, model_args: dict[str, str]) -> VLLMBackend:
+        """The backend for ``vllm:NAME``: a Hub id or a local model folder."""
+        return cls(name, model_args)
+
+    @property
+    def fingerprint(self) -> str:
+        """The model's identity in the response store: engine and version, weights, dtype, tensor parallelism."""
+        return self._fingerprint
+
+    def info(self) -> dict[str, Any]:
+        """What provenance records of the model and the engine."""
+        return {"backend": "vllm", "model": self.name, "model_type": self.model_type,
+                "model_family": self.model_family, "engine": "vllm", "engine_version": self.engine_version,
+                "fingerprint": self.fingerprint, "smoke_test_model": self.is_smoke_model,
+                **asdict(self.settings)}
+
+    def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+        """Every pending request in one batch (vLLM schedules them itself), or ``requests_per_call`` at a time."""
+        size = self.settings.requests_per_call or max(len(requests), 1)
+        return [requests[i : i + size] for i in range(0, len(requests), size)]
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
+        """Answers for all requests; one that cannot be translated or fails alone is its own exception."""
+        out: list[list[str] | Exception] = []
+        jobs: list[int] = []
+        conversations: list[Conversation] = []
+        params: list[dict[str, Any]] = []
+        for index, request in enumerate(requests):
+            try:
+                job_params, conversation = sampling_kwargs(request), to_vllm_messages(request.messages)
+            except UnsupportedRequestError as exc:
+                out.append(exc)
+                continue
+            out.append([])
+            jobs.append(index)
+            params.append(job_params)
+            conversations.append(conversation)
+        for index, answer in zip(jobs, self._answer(conversations, params), strict=True):
+            request = requests[index]
+            if isinstance(answer, Exception):
+                out[index] = answer
+                continue
+            texts = [truncate_at_stop(text, request.params.until) for text in answer]
+            out[index] = texts if request.params.do_sample else texts[:1] * request.n
+        return out
+
+    def _answer(self, conversations: list[Conversation], params: list[dict[str, Any]]) -> list[list[str] | Exception]:
+        if self._llm is not None:
+            return answer_all(self._llm, conversations, params)
+        # Tokens to generate: what a rank's share costs.
+        shares = shard([p["n"] * p["max_tokens"] for p in params], len(self._ranks))
+        for rank, share in zip(self._ranks, shares, strict=True):
+            rank.conn.send(([conversations[i] for i in share], [params[i] for i in share]))
+        out: list[list[str] | Exception] = [[] for _ in conversations]
+        for rank, share in zip(self._ranks, shares, strict=True):
+            for i, answer in zip(share, rank.conn.recv(), strict=True):
+                out[i] = answer
+        return out

@@ -1,0 +1,99 @@
+"""Run in the vLLM environment (``VLLM_PYTHON -m tests.vllm_probe OUT``) by tests/test_vllm_backend.py: what
+vLLM's own classes make of the harness's translation of requests, saved to OUT/probe.pt for the test to
+compare with the hf backend (another transformers version, in the main environment).
+
+On a CPU vLLM cannot run a model, but its renderer can: it applies the chat template, parses the image
+parts and runs the model's multi-modal processor exactly as ``LLM.chat`` does before scheduling.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from vllm import SamplingParams
+from vllm.config import DeviceConfig, ModelConfig, VllmConfig
+from vllm.renderers.params import ChatParams
+from vllm.renderers.registry import renderer_from_config
+
+from harness.models.tiny import tiny_model_path
+from harness.models.vllm import VLLMSettings, answer_all, sampling_kwargs, to_vllm_messages
+from tests.test_vllm_backend import ARCHS, conversation, requests
+
+SAMPLING_FIELDS = ("n", "seed", "temperature", "top_p", "top_k", "max_tokens", "stop")
+
+
+def rendered(arch: str) -> dict[str, Any]:
+    """The token ids and pixel values vLLM's renderer makes of the test conversation, as ``LLM.chat`` would."""
+    settings = VLLMSettings.from_model_args({"dtype": "float32", "limit_mm_per_prompt": "1"})
+    kwargs = settings.engine_kwargs()
+    # The engine rescales and normalises pixels on the GPU by default (a uint8 tensor leaves the processor);
+    # here the processor does it, to compare the pixels with hf's.
+    model_config = ModelConfig(model=str(tiny_model_path(arch)), dtype=kwargs["dtype"],
+                               limit_mm_per_prompt=kwargs["limit_mm_per_prompt"], mm_device_do_normalize=False)
+    renderer = renderer_from_config(VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu")))
+    # LLM._preprocess_chat's parameters for LLM.chat's defaults.
+    params = ChatParams(chat_template=None, chat_template_content_format="auto",
+                        chat_template_kwargs={"add_generation_prompt": True, "continue_final_message": False,
+                                              "tools": None, "tokenize": False})
+    tokens = renderer.default_chat_tok_params.with_kwargs(add_special_tokens=False)
+    _, (engine_input,) = renderer.render_chat([to_vllm_messages(conversation())], params, tokens)
+    (image,) = engine_input["mm_kwargs"]["image"]
+    return {"input_ids": list(engine_input["prompt_token_ids"]), "pixel_values": image["pixel_values"].data}
+
+
+class _RefusingLLM:
+    """Stands in for a GPU engine: answers each conversation with its own text, and fails a whole call that
+    holds a conversation saying "fail" (as vLLM does for one prompt it cannot take)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, conversations: list[Any], params: list[SamplingParams], use_tqdm: bool) -> list[Any]:
+        self.calls += 1
+        if any(c[0]["content"] == "fail" for c in conversations):
+            raise ValueError("prompt rejected")
+        return [type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
+                for c, p in zip(conversations, params, strict=True)]
+
+
+def isolation() -> dict[str, Any]:
+    llm = _RefusingLLM()
+    texts = ["a", "b", "fail", "d"]
+    answers = answer_all(llm, [[{"role": "user", "content": t}] for t in texts],
+                         [{"n": 1, "max_tokens": 4}] * len(texts))
+    return {"answers": [a if isinstance(a, list) else f"{type(a).__name__}: {a}" for a in answers],
+            "calls": llm.calls}
+
+
+def backend_generate() -> list[Any]:
+    """``VLLMBackend.generate`` on the stand-in engine: a greedy answer stands for all n and is cut at the
+    stop string, a beam-search request is refused alone, a sampled one keeps its n answers."""
+    from harness.engine.requests import make_request
+    from harness.models.base import GenerationParams
+    from harness.models.vllm import VLLMBackend
+
+    backend = VLLMBackend.__new__(VLLMBackend)
+    backend._llm, backend._ranks = _RefusingLLM(), []
+    requests = [
+        make_request([{"role": "user", "content": "yes\n\nno"}], GenerationParams.from_kwargs({"until": "\n\n"}),
+                     n=3),
+        make_request([{"role": "user", "content": "beam"}], GenerationParams.from_kwargs({"num_beams": 2})),
+        make_request([{"role": "user", "content": "hot"}], GenerationParams.from_kwargs({"temperature": 0.5}), n=2),
+    ]
+    return [a if isinstance(a, list) else f"{type(a).__name__}: {a}" for a in backend.generate(requests)]
+
+
+def main(out: Path) -> None:
+    sampling = []
+    for request in requests():
+        params = SamplingParams(**sampling_kwargs(request))
+        sampling.append({name: getattr(params, name) for name in SAMPLING_FIELDS})
+    torch.save({"sampling": sampling, "render": {arch: rendered(arch) for arch in ARCHS},
+                "isolation": isolation(), "generate": backend_generate()}, out / "probe.pt")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
