@@ -29,7 +29,7 @@ def test_wheel_ships_tasks_and_cards(tmp_path: Path) -> None:
         if line.startswith("Requires-Dist:") and "; extra == " in line:
             req, extra = line.removeprefix("Requires-Dist:").strip().split("; extra == ")
             requires.setdefault(extra.strip("'\""), set()).add(req)
-    runtime = ("stealth", "openai", "vista", "diavlo", "fusion", "leaderboard", "serving")
+    runtime = ("stealth", "openai", "vista", "diavlo", "fusion", "leaderboard", "serving", "ray")
     assert requires["all"] == set().union(*(requires[e] for e in runtime))  # [all]: every runtime part
     # Installed inside some other git checkout (a venv in a project folder): that checkout's HEAD is not ours.
     other = tmp_path / "project"
