@@ -27,6 +27,8 @@ PROTOCOL = Protocol(
     eval_arguments=cli.eval_arguments,
     builders=(
         Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
+        Builder("vista-implant", "builders.vista.implant", "VISTA controlled study: biased, benign and control "
+                "pairs per target entity, and test questions", "vista"),
     ),
     extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
 )
