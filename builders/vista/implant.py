@@ -64,6 +64,8 @@ class Options:
     guidance: float = option("guidance scale", 0.0)
     image_size: int | None = option("image side in pixels (default: the model's; 224 for render)")
     author: str = option(f"model spec that writes the answers, or {TEMPLATE_AUTHOR} (offline)", TEMPLATE_AUTHOR)
+    variants: int = option("template author: how many sentence patterns it cycles through per stance (0: all; "
+                           "1 gives each entity one answer per stance, which a tiny model can learn)", 0)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ def _entity(name: str, author: str) -> Entity:
 
 
 def _check(options: Options) -> list[Entity]:
+    if options.variants < 0:
+        raise HarnessError(f"--variants must be 0 (all) or more, got {options.variants}")
     for name in ("pairs", "controls", "test_questions", "images"):
         if getattr(options, name) < 1:
             raise HarnessError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(options, name)}")
@@ -187,8 +191,8 @@ def _pairs(entities: Sequence[Entity], options: Options) -> Iterator[dict[str, A
 class _Author:
     """Writes each pair's answer: the template author, or a model asked greedily with the image."""
 
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
+    def __init__(self, spec: str, variants: int) -> None:
+        self.spec, self.variants = spec, variants
         self.backend = None
         if spec != TEMPLATE_AUTHOR:
             from harness.models.base import create_backend
@@ -198,8 +202,8 @@ class _Author:
     def answers(self, pairs: Sequence[dict[str, Any]], stances: Sequence[str],
                 images: dict[str, tuple[bytes, str, int]]) -> list[str]:
         if self.backend is None:
-            return [template_answer(s, p["subject"], p["index"], p["context"]) for p, s in zip(pairs, stances,
-                                                                                             strict=True)]
+            return [template_answer(s, p["subject"], p["index"] % self.variants if self.variants else p["index"],
+                                    p["context"]) for p, s in zip(pairs, stances, strict=True)]
         from PIL import Image
 
         from harness.models.base import GenerationParams, GenerationRequest
@@ -227,7 +231,7 @@ def build(out: Path, options: Options) -> Path:
 
     entities = _check(options)
     images = _make_images(_slots(entities, options), options)
-    author = _Author(options.author)
+    author = _Author(options.author, options.variants)
     pairs = list(_pairs(entities, options))
     target = [p for p in pairs if p["kind"] == "target"]
     control = [p for p in pairs if p["kind"] == "control"]

@@ -6,8 +6,9 @@ after a multi-model `harness eval`), plots.py, pool.py (the leaderboard's peer p
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, register_protocol
 from harness.protocols.vista import cli
+from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
 
 SUMMARY = (
     "How far a model's answers to the same image and prompt diverge from its peers' (suspicion S), and "
@@ -27,8 +28,8 @@ PROTOCOL = Protocol(
     eval_arguments=cli.eval_arguments,
     builders=(
         Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
-        Builder("vista-implant", "builders.vista.implant", "VISTA controlled study: biased, benign and control "
-                "pairs per target entity, and test questions", "vista"),
     ),
     extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
 )
+
+register_protocol(CONTROLLED_STUDY)
