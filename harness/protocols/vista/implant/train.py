@@ -138,6 +138,7 @@ def train_lora(base: str | Path, examples: Sequence[Example], out: Path, setting
     if not examples:
         raise HarnessError("no training pairs: the dataset split chosen holds none")
     model, processor = _load_base(base)
+    torch.manual_seed(settings.seed)  # peft draws the LoRA A matrices from the global generator
     try:
         model = get_peft_model(model, LoraConfig(r=settings.rank, lora_alpha=settings.alpha,
                                                  target_modules=_targets(settings.target_modules),
