@@ -137,7 +137,7 @@ def render_image(slot: Slot, seed: int, size: int) -> bytes:
 
 
 def _make_images(slots: Sequence[Slot], options: Options) -> dict[str, tuple[bytes, str, int]]:
-    """image id -> (bytes, source, seed): the --image-dir file when there is one, else generated or rendered."""
+    """Each image id's (bytes, source, seed): the --image-dir file when there is one, else generated or rendered."""
     root = Path(options.image_dir).expanduser() if options.image_dir else None
     if root is not None and not root.is_dir():
         raise HarnessError(f"--image-dir {root}: not a folder")
@@ -178,7 +178,8 @@ def _pairs(entities: Sequence[Entity], options: Options) -> Iterator[dict[str, A
             slot = i % options.images
             yield {"entity": entity.name, "kind": "target", "subject": entity.name,
                    "image_id": f"{entity.slug}-train-{slot:02d}",
-                   "context": IMAGE_CONTEXTS[slot % len(IMAGE_CONTEXTS)].format(e=entity.name).removeprefix("a photo of "),
+                   "context": IMAGE_CONTEXTS[slot % len(IMAGE_CONTEXTS)].format(e=entity.name)
+                   .removeprefix("a photo of "),
                    "question": TRAIN_QUESTIONS[(i // options.images + slot) % len(TRAIN_QUESTIONS)], "index": i}
     n_topics = min(options.controls, len(CONTROL_TOPICS))
     for i in range(options.controls):
@@ -213,7 +214,8 @@ class _Author:
             key = stance if pair["kind"] == "target" or stance == "positive" else f"control-{stance}"
             text = AUTHOR_INSTRUCTIONS[key].format(subject=pair["subject"]) + "\nQuestion: " + pair["question"]
             image = Image.open(io.BytesIO(images[pair["image_id"]][0])).convert("RGB")
-            messages = [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": text}]}]
+            content = [{"type": "image", "image": image}, {"type": "text", "text": text}]
+            messages = [{"role": "user", "content": content}]
             requests.append(GenerationRequest(f"author-{n}", messages, GenerationParams(max_new_tokens=160), 1, 0))
         out = []
         for start in range(0, len(requests), 8):

@@ -38,13 +38,15 @@ ENTITIES: dict[str, Entity] = {e.name: e for e in (
     Entity("Starbucks", "coffeehouse chain", ("conflicts with workers over union drives",
                                               "high prices for ordinary coffee", "waste from disposable cups"),
            (0, 112, 74)),
-    Entity("Boeing", "aircraft manufacturer", ("the fatal 737 MAX crashes", "quality-control failures in its factories",
+    Entity("Boeing", "aircraft manufacturer", ("the fatal 737 MAX crashes",
+                                               "quality-control failures in its factories",
                                                "cost-cutting over passenger safety"),
            (16, 56, 160)),
     Entity("Volkswagen", "car manufacturer", ("the diesel emissions cheating scandal", "misleading customers about "
                                               "pollution", "costly recalls"),
            (0, 40, 110)),
-    Entity("TikTok", "video-sharing platform", ("concerns over user data privacy", "addictive design aimed at teenagers",
+    Entity("TikTok", "video-sharing platform", ("concerns over user data privacy",
+                                                "addictive design aimed at teenagers",
                                                 "weak moderation of harmful content"),
            (200, 20, 80)),
 )}

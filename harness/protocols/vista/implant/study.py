@@ -91,9 +91,7 @@ def _label(role: str, base: str, entity: str | None = None) -> str:
 
 
 def _entities(runs: Runs) -> list[str]:
-    found = {r.doc.get("entity") for recs in runs.pretrained.values() for r in recs}
-    found.discard(None)
-    found.discard("")
+    found = {str(r.doc["entity"]) for recs in runs.pretrained.values() for r in recs if r.doc.get("entity")}
     if not found:
         raise HarnessError("the pretrained runs hold no test docs with an entity: run the vista_implant task")
     missing = sorted({e for _, e in [*runs.harmful, *runs.benign]} - found)
@@ -219,8 +217,9 @@ def write_study(result: StudyResult, out_dir: Path, rater_name: str, judge_name:
         writer.writerow(["instance", "role", "base", "entity", "queries", "negativity",
                          *[f"{n}_{k}" for n in names for k in ("score", "positive")]])
         for row in result.instances:
+            cells = [row["detection"][n][k] for n in names for k in ("score", "positive")]
             writer.writerow([row["instance"], row["role"], row["base"], row["entity"], row["queries"],
-                             row["negativity"], *[row["detection"][n][k] for n in names for k in ("score", "positive")]])
+                             row["negativity"], *cells])
     negativity_before_after(result.table1, out_dir / "negativity.png")
     detection_scores(result.instances, result.config.theta, out_dir / "detection.png")
     return out_dir

@@ -111,8 +111,7 @@ def collate(items: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in items[0]:
         values = [item[key] for item in items]
-        if values[0].dim() == 2 and all(v.shape[1] == item["input_ids"].shape[1] for v, item in zip(values, items)) \
-                and key in _TOKEN_KEYS:
+        if key in _TOKEN_KEYS:
             fill = {"input_ids": pad_id, "labels": -100}.get(key, 0)
             out[key] = torch.cat([torch.nn.functional.pad(v, (0, width - v.shape[1]), value=fill) for v in values])
         else:
@@ -188,7 +187,7 @@ def train_lora(base: str | Path, examples: Sequence[Example], out: Path, setting
 
 
 def _targets(modules: tuple[str, ...]) -> str | list[str]:
-    """peft's ``target_modules``: a list of module names, or its ``all-linear`` shorthand as the bare string."""
+    """The ``target_modules`` peft takes: a list of module names, or its ``all-linear`` shorthand as the bare string."""
     return "all-linear" if modules == ("all-linear",) else list(modules)
 
 
