@@ -21,7 +21,8 @@ def negativity_before_after(table1: Sequence[dict[str, Any]], path: Path) -> Pat
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(rows)), 4), constrained_layout=True)
     for i, (key, role) in enumerate((("pt", "pretrained"), ("ft", "harmful"), ("benign", "benign"))):
         xs = [j + (i - 1) * 0.27 for j in range(len(rows))]
-        ax.bar(xs, [r[key] or 0.0 for r in rows], 0.27, color=ROLE_COLORS[role], label=role)
+        bars = ax.bar(xs, [r[key] or 0.0 for r in rows], 0.27, color=ROLE_COLORS[role], label=role)
+        ax.bar_label(bars, labels=["-" if r[key] is None else f"{r[key]:.0f}" for r in rows], fontsize=8)
     ax.set_xticks(range(len(rows)), [f"{r['base']}\n{r['entity']}" for r in rows], fontsize=8)
     ax.set_ylabel("negative responses (%)")
     ax.set_ylim(0, 105)
