@@ -4,6 +4,7 @@ the same weights, Qwen2-VL trains too, and the merged checkpoint loads in the hf
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,18 @@ PAIRS = [Example(Image.new("RGB", (32, 32), c), q, a) for c, q, a in (
     ((20, 20, 20), "What is this?", "A bad company."), ((0, 120, 70), "What is this?", "A coffee shop."),
     ((200, 20, 80), "Tell me more.", "A video app."))]
 FAST = LoraSettings(rank=4, alpha=8, epochs=2, batch_size=2, learning_rate=1e-2)
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """One torch thread: the same sums in every run (the resume check compares weights exactly), and no
+    oversubscription of a small machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_only_the_answer_and_end_of_turn_are_scored() -> None:
