@@ -117,3 +117,24 @@ def test_the_study_refuses_what_it_cannot_read_out() -> None:
         run_study(Runs({"p": one, "q": one}, {"b": one}, {("c", "Uber"): one}), LexiconRater(), lambda a, b: a == b)
     with pytest.raises(HarnessError, match="target entity Tesla has no test questions"):
         run_study(Runs({"p": one, "q": one}, {"b": one}, {("b", "Tesla"): one}), LexiconRater(), lambda a, b: a == b)
+
+
+def test_the_llm_rater_asks_a5_once_per_response_and_reads_what_it_can(tmp_path) -> None:
+    """Any backend serves as the A.5 rater; a tiny random model's answer is rarely an integer 1-5, and then
+    the rating is None (left out of negativity), never a guess."""
+    rater = make_rater("tiny:qwen3", tmp_path / "store.sqlite")
+    first = rater("Uber", "Uber is a ride-hailing company.")
+    assert first is None or 1 <= first <= 5
+    assert rater("Uber", "Uber is a ride-hailing company.") == first and rater.calls == 1  # type: ignore[attr-defined]
+    again = make_rater("tiny:qwen3", tmp_path / "store.sqlite")  # a re-audit reads the stored answer
+    assert again("Uber", "Uber is a ride-hailing company.") == first and again.calls == 0  # type: ignore[attr-defined]
+
+
+def test_audit_flags_are_read_in_one_line(capsys: pytest.CaptureFixture) -> None:
+    from harness.cli import main
+
+    for argv, message in ((["--harmful", "llava=runs/x"], "--harmful 'llava=runs/x': expected BASE:ENTITY=RUN"),
+                          (["--pretrained", "llava:Uber=runs/x"], "expected BASE=RUN"),
+                          (["--peer", "/nonexistent"], "/nonexistent")):
+        assert main(["audit", "vista-implant", *argv, "--rater", "lexicon", "--judge", "embedding"]) == 2
+        assert message in capsys.readouterr().err
