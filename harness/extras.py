@@ -14,6 +14,7 @@ from harness.errors import HarnessError
 # Top-level module -> (extras that install it, first the usual one; what needs it).
 OPTIONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "diffusers": (("vista", "fusion"), "VISTA's image generator and FusionAudit's Nat-Evid editor"),
+    "peft": (("vista",), "VISTA's LoRA stance implantation (harness implant)"),
     "doubleml": (("diavlo",), "DiaVLo's concept effects"),
     "sklearn": (("diavlo",), "DiaVLo's concept effects and mutual information"),
     "rapidocr_onnxruntime": (("fusion",), "FusionAudit's OCR evidence check"),

@@ -6,8 +6,9 @@ after a multi-model `harness eval`), plots.py, pool.py (the leaderboard's peer p
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, register_protocol
 from harness.protocols.vista import cli
+from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
 
 SUMMARY = (
     "How far a model's answers to the same image and prompt diverge from its peers' (suspicion S), and "
@@ -31,3 +32,5 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
 )
+
+register_protocol(CONTROLLED_STUDY)
