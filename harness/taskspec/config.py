@@ -16,11 +16,15 @@ log = logging.getLogger(__name__)
 # lmms-eval keys this harness reads but treats as documentation only.
 _PASSIVE_KEYS = {
     "task_alias", "group_alias", "training_split", "validation_split", "fewshot_split",
-    "description", "target_delimiter", "fewshot_delimiter", "should_decontaminate",
+    "description", "fewshot_delimiter", "should_decontaminate",
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
-    "model_specific_prompt_kwargs", "model_specific_target_kwargs", "doc_to_choice",
+    "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
-_OUTPUT_TYPES = {"generate_until"}
+_OUTPUT_TYPES = {"generate_until", "multiple_choice"}
+_WHY_REFUSED = {
+    "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
+                              "the harness has no such environment",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ class TaskConfig:
     doc_to_text: FunctionRef | str | None = None
     doc_to_messages: FunctionRef | None = None
     doc_to_target: FunctionRef | str | int | None = None
+    doc_to_choice: FunctionRef | str | list[Any] | dict[str, Any] | None = None
+    target_delimiter: str = " "
     process_results: FunctionRef | None = None
     process_results_use_image: bool = False
     metric_list: tuple[MetricSpec, ...] = ()
@@ -145,10 +151,16 @@ class TaskConfig:
             if key not in known:
                 log.warning("%s: unknown task key %r ignored", where, key)
         output_type = raw.get("output_type", "generate_until")
+        if output_type in _WHY_REFUSED:
+            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported: {_WHY_REFUSED[output_type]}")
         if output_type not in _OUTPUT_TYPES:
-            raise TaskConfigError(
-                f"{where}: output_type {output_type!r} is not supported yet (supported: generate_until)"
-            )
+            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
+                                  f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
+        if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
+            raise TaskConfigError(f"{where}: output_type multiple_choice needs doc_to_choice")
+        delimiter = raw.get("target_delimiter", " ")
+        if not isinstance(delimiter, str):
+            raise TaskConfigError(f"{where}: target_delimiter must be a string, got {delimiter!r}")
         if raw.get("num_fewshot"):
             raise TaskConfigError(f"{where}: num_fewshot > 0 is not supported; put shots in doc_to_messages")
         repeats = raw.get("repeats", 1)
@@ -171,6 +183,8 @@ class TaskConfig:
             doc_to_text=raw.get("doc_to_text"),
             doc_to_messages=raw.get("doc_to_messages"),
             doc_to_target=raw.get("doc_to_target"),
+            doc_to_choice=raw.get("doc_to_choice"),
+            target_delimiter=delimiter,
             process_results=raw.get("process_results"),
             process_results_use_image=bool(raw.get("process_results_use_image", False)),
             metric_list=_parse_metrics(raw.get("metric_list"), where),
