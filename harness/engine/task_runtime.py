@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.engine.filters import apply_pipeline, check_filters
-from harness.metrics.choice import choice_metrics
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
+from harness.metrics.choice import choice_metrics
 from harness.models.base import Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
