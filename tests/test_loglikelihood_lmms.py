@@ -77,14 +77,18 @@ def run_lmms(tmp_path: Path, tasks: Path, name: str) -> dict[int, dict]:
     return {r["doc_id"]: r for r in map(json.loads, samples.read_text().splitlines())}
 
 
-def test_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
+def _compare(tmp_path: Path, shots: str = "") -> None:
+    """The ARC-format task (plus few-shot ``shots`` settings) under lmms-eval and here: equal
+    prompts, scores and metrics. With shots the harness's ``"\\n"`` goes in ``description`` (before the shots)."""
     import datasets
 
     datasets.Dataset.from_dict(ARC_ROWS).to_parquet(str(tmp_path / "arc" / "data" / "test-00000-of-00001.parquet"))
     tasks = tmp_path / "tasks"
     write(tasks / "utils.py", "def no_visual(doc):\n    return []\n")
-    write(tasks / "arc_lmms.yaml", TASK.format(name="arc_lmms", prefix=""))
-    write(tasks / "arc_ours.yaml", TASK.format(name="arc_ours", prefix="\\n"))
+    write(tasks / "arc_lmms.yaml", TASK.format(name="arc_lmms", prefix="") + shots)
+    ours = TASK.format(name="arc_ours", prefix="") + shots + "description: \"{{ '\\\\n' }}\"\n" if shots \
+        else TASK.format(name="arc_ours", prefix="\\n")
+    write(tasks / "arc_ours.yaml", ours)
     theirs = run_lmms(tmp_path, tasks, "arc_lmms")
     model = tiny_model_path("llava")
     _, samples, _ = evaluate(create_backend(f"hf:{model}", {"device": "cpu"}), f"hf:{model}", EvalOptions(
@@ -92,6 +96,16 @@ def test_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
     assert sorted(theirs) == [r.doc_id for r in samples["arc_ours"]] == [0, 1, 2]
     for record in samples["arc_ours"]:
         lmms = theirs[record.doc_id]
+        assert record.prompt[0]["content"][-1]["text"] == "\n" + lmms["input"]
         losses = [float(loss) for loss, _ in lmms["filtered_resps"]]
         assert [c.mean_loss for c in record.choices] == pytest.approx(losses, abs=1e-4)
         assert record.metrics == {"acc,none": lmms["acc"], "acc_norm,none": lmms["acc_norm"]}
+
+
+def test_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
+    _compare(tmp_path)
+
+
+def test_few_shot_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
+    """Two shots drawn by lmms-eval's default sampler from the split under test (so the doc itself is dropped)."""
+    _compare(tmp_path, shots="num_fewshot: 2\nfewshot_split: test\nfewshot_config:\n  sampler: default\n")

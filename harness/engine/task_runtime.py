@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.engine.filters import apply_pipeline, check_filters
 from harness.errors import TaskConfigError
@@ -24,6 +24,9 @@ from harness.models.base import Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef
+
+if TYPE_CHECKING:
+    from harness.engine.fewshot import FewShotSampler
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +98,7 @@ class TaskRuntime:
         self._doc_to_choice = (config.doc_to_choice.resolve() if isinstance(config.doc_to_choice, FunctionRef)
                                else None)
         self._report = _report_function(config)
+        self.fewshot: FewShotSampler | None = None  # set by open_task for num_fewshot > 0
         self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
         for spec in config.metric_list:
             agg = spec.aggregation
@@ -134,10 +138,16 @@ class TaskRuntime:
                                   f"check {self.config.source.parent}") from exc
 
     # -- prompts -------------------------------------------------------------------------------
-    def _text(self, doc: dict[str, Any]) -> str:
+    def text(self, doc: dict[str, Any]) -> str:
+        """The doc's ``doc_to_text``."""
         if self._doc_to_text is not None:
             return str(_call_with_kwargs(self._doc_to_text, doc, self.specific_kwargs))
         return _render_field(self.config.doc_to_text, doc)
+
+    @staticmethod
+    def render(spec: str, doc: dict[str, Any]) -> str:
+        """A column name or a Jinja2 template over the doc (``description``, ``harness_turns``)."""
+        return _render_field(spec, doc)
 
     def build_messages(self, doc: dict[str, Any]) -> list[Message]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
@@ -149,7 +159,8 @@ class TaskRuntime:
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
                 content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
             with doc_step("doc_to_text"):
-                content.append({"type": "text", "text": self._text(doc)})
+                shots = self.fewshot.context(doc) if self.fewshot is not None else ""
+                content.append({"type": "text", "text": shots + self.text(doc)})
             messages = [{"role": "user", "content": content}]
         with doc_step("image"):
             for message in messages:

@@ -15,8 +15,7 @@ log = logging.getLogger(__name__)
 
 # lmms-eval keys this harness reads but treats as documentation only.
 _PASSIVE_KEYS = {
-    "task_alias", "group_alias", "training_split", "validation_split", "fewshot_split",
-    "description", "fewshot_delimiter", "should_decontaminate",
+    "task_alias", "group_alias", "should_decontaminate",
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
     "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
@@ -108,6 +107,13 @@ class TaskConfig:
     doc_to_target: FunctionRef | str | int | None = None
     doc_to_choice: FunctionRef | str | list[Any] | dict[str, Any] | None = None
     target_delimiter: str = " "
+    training_split: str | None = None
+    validation_split: str | None = None
+    num_fewshot: int = 0
+    fewshot_split: str | None = None
+    fewshot_delimiter: str = "\n\n"
+    fewshot_sampler: str = "default"
+    description: str | None = None
     process_results: FunctionRef | None = None
     process_results_use_image: bool = False
     metric_list: tuple[MetricSpec, ...] = ()
@@ -145,7 +151,7 @@ class TaskConfig:
         if not isinstance(name, str):
             raise TaskConfigError(f"{where}: 'task' must be a task name string")
         known = {f.name for f in dataclasses.fields(cls)} | _PASSIVE_KEYS | {
-            "tag", "group", "metadata", "filter_list", "num_fewshot", "fewshot_config",
+            "tag", "group", "metadata", "filter_list", "fewshot_config",
         }
         for key in raw:
             if key not in known:
@@ -161,8 +167,7 @@ class TaskConfig:
         delimiter = raw.get("target_delimiter", " ")
         if not isinstance(delimiter, str):
             raise TaskConfigError(f"{where}: target_delimiter must be a string, got {delimiter!r}")
-        if raw.get("num_fewshot"):
-            raise TaskConfigError(f"{where}: num_fewshot > 0 is not supported; put shots in doc_to_messages")
+        fewshot = _fewshot(raw, where)
         repeats = raw.get("repeats", 1)
         if not isinstance(repeats, int) or repeats < 1:
             raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
@@ -185,6 +190,10 @@ class TaskConfig:
             doc_to_target=raw.get("doc_to_target"),
             doc_to_choice=raw.get("doc_to_choice"),
             target_delimiter=delimiter,
+            training_split=raw.get("training_split"),
+            validation_split=raw.get("validation_split"),
+            description=raw.get("description"),
+            **fewshot,
             process_results=raw.get("process_results"),
             process_results_use_image=bool(raw.get("process_results_use_image", False)),
             metric_list=_parse_metrics(raw.get("metric_list"), where),
@@ -197,6 +206,27 @@ class TaskConfig:
             **_harness_hooks(metadata, where),
             raw=raw,
         )
+
+
+_SAMPLERS = ("default", "first_n")  # lmms-eval's samplers.SAMPLER_REGISTRY
+
+
+def _fewshot(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """``num_fewshot``, ``fewshot_split``, ``fewshot_delimiter`` and ``fewshot_config.sampler``, checked."""
+    shots = raw.get("num_fewshot") or 0
+    if not isinstance(shots, int) or isinstance(shots, bool) or shots < 0:
+        raise TaskConfigError(f"{where}: num_fewshot must be a whole number >= 0, got {shots!r}")
+    config = raw.get("fewshot_config") or {}
+    if not isinstance(config, dict):
+        raise TaskConfigError(f"{where}: fewshot_config must be a mapping")
+    sampler = config.get("sampler", "default")
+    if sampler not in _SAMPLERS:
+        raise TaskConfigError(f"{where}: fewshot_config sampler {sampler!r} is unknown (known: {', '.join(_SAMPLERS)})")
+    delimiter = raw.get("fewshot_delimiter", "\n\n")
+    if not isinstance(delimiter, str):
+        raise TaskConfigError(f"{where}: fewshot_delimiter must be a string, got {delimiter!r}")
+    return {"num_fewshot": shots, "fewshot_split": raw.get("fewshot_split"), "fewshot_delimiter": delimiter,
+            "fewshot_sampler": sampler}
 
 
 def _as_tuple(value: Any) -> tuple[str, ...]:
