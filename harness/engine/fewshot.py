@@ -38,11 +38,8 @@ class FewShotSampler:
         """``description`` + the shots for ``doc``, each ended by ``fewshot_delimiter``."""
         config, k = self.config, self.config.num_fewshot
         drawn = k + 1 if config.fewshot_split == config.test_split else k
-        if config.fewshot_sampler == "first_n":
-            shots = self.docs[:drawn]
-        else:
-            shots = self.rnd.sample(self.docs, drawn)
-        shots = [s for s in shots if s != doc][:k]
+        drawn_docs = self.docs[:drawn] if config.fewshot_sampler == "first_n" else self.rnd.sample(self.docs, drawn)
+        shots = [s for s in drawn_docs if s != doc][:k]
         description = self.runtime.render(config.description, doc) if config.description else ""
         return description + "".join(self._shot(s) + config.fewshot_delimiter for s in shots)
 
