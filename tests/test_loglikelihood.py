@@ -134,3 +134,16 @@ def test_bad_choices_are_that_docs_error(tmp_path: Path, text_backend: HFBackend
         tasks=["arc_tiny"], include_paths=[str(tasks)], limit=1, use_cache=False, show_progress=False))
     (record,) = samples["arc_tiny"]
     assert record.error is not None and record.error.startswith("bad input: doc_to_choice:")
+
+
+def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:
+    """Chat completions give log-probabilities of generated tokens only: refused before any request is sent."""
+    from harness.errors import UnsupportedRequestError
+    from harness.models.openai_api import OpenAIBackend
+
+    backend = OpenAIBackend("tiny", {"base_url": "http://127.0.0.1:9/v1", "max_retries": "0"})
+    opts = EvalOptions(tasks=["arc_tiny"], include_paths=[str(arc_task(tmp_path))], use_cache=False,
+                       show_progress=False)
+    with pytest.raises(UnsupportedRequestError, match=r"^openai: multiple_choice tasks need log-probabilities") as info:
+        evaluate(backend, "openai:tiny", opts)
+    assert "\n" not in str(info.value)
