@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.tasks import open_task
 from harness.errors import TaskConfigError
 from harness.metrics.choice import choice_metrics, gold_indices
 from harness.models.hf import HFBackend
 from harness.models.loglikelihood import score_continuations
 from harness.models.tiny import tiny_model_path
 from harness.taskspec.config import TaskConfig
-from tests.conftest import write
+from tests.conftest import ROOT, write
 
 ARC_YAML = """\
 task: arc_tiny
@@ -59,9 +60,10 @@ def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[f
                                                                                   "text": continuation}]}],
                                    add_generation_prompt=False)
     n_prompt = backend.encode([prompt_text], [images])["input_ids"].shape[1]
-    ids = backend.encode([full_text], [images])["input_ids"]
+    encoded = backend.encode([full_text], [images])
+    ids = encoded["input_ids"]
     with torch.no_grad():
-        logprobs = torch.log_softmax(backend.model(input_ids=ids).logits.float(), -1)[0]
+        logprobs = torch.log_softmax(backend.model(**encoded).logits.float(), -1)[0]
     picked = logprobs[n_prompt - 1:-1].gather(-1, ids[0, n_prompt:, None])
     return float(picked.sum()), ids.shape[1] - n_prompt
 
@@ -114,6 +116,43 @@ def test_arc_format_task_runs_and_is_cached(tmp_path: Path, text_backend: HFBack
     again, cached, _ = evaluate(text_backend, "tiny:qwen3", opts)
     assert again.provenance.requests.scored == 0
     assert [r.choices for r in cached["arc_tiny"]] == [r.choices for r in records]
+
+
+SHAPES_MC = """\
+task: shapes_color_mc
+dataset_path: vlm-audit/shapes
+test_split: test
+output_type: multiple_choice
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: "What color is the shape? Answer:"
+doc_to_target: color
+doc_to_choice: ["red", "green", "blue", "yellow"]
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
+def test_image_multiple_choice_scores_equal_one_full_pass(tmp_path: Path, data_dir: Path, arch: str) -> None:
+    """The image goes with the shared prefix (LLaVA) or with every choice (Qwen2-VL's image-shaped positions);
+    either way each choice's score is the plain full-pass one."""
+    write(tmp_path / "shapes_mc.yaml", SHAPES_MC)
+    write(tmp_path / "utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
+    backend = HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
+    _, samples, _ = evaluate(backend, f"tiny:{arch}", EvalOptions(
+        tasks=["shapes_color_mc"], include_paths=[str(tmp_path)], data_dir=data_dir, limit=2, use_cache=False,
+        show_progress=False))
+    opened = open_task("shapes_color_mc", backend.model_family, data_dir, [tmp_path])  # the prompts, images decoded
+    for record in samples["shapes_color_mc"]:
+        assert record.error is None and isinstance(record.target, str)
+        prompt = opened.runtime.build_messages(opened.docs[record.doc_id])
+        for choice in record.choices:
+            ll, tokens = _reference(backend, prompt, choice.continuation)
+            assert choice.tokens == tokens and choice.loglikelihood == pytest.approx(ll, abs=1e-4)
+        losses = [c.mean_loss for c in record.choices]
+        gold = ["red", "green", "blue", "yellow"].index(record.target)
+        assert record.metrics["acc,none"] == float(min(range(4), key=losses.__getitem__) == gold)
 
 
 def test_multiple_choice_config_errors_are_one_line(tmp_path: Path) -> None:
