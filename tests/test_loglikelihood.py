@@ -186,3 +186,17 @@ def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedRequestError, match=r"^openai: multiple_choice tasks need log-probabilities") as info:
         evaluate(backend, "openai:tiny", opts)
     assert "\n" not in str(info.value)
+
+
+def test_harness_score_rescores_saved_choices(tmp_path: Path, text_backend: HFBackend) -> None:
+    """A multiple_choice run folder re-scores from its saved choice scores alone (no model)."""
+    from harness.engine.runner import score_run
+
+    tasks = arc_task(tmp_path)
+    run, _, run_dir = evaluate(text_backend, "tiny:qwen3", EvalOptions(
+        tasks=["arc_tiny"], include_paths=[str(tasks)], use_cache=False, show_progress=False,
+        output=tmp_path / "out"))
+    assert run_dir is not None
+    rescored, samples = score_run(run_dir, output=tmp_path / "rescored")
+    assert rescored.results["arc_tiny"] == run.results["arc_tiny"]
+    assert all(len(r.choices) == len(ARC_ROWS["choices"][r.doc_id]["text"]) for r in samples["arc_tiny"])

@@ -23,6 +23,11 @@ _OUTPUT_TYPES = {"generate_until", "multiple_choice"}
 _WHY_REFUSED = {
     "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
                               "the harness has no such environment",
+    "generate_visual_cot": "lmms-eval's visual CoT first generates an auxiliary image, then answers from both "
+                           "images; the harness's backends generate text only",
+    "generate_until_multi_round": "each round's prompt and images come from doc_to_text called with the previous "
+                                  "answers (round_idx, previous_output); the harness's multi-turn support "
+                                  "(metadata harness_turns) takes fixed follow-up prompts",
 }
 
 
