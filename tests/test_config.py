@@ -60,7 +60,7 @@ def test_specific_kwargs_model_block_replaces_default_block() -> None:
     [
         ({"output_type": "loglikelihood"}, "output_type 'loglikelihood' is not supported"),
         ({"repeats": 0}, "repeats must be a positive integer"),
-        ({"num_fewshot": 2}, "num_fewshot"),
+        ({"num_fewshot": -2}, "num_fewshot must be a whole number"),
         ({"metric_list": [{"aggregation": "mean"}]}, "needs a 'metric' key"),
         ({"task": ["a", "b"]}, "'task' must be a task name"),
     ],

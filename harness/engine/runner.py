@@ -16,6 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
+from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
@@ -24,6 +25,7 @@ from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.paths import new_run_dir
 from harness.provenance import environment
 from harness.results.schema import (
@@ -78,6 +80,7 @@ class _PreparedTask:
     docs: list[dict[str, Any]]
     # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
     conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
+    scoring: list[LoglikelihoodRequest] = field(default_factory=list)  # multiple_choice tasks
 
 
 def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -105,6 +108,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
     conversations: dict[int, tuple[str, list[Any], list[str]]] = {}
+    scoring: list[LoglikelihoodRequest] = []
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
             records.append(SampleRecord(task=config.task, doc_id=doc_id, doc_hash="", doc={},
@@ -118,8 +122,15 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
             target = runtime.target(doc)
             messages = runtime.build_messages(doc)
             follow_ups = runtime.follow_ups(doc)
+            scored = choice_request(messages, runtime.continuations(doc)) if config.output_type == "multiple_choice" \
+                else None
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
+            continue
+        if scored is not None:
+            scoring.append(scored)
+            records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
+                                        request_key=scored.key))
             continue
         request = make_request(messages, params, n, opts.seed)
         requests.append(request)
@@ -127,7 +138,8 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
                                     request_key=request.key, seed=request.seed))
         if follow_ups:
             conversations[doc_id] = (request.key, messages, follow_ups)
-    prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations)
+    prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations,
+                             scoring)
     return prepared, requests
 
 
@@ -270,6 +282,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         gen_started = time.time()
         responses, errors, stats = _generate(backend, all_requests, store, opts)
         turns = _follow_up_turns(backend, prepared, responses, store, opts, stats)
+        scores, score_errors, stats.scored = answer_choices(backend, [r for t in prepared for r in t.scoring], store)
+        errors.update(score_errors)
         gen_seconds = time.time() - gen_started
     finally:
         store.close()
@@ -283,6 +297,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
             if record.error is None and key is not None:
                 if key in errors:
                     record = record.model_copy(update={"error": errors[key]})
+                elif key in scores:
+                    record = task.runtime.score(record.model_copy(update={"choices": scores[key]}), doc)
                 else:
                     record = record.model_copy(update={"responses": responses[key],
                                                        "turns": turns.get((task.config.task, record.doc_id), [])})

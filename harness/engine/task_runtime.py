@@ -6,22 +6,27 @@ samples runs exactly the code that scored them the first time.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from harness.engine.filters import apply_pipeline, check_filters
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
+from harness.metrics.choice import choice_metrics
 from harness.models.base import Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef
+
+if TYPE_CHECKING:
+    from harness.engine.fewshot import FewShotSampler
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +95,10 @@ class TaskRuntime:
         self._doc_to_text = config.doc_to_text.resolve() if isinstance(config.doc_to_text, FunctionRef) else None
         self._doc_to_target = (config.doc_to_target.resolve() if isinstance(config.doc_to_target, FunctionRef)
                                else None)
+        self._doc_to_choice = (config.doc_to_choice.resolve() if isinstance(config.doc_to_choice, FunctionRef)
+                               else None)
         self._report = _report_function(config)
+        self.fewshot: FewShotSampler | None = None  # set by open_task for num_fewshot > 0
         self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
         for spec in config.metric_list:
             agg = spec.aggregation
@@ -130,10 +138,16 @@ class TaskRuntime:
                                   f"check {self.config.source.parent}") from exc
 
     # -- prompts -------------------------------------------------------------------------------
-    def _text(self, doc: dict[str, Any]) -> str:
+    def text(self, doc: dict[str, Any]) -> str:
+        """The doc's ``doc_to_text``."""
         if self._doc_to_text is not None:
             return str(_call_with_kwargs(self._doc_to_text, doc, self.specific_kwargs))
         return _render_field(self.config.doc_to_text, doc)
+
+    @staticmethod
+    def render(spec: str, doc: dict[str, Any]) -> str:
+        """A column name or a Jinja2 template over the doc (``description``, ``harness_turns``)."""
+        return _render_field(spec, doc)
 
     def build_messages(self, doc: dict[str, Any]) -> list[Message]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
@@ -145,7 +159,8 @@ class TaskRuntime:
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
                 content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
             with doc_step("doc_to_text"):
-                content.append({"type": "text", "text": self._text(doc)})
+                shots = self.fewshot.context(doc) if self.fewshot is not None else ""
+                content.append({"type": "text", "text": shots + self.text(doc)})
             messages = [{"role": "user", "content": content}]
         with doc_step("image"):
             for message in messages:
@@ -157,11 +172,35 @@ class TaskRuntime:
                         image.load()  # force decoding now so a corrupt file is this doc's error
         return cast(list[Message], messages)
 
+    def choices(self, doc: dict[str, Any]) -> list[str]:
+        """A ``multiple_choice`` doc's choices, read as lmms-eval reads ``doc_to_choice``: a column, a template
+        that renders a Python list, a list, a mapping (its values) or a function."""
+        spec = self.config.doc_to_choice
+        with doc_step("doc_to_choice"):
+            if self._doc_to_choice is not None:
+                value = self._doc_to_choice(doc)
+            elif isinstance(spec, dict):
+                value = list(spec.values())
+            elif isinstance(spec, str):
+                value = doc[spec] if spec in doc else ast.literal_eval(_render_field(spec, doc))
+            else:
+                value = spec
+            if not isinstance(value, list | tuple) or not value:
+                raise BadInputError(f"choices are {value!r}, not a non-empty list")
+            return [str(v) for v in value]
+
+    def continuations(self, doc: dict[str, Any]) -> list[str]:
+        """The texts scored after the prompt: ``target_delimiter`` + each choice."""
+        return [f"{self.config.target_delimiter}{c}" for c in self.choices(doc)]
+
     def target(self, doc: dict[str, Any]) -> Any:
         """The doc's target; a field that is null is this doc's bad input, never the string 'None'."""
         spec = self.config.doc_to_target
         if spec is None:
             return None
+        if self.config.output_type == "multiple_choice" and isinstance(spec, str) and self._doc_to_target is None:
+            with doc_step("doc_to_target"):
+                return _choice_target(spec, doc)
         with doc_step("doc_to_target"):
             if self._doc_to_target is not None:
                 return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
@@ -184,7 +223,8 @@ class TaskRuntime:
         """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses. Scoring code that
         fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
         empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
-        if not record.responses or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
+        answered = record.choices if self.config.output_type == "multiple_choice" else record.responses
+        if not answered or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
             return record.model_copy(update=empty)
         try:
             with doc_step("process_results"):
@@ -198,6 +238,8 @@ class TaskRuntime:
         metrics: dict[str, Any] = {}
         unparsed: list[str] = []
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
+        if self.config.output_type == "multiple_choice":
+            return self._score_choices(record, scoring_doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
         for pipe in self.config.filters:
@@ -218,6 +260,21 @@ class TaskRuntime:
                 if value is None:
                     unparsed.append(key)
         return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
+
+    def _score_choices(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
+        """lmms-eval's multiple_choice scoring: ``process_results(doc, [(loss, is_greedy), ...])`` when the
+        task has one, else acc / acc_norm / exact_match (harness.metrics.choice); filters do not apply."""
+        results = [(c.mean_loss, c.is_greedy) for c in record.choices]
+        if self._process_results is not None:
+            values = self._process_results(doc, results)
+            if not isinstance(values, dict):
+                raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        else:
+            choices = [c.continuation[len(self.config.target_delimiter):] for c in record.choices]
+            values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)
+        metrics = {f"{spec.metric},{pipe.name}": to_jsonable(values[spec.metric])
+                   for pipe in self.config.filters for spec in self.config.metric_list if spec.metric in values}
+        return {"filtered": {}, "metrics": metrics, "unparsed": [k for k, v in metrics.items() if v is None]}
 
     def aggregate(self, records: list[SampleRecord]) -> tuple[dict[str, Any], TaskCounts]:
         """Task-level values: each metric's aggregation (errors and unparsed samples excluded)."""
@@ -282,6 +339,22 @@ def _report_function(config: TaskConfig) -> ReportFunction | None:
     except ValueError:  # no signature to inspect (a builtin): called as written
         pass
     return cast(ReportFunction, fn)
+
+
+def _choice_target(spec: str, doc: dict[str, Any]) -> Any:
+    """A multiple_choice gold as lmms-eval reads it: a column's value as it is (an index or a choice), or a
+    template rendering a digit (an index) or a list literal (several golds)."""
+    if spec in doc:
+        return _not_null(doc[spec])
+    text = _render_field(spec, doc)
+    if text.isdigit():
+        return int(text)
+    if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
+        try:
+            return ast.literal_eval(text)
+        except (SyntaxError, ValueError):
+            return text
+    return text
 
 
 def _is_template(spec: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedDataset, load_task_dataset
+from harness.engine.fewshot import FewShotSampler, fewshot_docs
 from harness.engine.task_runtime import TaskRuntime
 from harness.results.schema import RunResults
 from harness.taskspec.config import TaskConfig
@@ -37,7 +38,10 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
     config = task if isinstance(task, TaskConfig) else (registry or TaskRegistry.discover(include_paths)).get(task)
     runtime = TaskRuntime(config, family)
     dataset = loaded or load_task_dataset(config, data_dir)
-    return OpenTask(config, runtime, dataset, runtime.process_docs(dataset.docs))
+    docs = runtime.process_docs(dataset.docs)
+    if config.num_fewshot:
+        runtime.fewshot = FewShotSampler(config, runtime, fewshot_docs(config, runtime, data_dir, docs))
+    return OpenTask(config, runtime, dataset, docs)
 
 
 def open_run_task(run: RunResults, task: str, data_dir: Path | None) -> OpenTask:

@@ -15,7 +15,9 @@ from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
 from harness.models.sampling import seeded_sampler
+from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +207,7 @@ class HFBackend(Backend):
         }
 
     # -- preprocessing -------------------------------------------------------------------------
-    def _render(self, messages: list[Message]) -> tuple[str, list[Any]]:
+    def _render(self, messages: list[Message], add_generation_prompt: bool = True) -> tuple[str, list[Any]]:
         """Chat-template text plus the images in the order their placeholders appear."""
         images: list[Any] = []
         chat = []
@@ -229,17 +231,19 @@ class HFBackend(Backend):
                 chat.append({"role": message["role"], "content": "".join(i["text"] for i in items)})
             else:
                 chat.append({"role": message["role"], "content": items})
-        text = self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        text = self.processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
         return text, images
 
     def prepare_inputs(self, batch: list[list[Message]]) -> Any:
         """Model inputs (a BatchFeature on the model's device) for a batch of conversations."""
         rendered = [self._render(m) for m in batch]
-        texts = [t for t, _ in rendered]
+        return self.encode([t for t, _ in rendered], [imgs for _, imgs in rendered])
+
+    def encode(self, texts: list[str], images: list[list[Any]]) -> Any:
+        """Rendered texts (and each one's images) as model inputs on the model's device."""
         if not self.is_multimodal:
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         else:
-            images = [imgs for _, imgs in rendered]
             kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
             if any(images):
                 if not all(images):
@@ -247,6 +251,23 @@ class HFBackend(Backend):
                 kwargs["images"] = images
             enc = self.processor(**kwargs)
         return enc.to(self.model.device)
+
+    # -- teacher-forced scoring ----------------------------------------------------------------
+    def supports(self, output_type: str) -> bool:
+        """Generation, and loglikelihood scoring of ``multiple_choice`` tasks."""
+        return output_type in {"generate_until", "multiple_choice"}
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
+        """Each request's continuations scored teacher-forced (one prefix pass per prompt); a request that
+        fails is its own exception."""
+        out: list[list[ScoredChoice] | Exception] = []
+        for req in requests:
+            try:
+                out.append(score_continuations(self, req.messages, req.continuations))
+            except Exception as exc:  # one prompt's failure is that sample's error
+                log.debug("scoring failed", exc_info=True)
+                out.append(exc)
+        return out
 
     # -- generation ----------------------------------------------------------------------------
     def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:

@@ -103,6 +103,15 @@ class OpenAIBackend(Backend):
         self.client = openai.OpenAI(base_url=self.base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
         self._fingerprint = hashlib.sha256(f"openai|{self.base_url}|{model}".encode()).hexdigest()[:16]
 
+    def supports(self, output_type: str) -> bool:
+        """Generation only: the chat completions API returns log-probabilities of generated tokens, never of a
+        given continuation, so ``multiple_choice`` tasks are refused before any request."""
+        if output_type == "multiple_choice":
+            raise UnsupportedRequestError("openai: multiple_choice tasks need log-probabilities of given choices; "
+                                          "the chat completions API returns them only for generated tokens "
+                                          "(run the task with hf:)")
+        return super().supports(output_type)
+
     @classmethod
     def from_spec(cls, name: str, model_args: dict[str, str]) -> OpenAIBackend:
         """The backend for ``openai:MODEL`` (``base_url``, ``api_key`` and the rest from ``--model-args``)."""

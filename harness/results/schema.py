@@ -43,6 +43,22 @@ class Turn(BaseModel):
     error: str | None = None
 
 
+class ScoredChoice(BaseModel):
+    """One choice of a ``multiple_choice`` sample, scored teacher-forced as the assistant's answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    continuation: str = Field(description="The scored text: target_delimiter + the choice")
+    loglikelihood: float = Field(description="Sum of the log-probabilities of its tokens")
+    tokens: int = Field(description="How many tokens were scored (the template's end-of-turn included)")
+    is_greedy: bool = Field(description="Whether greedy decoding gives exactly these tokens")
+
+    @property
+    def mean_loss(self) -> float:
+        """Mean token loss: the per-choice value lmms-eval's models return."""
+        return -self.loglikelihood / self.tokens if self.tokens else 0.0
+
+
 class SampleRecord(BaseModel):
     """One doc of one task: its prompt, all n responses, filtered answers and per-sample metrics."""
 
@@ -61,6 +77,7 @@ class SampleRecord(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict, description='"metric,filter" -> per-sample value')
     unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
     turns: list[Turn] = Field(default_factory=list, description="Follow-up turns of a multi-turn task")
+    choices: list[ScoredChoice] = Field(default_factory=list, description="multiple_choice tasks: each choice")
     error: str | None = Field(default=None, description="Why this sample has no responses or no metrics")
 
 
@@ -143,6 +160,7 @@ class RequestCounts(BaseModel):
     follow_up_cached: int = 0
     follow_up_generated: int = 0
     follow_up_generated_samples: int = 0
+    scored: int = 0  # multiple_choice prompts scored by the model (not from the store)
 
     def add_follow_up(self, round_counts: RequestCounts) -> None:
         """Count one round of follow-up turns (its own first-turn counts) under ``follow_up_*``."""

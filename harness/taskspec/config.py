@@ -15,12 +15,20 @@ log = logging.getLogger(__name__)
 
 # lmms-eval keys this harness reads but treats as documentation only.
 _PASSIVE_KEYS = {
-    "task_alias", "group_alias", "training_split", "validation_split", "fewshot_split",
-    "description", "target_delimiter", "fewshot_delimiter", "should_decontaminate",
+    "task_alias", "group_alias", "should_decontaminate",
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
-    "model_specific_prompt_kwargs", "model_specific_target_kwargs", "doc_to_choice",
+    "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
-_OUTPUT_TYPES = {"generate_until"}
+_OUTPUT_TYPES = {"generate_until", "multiple_choice"}
+_WHY_REFUSED = {
+    "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
+                              "the harness has no such environment",
+    "generate_visual_cot": "lmms-eval's visual CoT first generates an auxiliary image, then answers from both "
+                           "images; the harness's backends generate text only",
+    "generate_until_multi_round": "each round's prompt and images come from doc_to_text called with the previous "
+                                  "answers (round_idx, previous_output); the harness's multi-turn support "
+                                  "(metadata harness_turns) takes fixed follow-up prompts",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,15 @@ class TaskConfig:
     doc_to_text: FunctionRef | str | None = None
     doc_to_messages: FunctionRef | None = None
     doc_to_target: FunctionRef | str | int | None = None
+    doc_to_choice: FunctionRef | str | list[Any] | dict[str, Any] | None = None
+    target_delimiter: str = " "
+    training_split: str | None = None
+    validation_split: str | None = None
+    num_fewshot: int = 0
+    fewshot_split: str | None = None
+    fewshot_delimiter: str = "\n\n"
+    fewshot_sampler: str = "default"
+    description: str | None = None
     process_results: FunctionRef | None = None
     process_results_use_image: bool = False
     metric_list: tuple[MetricSpec, ...] = ()
@@ -139,18 +156,23 @@ class TaskConfig:
         if not isinstance(name, str):
             raise TaskConfigError(f"{where}: 'task' must be a task name string")
         known = {f.name for f in dataclasses.fields(cls)} | _PASSIVE_KEYS | {
-            "tag", "group", "metadata", "filter_list", "num_fewshot", "fewshot_config",
+            "tag", "group", "metadata", "filter_list", "fewshot_config",
         }
         for key in raw:
             if key not in known:
                 log.warning("%s: unknown task key %r ignored", where, key)
         output_type = raw.get("output_type", "generate_until")
+        if output_type in _WHY_REFUSED:
+            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported: {_WHY_REFUSED[output_type]}")
         if output_type not in _OUTPUT_TYPES:
-            raise TaskConfigError(
-                f"{where}: output_type {output_type!r} is not supported yet (supported: generate_until)"
-            )
-        if raw.get("num_fewshot"):
-            raise TaskConfigError(f"{where}: num_fewshot > 0 is not supported; put shots in doc_to_messages")
+            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
+                                  f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
+        if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
+            raise TaskConfigError(f"{where}: output_type multiple_choice needs doc_to_choice")
+        delimiter = raw.get("target_delimiter", " ")
+        if not isinstance(delimiter, str):
+            raise TaskConfigError(f"{where}: target_delimiter must be a string, got {delimiter!r}")
+        fewshot = _fewshot(raw, where)
         repeats = raw.get("repeats", 1)
         if not isinstance(repeats, int) or repeats < 1:
             raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
@@ -171,6 +193,12 @@ class TaskConfig:
             doc_to_text=raw.get("doc_to_text"),
             doc_to_messages=raw.get("doc_to_messages"),
             doc_to_target=raw.get("doc_to_target"),
+            doc_to_choice=raw.get("doc_to_choice"),
+            target_delimiter=delimiter,
+            training_split=raw.get("training_split"),
+            validation_split=raw.get("validation_split"),
+            description=raw.get("description"),
+            **fewshot,
             process_results=raw.get("process_results"),
             process_results_use_image=bool(raw.get("process_results_use_image", False)),
             metric_list=_parse_metrics(raw.get("metric_list"), where),
@@ -183,6 +211,27 @@ class TaskConfig:
             **_harness_hooks(metadata, where),
             raw=raw,
         )
+
+
+_SAMPLERS = ("default", "first_n")  # lmms-eval's samplers.SAMPLER_REGISTRY
+
+
+def _fewshot(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """``num_fewshot``, ``fewshot_split``, ``fewshot_delimiter`` and ``fewshot_config.sampler``, checked."""
+    shots = raw.get("num_fewshot") or 0
+    if not isinstance(shots, int) or isinstance(shots, bool) or shots < 0:
+        raise TaskConfigError(f"{where}: num_fewshot must be a whole number >= 0, got {shots!r}")
+    config = raw.get("fewshot_config") or {}
+    if not isinstance(config, dict):
+        raise TaskConfigError(f"{where}: fewshot_config must be a mapping")
+    sampler = config.get("sampler", "default")
+    if sampler not in _SAMPLERS:
+        raise TaskConfigError(f"{where}: fewshot_config sampler {sampler!r} is unknown (known: {', '.join(_SAMPLERS)})")
+    delimiter = raw.get("fewshot_delimiter", "\n\n")
+    if not isinstance(delimiter, str):
+        raise TaskConfigError(f"{where}: fewshot_delimiter must be a string, got {delimiter!r}")
+    return {"num_fewshot": shots, "fewshot_split": raw.get("fewshot_split"), "fewshot_delimiter": delimiter,
+            "fewshot_sampler": sampler}
 
 
 def _as_tuple(value: Any) -> tuple[str, ...]:

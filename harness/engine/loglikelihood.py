@@ -1,0 +1,51 @@
+"""``multiple_choice`` requests: one per doc (its prompt and every choice), answered from the response store
+or by the backend's teacher-forced scoring, and cached like generations (so they survive kill -9 the same
+way: each answered prompt is committed as soon as it is scored)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from harness.engine.store import ResponseStore
+from harness.errors import UnsupportedRequestError
+from harness.hashing import stable_hash
+from harness.models.base import Backend, Message
+from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend
+from harness.results.schema import ScoredChoice
+
+log = logging.getLogger(__name__)
+
+
+def choice_request(messages: Sequence[Message], continuations: Sequence[str]) -> LoglikelihoodRequest:
+    """The request scoring ``continuations`` after ``messages``, keyed by both."""
+    key = stable_hash({"loglikelihood": list(messages), "continuations": list(continuations)})
+    return LoglikelihoodRequest(key=key, messages=list(messages), continuations=tuple(continuations))
+
+
+def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore
+                   ) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
+    """Scores per request key (cached ones first), per-request errors, and how many were computed now."""
+    if not requests:
+        return {}, {}, 0
+    if not isinstance(backend, ScoringBackend):
+        raise UnsupportedRequestError(f"{type(backend).__name__} cannot score continuations (multiple_choice)")
+    unique = {r.key: r for r in requests}
+    scores: dict[str, list[ScoredChoice]] = {}
+    missing = []
+    for req in unique.values():
+        cached = store.get(backend.fingerprint, req.key, 0, len(req.continuations))
+        if cached is None:
+            missing.append(req)
+        else:
+            scores[req.key] = [ScoredChoice.model_validate_json(text) for text in cached]
+    errors: dict[str, str] = {}
+    for req in missing:
+        (out,) = backend.loglikelihood([req])
+        if isinstance(out, Exception):
+            errors[req.key] = f"scoring failed: {type(out).__name__}: {out}"
+            log.debug("request %s failed", req.key, exc_info=out)
+            continue
+        store.put(backend.fingerprint, req.key, 0, [c.model_dump_json() for c in out])
+        scores[req.key] = out
+    return scores, errors, len(missing) - len(errors)

@@ -1,0 +1,202 @@
+"""multiple_choice tasks: teacher-forced choice scores (one prefix pass per prompt), lmms-eval's acc /
+acc_norm, the response store, and the one-line refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.tasks import open_task
+from harness.errors import TaskConfigError
+from harness.metrics.choice import choice_metrics, gold_indices
+from harness.models.hf import HFBackend
+from harness.models.loglikelihood import score_continuations
+from harness.models.tiny import tiny_model_path
+from harness.taskspec.config import TaskConfig
+from tests.conftest import ROOT, write
+
+ARC_YAML = """\
+task: arc_tiny
+dataset_path: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{choices.label.index(answerKey)}}}}"
+doc_to_choice: "{{{{choices.text}}}}"
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+ARC_ROWS = {
+    "question": ["What color is the sky?", "Which one is a shape?", "How many legs has a dog?"],
+    "choices": [{"text": ["blue", "green grass", "red"], "label": ["A", "B", "C"]},
+                {"text": ["circle", "dog"], "label": ["A", "B"]},
+                {"text": ["two", "four", "three", "one"], "label": ["1", "2", "3", "4"]}],
+    "answerKey": ["A", "A", "2"],
+}
+
+
+def arc_task(folder: Path) -> Path:
+    """An ARC-Easy-format task and its three-row dataset, written under ``folder``."""
+    import datasets
+
+    datasets.Dataset.from_dict(ARC_ROWS).to_parquet(str(folder / "arc" / "data" / "test-00000-of-00001.parquet"))
+    write(folder / "tasks" / "arc_tiny.yaml", ARC_YAML.format(data=folder / "arc"))
+    return folder / "tasks"
+
+
+@pytest.fixture(scope="module")
+def text_backend() -> HFBackend:
+    return HFBackend(str(tiny_model_path("qwen3")), {"device": "cpu"})
+
+
+def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[float, int]:
+    """Summed log-probability of the continuation from one plain full forward pass (no cache, no batch)."""
+    prompt_text, images = backend._render(messages)
+    full_text, _ = backend._render([*messages, {"role": "assistant", "content": [{"type": "text",
+                                                                                  "text": continuation}]}],
+                                   add_generation_prompt=False)
+    n_prompt = backend.encode([prompt_text], [images])["input_ids"].shape[1]
+    encoded = backend.encode([full_text], [images])
+    ids = encoded["input_ids"]
+    with torch.no_grad():
+        logprobs = torch.log_softmax(backend.model(**encoded).logits.float(), -1)[0]
+    picked = logprobs[n_prompt - 1:-1].gather(-1, ids[0, n_prompt:, None])
+    return float(picked.sum()), ids.shape[1] - n_prompt
+
+
+def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBackend) -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "What color is the sky? Answer:"}]}]
+    choices = [" blue", " green grass", " a"]
+    scores = score_continuations(text_backend, messages, choices)
+    for choice, score in zip(choices, scores, strict=True):
+        ll, tokens = _reference(text_backend, messages, choice)
+        assert score.tokens == tokens and score.continuation == choice
+        assert score.loglikelihood == pytest.approx(ll, abs=1e-4)
+        assert score.mean_loss == pytest.approx(-ll / tokens, abs=1e-5)
+
+
+def test_choice_metrics_follow_lmms_eval() -> None:
+    # losses 2.0, 1.5, 3.0 -> acc picks choice 1; per character 2/1, 1.5/6, 3/2 -> acc_norm picks 1 too
+    assert choice_metrics([2.0, 1.5, 3.0], [False, True, False], ["a", "bbbbbb", "cc"], 1) == {
+        "acc": 1.0, "acc_norm": 1.0, "exact_match": 1.0}
+    # losses 1.0, 1.5: acc picks 0; per character 1/1 = 1.0 vs 1.5/6 = 0.25: acc_norm picks 1
+    assert choice_metrics([1.0, 1.5], [True, False], ["a", "bbbbbb"], "a") == {
+        "acc": 1.0, "acc_norm": 0.0, "exact_match": 1.0}
+    assert gold_indices(5, ["a", "b"]) == [-100] and gold_indices("z", ["a"]) == [-100]
+    assert gold_indices([0, 3], ["a", "b"]) == [0, -100]
+    assert choice_metrics([1.0, 0.5], [False, False], ["a", "b"], [0, 1])["acc"] == 1.0
+
+
+def test_arc_format_task_runs_and_is_cached(tmp_path: Path, text_backend: HFBackend) -> None:
+    tasks = arc_task(tmp_path)
+    opts = EvalOptions(tasks=["arc_tiny"], include_paths=[str(tasks)], store_path=tmp_path / "store.sqlite",
+                       show_progress=False)
+    run, samples, _ = evaluate(text_backend, "tiny:qwen3", opts)
+    records = samples["arc_tiny"]
+    assert [r.target for r in records] == [0, 0, 1]
+    assert [len(r.choices) for r in records] == [3, 2, 4]
+    messages = records[0].prompt
+    for record in records:
+        row = ARC_ROWS["choices"][record.doc_id]["text"]
+        assert [c.continuation for c in record.choices] == [f" {t}" for t in row]
+        losses = [c.mean_loss for c in record.choices]
+        ll, _ = _reference(text_backend, record.prompt, record.choices[0].continuation)
+        assert record.choices[0].loglikelihood == pytest.approx(ll, abs=1e-4)
+        best = min(range(len(losses)), key=losses.__getitem__)
+        best_norm = min(range(len(losses)), key=lambda i: losses[i] / len(row[i]))
+        assert record.metrics == {"acc,none": float(best == record.target),
+                                  "acc_norm,none": float(best_norm == record.target)}
+    assert messages[0]["content"][-1]["text"] == "Question: What color is the sky?\nAnswer:"
+    assert run.results["arc_tiny"]["acc,none"] == pytest.approx(sum(r.metrics["acc,none"] for r in records) / 3)
+    assert run.provenance.requests.scored == 3
+    again, cached, _ = evaluate(text_backend, "tiny:qwen3", opts)
+    assert again.provenance.requests.scored == 0
+    assert [r.choices for r in cached["arc_tiny"]] == [r.choices for r in records]
+
+
+SHAPES_MC = """\
+task: shapes_color_mc
+dataset_path: vlm-audit/shapes
+test_split: test
+output_type: multiple_choice
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: "What color is the shape? Answer:"
+doc_to_target: color
+doc_to_choice: ["red", "green", "blue", "yellow"]
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
+def test_image_multiple_choice_scores_equal_one_full_pass(tmp_path: Path, data_dir: Path, arch: str) -> None:
+    """The image goes with the shared prefix (LLaVA) or with every choice (Qwen2-VL's image-shaped positions);
+    either way each choice's score is the plain full-pass one."""
+    write(tmp_path / "shapes_mc.yaml", SHAPES_MC)
+    write(tmp_path / "utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
+    backend = HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
+    _, samples, _ = evaluate(backend, f"tiny:{arch}", EvalOptions(
+        tasks=["shapes_color_mc"], include_paths=[str(tmp_path)], data_dir=data_dir, limit=2, use_cache=False,
+        show_progress=False))
+    opened = open_task("shapes_color_mc", backend.model_family, data_dir, [tmp_path])  # the prompts, images decoded
+    for record in samples["shapes_color_mc"]:
+        assert record.error is None and isinstance(record.target, str)
+        prompt = opened.runtime.build_messages(opened.docs[record.doc_id])
+        for choice in record.choices:
+            ll, tokens = _reference(backend, prompt, choice.continuation)
+            assert choice.tokens == tokens and choice.loglikelihood == pytest.approx(ll, abs=1e-4)
+        losses = [c.mean_loss for c in record.choices]
+        gold = ["red", "green", "blue", "yellow"].index(record.target)
+        assert record.metrics["acc,none"] == float(min(range(4), key=losses.__getitem__) == gold)
+
+
+def test_multiple_choice_config_errors_are_one_line(tmp_path: Path) -> None:
+    base = {"task": "t", "output_type": "multiple_choice", "doc_to_text": "q"}
+    with pytest.raises(TaskConfigError, match="needs doc_to_choice"):
+        TaskConfig.from_dict(base, tmp_path / "t.yaml")
+    with pytest.raises(TaskConfigError, match="target_delimiter must be a string"):
+        TaskConfig.from_dict({**base, "doc_to_choice": "c", "target_delimiter": 3}, tmp_path / "t.yaml")
+    with pytest.raises(TaskConfigError, match="tool-using agent loop"):
+        TaskConfig.from_dict({**base, "output_type": "generate_until_agentic"}, tmp_path / "t.yaml")
+
+
+def test_bad_choices_are_that_docs_error(tmp_path: Path, text_backend: HFBackend) -> None:
+    tasks = arc_task(tmp_path)
+    text = (tasks / "arc_tiny.yaml").read_text().replace('"{{choices.text}}"', '"{{question}}"')
+    write(tasks / "arc_tiny.yaml", text)
+    _, samples, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
+        tasks=["arc_tiny"], include_paths=[str(tasks)], limit=1, use_cache=False, show_progress=False))
+    (record,) = samples["arc_tiny"]
+    assert record.error is not None and record.error.startswith("bad input: doc_to_choice:")
+
+
+def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:
+    """Chat completions give log-probabilities of generated tokens only: refused before any request is sent."""
+    from harness.errors import UnsupportedRequestError
+    from harness.models.openai_api import OpenAIBackend
+
+    backend = OpenAIBackend("tiny", {"base_url": "http://127.0.0.1:9/v1", "max_retries": "0"})
+    opts = EvalOptions(tasks=["arc_tiny"], include_paths=[str(arc_task(tmp_path))], use_cache=False,
+                       show_progress=False)
+    with pytest.raises(UnsupportedRequestError, match=r"^openai: multiple_choice tasks need log-probabilities") as info:
+        evaluate(backend, "openai:tiny", opts)
+    assert "\n" not in str(info.value)
+
+
+def test_harness_score_rescores_saved_choices(tmp_path: Path, text_backend: HFBackend) -> None:
+    """A multiple_choice run folder re-scores from its saved choice scores alone (no model)."""
+    from harness.engine.runner import score_run
+
+    tasks = arc_task(tmp_path)
+    run, _, run_dir = evaluate(text_backend, "tiny:qwen3", EvalOptions(
+        tasks=["arc_tiny"], include_paths=[str(tasks)], use_cache=False, show_progress=False,
+        output=tmp_path / "out"))
+    assert run_dir is not None
+    rescored, samples = score_run(run_dir, output=tmp_path / "rescored")
+    assert rescored.results["arc_tiny"] == run.results["arc_tiny"]
+    assert all(len(r.choices) == len(ARC_ROWS["choices"][r.doc_id]["text"]) for r in samples["arc_tiny"])
