@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.engine.distributed import RayBackend, RayOptions, ReplicaPool
 from harness.engine.requests import make_request
 from harness.models import GenerationParams, create_backend
+from harness.models.tiny import tiny_model_path
 
 ray = pytest.importorskip("ray")
 TWO = RayOptions(workers=2)
@@ -172,3 +173,23 @@ def test_a_model_that_cannot_load_on_the_workers_is_one_line(tmp_path: Path) -> 
     with pytest.raises(HarnessError, match="cannot load model") as caught:
         RayBackend(f"hf:{tmp_path / 'nothing-here'}", {}, RayOptions(workers=1))
     assert "\n" not in str(caught.value)
+
+
+def test_multiple_choice_scores_on_two_workers_equal_the_single_process_run(tmp_path: Path) -> None:
+    from tests.test_loglikelihood import arc_task
+
+    tasks = arc_task(tmp_path)
+    model = f"hf:{tiny_model_path('qwen3')}"
+    common = ["eval", "--model", model, "--tasks", "arc_tiny", "--include-path", str(tasks), "--verbosity", "quiet",
+              "--no-cache"]
+    assert main([*common, "--output", str(tmp_path / "single")]) == 0
+    assert main([*common, "--ray", "--workers", "2", "--output", str(tmp_path / "ray")]) == 0
+
+    def scores(root: Path) -> list[list[float]]:
+        lines = next(root.glob("*/*/samples_arc_tiny.jsonl")).read_text().split("\n")
+        return [[c["loglikelihood"] for c in json.loads(line)["choices"]] for line in lines if line]
+
+    single = scores(tmp_path / "single")
+    assert [len(doc) for doc in single] == [3, 2, 4] and scores(tmp_path / "ray") == single
+    results = json.loads(next((tmp_path / "ray").glob("*/*/results.json")).read_text())
+    assert results["provenance"]["model"]["ray_workers"] == 2 and results["provenance"]["requests"]["scored"] == 3

@@ -33,6 +33,8 @@ from typing import Any, TypeVar
 from harness.errors import HarnessError
 from harness.extras import require
 from harness.models.base import Backend, GenerationRequest, create_backend
+from harness.models.loglikelihood import LoglikelihoodRequest
+from harness.results.schema import ScoredChoice
 
 Shard = TypeVar("Shard")
 Result = TypeVar("Result")
@@ -177,7 +179,7 @@ class ReplicaPool:
         self.actors = []
 
 
-def _portable(out: list[str] | Exception) -> list[str] | Exception:
+def _portable(out: Result | Exception) -> Result | Exception:
     """An answer the driver can receive: an exception that does not pickle becomes a RuntimeError saying it."""
     if not isinstance(out, Exception):
         return out
@@ -196,6 +198,11 @@ def _answer_shard(backend: Backend, shard: tuple[list[GenerationRequest], int]) 
         for req, out in zip(batch, backend.generate(batch), strict=True):
             answers[req.key] = _portable(out)
     return [answers[r.key] for r in requests]
+
+
+def _score_shard(backend: Any, shard: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
+    """A replica's continuation scores for one shard of multiple_choice requests, in order."""
+    return [_portable(out) for out in backend.loglikelihood(shard)]
 
 
 def _identity(backend: Backend, _: None) -> dict[str, Any]:
@@ -242,6 +249,13 @@ class RayBackend(Backend):
         shards = [requests[i: i + batch_size] for i in range(0, len(requests), batch_size)]
         for index, outs in self.pool.map(_answer_shard, [(s, batch_size) for s in shards]):
             yield from zip(shards[index], outs, strict=True)
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
+        """Each request's continuation scores, one request per shard spread over the replicas."""
+        if not self.supports("multiple_choice"):
+            raise HarnessError("the Ray workers' backend cannot score continuations (multiple_choice)")
+        scored = dict(self.pool.map(_score_shard, [[r] for r in requests]))
+        return [scored[i][0] for i in range(len(requests))]
 
     def close(self) -> None:
         """End the replicas."""
