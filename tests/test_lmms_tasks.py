@@ -26,9 +26,7 @@ LMMS_PYTHON = os.environ.get("LMMS_EVAL_PYTHON")
 needs_lmms = pytest.mark.skipif(not LMMS_PYTHON and not os.environ.get("CI"), reason="LMMS_EVAL_PYTHON is not set")
 # Refused until the harness implements them (one line each; agentic for good: it needs lmms-eval's tool
 # environment); anything else refused fails the corpus test.
-KNOWN_REFUSALS = {
-    "output_type generate_visual_cot", "output_type generate_until_multi_round", "output_type generate_until_agentic",
-}
+KNOWN_REFUSALS = {"output_type generate_visual_cot", "output_type generate_until_agentic"}
 # lmms-eval 0.7.3 itself cannot load this file (a `-` with no metric in metric_list: `"metric" in None`).
 BROKEN_UPSTREAM = {"plm_videobench/rcap/rcap_test.yaml": "metric_list entry"}
 
@@ -122,7 +120,7 @@ def test_every_lmms_eval_task_yaml_loads_or_is_refused_in_one_line(lmms_tasks_di
     unexpected = {name: m for name, m in out["refused"].items()
                   if _reason(m) not in KNOWN_REFUSALS and BROKEN_UPSTREAM.get(name, "\0") not in m}
     assert not unexpected, unexpected
-    assert len(out["parsed"]) >= 0.97 * total
+    assert len(out["parsed"]) >= 0.98 * total
     assert {"mme/mme.yaml", "pope/pope.yaml", "arc/arc_easy.yaml", "gsm8k/gsm8k.yaml"} <= set(out["parsed"])
     assert out["imported"] == [], "loading task configs must not import task code or heavy libraries"
 

@@ -17,9 +17,10 @@ from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
 from harness.engine.loglikelihood import answer_choices, choice_request
+from harness.engine.multi_round import Rounds, run_rounds
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
-from harness.engine.task_runtime import BadInputError, TaskRuntime, strip_images
+from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
 from harness.engine.tasks import model_family_of, open_task
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
@@ -104,6 +105,9 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     opened = open_task(config, backend.model_family, opts.data_dir, loaded=loaded)
     runtime, docs = opened.runtime, opened.docs
     n = opts.repeats or config.repeats
+    if config.output_type == MULTI_ROUND and n > 1:
+        raise UnsupportedRequestError(f"task {config.task}: a generate_until_multi_round task answers once per doc "
+                                      f"(its rounds follow one answer); got repeats {n}")
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
@@ -227,6 +231,21 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
     return turns
 
 
+def _multi_rounds(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
+                  store: ResponseStore, opts: EvalOptions, stats: RequestCounts) -> dict[tuple[str, int], Rounds]:
+    """Rounds 2.. of every ``generate_until_multi_round`` doc whose first answer came (harness.engine.multi_round)."""
+    out: dict[tuple[str, int], Rounds] = {}
+    for task in tasks:
+        if task.config.output_type != MULTI_ROUND:
+            continue
+        first = {r.doc_id: (doc, responses[r.request_key][0]) for r, doc in zip(task.records, task.docs, strict=True)
+                 if r.error is None and r.request_key in responses}
+        chains = run_rounds(task.runtime, first, task.params, opts.seed,
+                            lambda reqs: _generate(backend, reqs, store, opts), stats)
+        out.update({(task.config.task, doc_id): chain for doc_id, chain in chains.items()})
+    return out
+
+
 def _text_message(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
@@ -282,6 +301,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         gen_started = time.time()
         responses, errors, stats = _generate(backend, all_requests, store, opts)
         turns = _follow_up_turns(backend, prepared, responses, store, opts, stats)
+        rounds = _multi_rounds(backend, prepared, responses, store, opts, stats)
         scores, score_errors, stats.scored = answer_choices(backend, [r for t in prepared for r in t.scoring], store)
         errors.update(score_errors)
         gen_seconds = time.time() - gen_started
@@ -299,6 +319,11 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
                     record = record.model_copy(update={"error": errors[key]})
                 elif key in scores:
                     record = task.runtime.score(record.model_copy(update={"choices": scores[key]}), doc)
+                elif (task.config.task, record.doc_id) in rounds:
+                    chain = rounds[(task.config.task, record.doc_id)]
+                    record = record.model_copy(update={"responses": chain.result or [], "turns": chain.turns,
+                                                       "error": chain.error})
+                    record = task.runtime.score(record, doc) if chain.error is None else record
                 else:
                     record = record.model_copy(update={"responses": responses[key],
                                                        "turns": turns.get((task.config.task, record.doc_id), [])})

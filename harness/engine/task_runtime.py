@@ -12,6 +12,7 @@ import inspect
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -68,6 +69,40 @@ def strip_images(doc: dict[str, Any]) -> dict[str, Any]:
             continue
         out[key] = value
     return out
+
+
+MULTI_ROUND = "generate_until_multi_round"
+
+
+@dataclass(frozen=True)
+class RoundStep:
+    """What a multi-round task's ``doc_to_text`` asks next: the round's messages, or the end and the result."""
+
+    messages: list[Message]
+    context: str
+    terminal: bool
+    results: list[Any]  # the answers so far as the task keeps them; the doc's result when terminal
+    info: Any
+
+
+def _user_message(visuals: Any, text: str) -> list[dict[str, Any]]:
+    """One user message: the images first, then the text."""
+    content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
+    content.append({"type": "text", "text": text})
+    return [{"role": "user", "content": content}]
+
+
+def _decoded(messages: list[dict[str, Any]]) -> list[Message]:
+    """The messages, with every image decoded now, so a corrupt file is this doc's error."""
+    with doc_step("image"):
+        for message in messages:
+            for item in message["content"] if isinstance(message["content"], list) else []:
+                if item.get("type") == "image":
+                    image = item.get("url", item.get("image"))
+                    if not _is_image(image):
+                        raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
+                    image.load()
+    return messages
 
 
 def _call_with_kwargs(fn: Callable[..., Any], doc: Any, kwargs: dict[str, Any] | None) -> Any:
@@ -157,20 +192,31 @@ class TaskRuntime:
         else:
             with doc_step("doc_to_visual"):
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
-                content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
             with doc_step("doc_to_text"):
                 shots = self.fewshot.context(doc) if self.fewshot is not None else ""
-                content.append({"type": "text", "text": shots + self.text(doc)})
-            messages = [{"role": "user", "content": content}]
-        with doc_step("image"):
-            for message in messages:
-                for item in message["content"] if isinstance(message["content"], list) else []:
-                    if item.get("type") == "image":
-                        image = item.get("url", item.get("image"))
-                        if not _is_image(image):
-                            raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
-                        image.load()  # force decoding now so a corrupt file is this doc's error
-        return cast(list[Message], messages)
+                text = shots + self.text(doc)
+            messages = _user_message(visuals, text)
+        return _decoded(messages)
+
+    def next_round(self, doc: dict[str, Any], previous_output: list[str], round_idx: int, info: Any) -> RoundStep:
+        """Round ``round_idx`` of a ``generate_until_multi_round`` task: its ``doc_to_text`` called as
+        lmms-eval's models call it, checked to return (visuals, context, terminal_signal, round_results,
+        round_info)."""
+        if self._doc_to_text is None:
+            raise TaskConfigError(f"{self.config.source}: a generate_until_multi_round task needs doc_to_text "
+                                  "as a !function")
+        with doc_step("doc_to_text"):
+            step = self._doc_to_text(doc, lmms_eval_specific_kwargs=self.specific_kwargs,
+                                     previous_output=list(previous_output), round_idx=round_idx,
+                                     previous_round_info=info)
+            if not isinstance(step, tuple | list) or len(step) != 5:
+                raise BadInputError(f"round {round_idx} returned {type(step).__name__}, not (visuals, context, "
+                                    "terminal_signal, round_results, round_info)")
+        visuals, context, terminal, results, next_info = step
+        if terminal:
+            return RoundStep([], "", True, list(results or []), next_info)
+        return RoundStep(_decoded(_user_message(visuals, str(context))), str(context), False, list(results or []),
+                         next_info)
 
     def choices(self, doc: dict[str, Any]) -> list[str]:
         """A ``multiple_choice`` doc's choices, read as lmms-eval reads ``doc_to_choice``: a column, a template
@@ -243,7 +289,9 @@ class TaskRuntime:
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
         for pipe in self.config.filters:
-            answers = apply_pipeline(pipe.steps, record.responses)
+            # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
+            answers = [tuple(record.responses)] if self.config.output_type == MULTI_ROUND \
+                else apply_pipeline(pipe.steps, record.responses)
             filtered[pipe.name] = answers[0] if len(answers) == 1 else answers
             if self._process_results is not None:
                 values = self._process_results(scoring_doc, answers)

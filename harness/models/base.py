@@ -162,6 +162,10 @@ def truncate_at_stop(text: str, until: tuple[str, ...]) -> str:
     return text[:cut]
 
 
+# output types every generating backend serves: a multi-round task's rounds are generations too
+GENERATION_TYPES = frozenset({"generate_until", "generate_until_multi_round"})
+
+
 class Backend(ABC):
     """A model that answers generation requests. Subclasses register under a spec prefix."""
 
@@ -189,7 +193,7 @@ class Backend(ABC):
 
     def supports(self, output_type: str) -> bool:
         """Whether the backend answers requests of this lmms-eval ``output_type``."""
-        return output_type == "generate_until"
+        return output_type in GENERATION_TYPES
 
     def answer(self, requests: list[GenerationRequest], batch_size: int
                ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:

@@ -19,15 +19,12 @@ _PASSIVE_KEYS = {
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
     "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
-_OUTPUT_TYPES = {"generate_until", "multiple_choice"}
+_OUTPUT_TYPES = {"generate_until", "multiple_choice", "generate_until_multi_round"}
 _WHY_REFUSED = {
     "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
                               "the harness has no such environment",
     "generate_visual_cot": "lmms-eval's visual CoT first generates an auxiliary image, then answers from both "
                            "images; the harness's backends generate text only",
-    "generate_until_multi_round": "each round's prompt and images come from doc_to_text called with the previous "
-                                  "answers (round_idx, previous_output); the harness's multi-turn support "
-                                  "(metadata harness_turns) takes fixed follow-up prompts",
 }
 
 
@@ -167,6 +164,12 @@ class TaskConfig:
         if output_type not in _OUTPUT_TYPES:
             raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
                                   f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
+        if output_type == "generate_until_multi_round" and not isinstance(raw.get("doc_to_text"), FunctionRef):
+            raise TaskConfigError(f"{where}: output_type generate_until_multi_round needs doc_to_text as a "
+                                  "!function (it is called again with each round's answers)")
+        if output_type == "generate_until_multi_round" and raw.get("filter_list"):
+            raise TaskConfigError(f"{where}: generate_until_multi_round results are tuples of rounds; "
+                                  "filter_list does not apply to them")
         if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
             raise TaskConfigError(f"{where}: output_type multiple_choice needs doc_to_choice")
         delimiter = raw.get("target_delimiter", " ")
