@@ -29,6 +29,8 @@ def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--batch-size", type=int, default=4)
     at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
     at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
+    at.add_argument("--restoration-items", type=int, default=40,
+                    help="layer restoration on the first N End-PGD flips by item id (default 40, the paper's)")
     at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
     at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
     at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
@@ -47,12 +49,14 @@ def attack_options(args: argparse.Namespace) -> AttackOptions:
                     noise_scale=args.noise_scale)
     if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
         raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
+    if args.restoration_items < 1:
+        raise HarnessError("--restoration-items must be at least 1")
     if args.clean_run and len(args.model) > 1:
         raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
     diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
     return AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
                          batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
-                         show_progress=show_progress(args))
+                         show_progress=show_progress(args), restoration_items=args.restoration_items)
 
 
 def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: dict[str, str],

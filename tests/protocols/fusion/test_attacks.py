@@ -137,6 +137,8 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
 def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["attack", "--model", "tiny:qwen2_vl", "--attacks", "fgsm", "--verbosity", "quiet"]) == 2
     assert "unknown fgsm" in capsys.readouterr().err
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--restoration-items", "0", "--verbosity", "quiet"]) == 2
+    assert "--restoration-items must be at least 1" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--eps", "8/0"]) == 2
     assert "fraction" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
@@ -163,3 +165,27 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     summary = run_attacks(backend, tmp_path, [item], GenerationParams(max_new_tokens=4), opts)
     row = json.loads((tmp_path / "attack_outcomes.jsonl").read_text())
     assert "identical" in row["error"] and row["flipped"] is False and summary.errors == 1
+
+
+def test_layer_restoration_counts_only_reproduced_flips() -> None:
+    from harness.protocols.fusion.attacks.diagnostics import RESTORATION_ITEMS, layer_restoration
+    from harness.protocols.fusion.attacks.losses import WhiteBox
+    from harness.protocols.fusion.attacks.run import AttackOptions
+
+    assert RESTORATION_ITEMS == 40 and AttackOptions().restoration_items == 40  # the paper's subset size
+    wb = WhiteBox(create_backend("tiny:qwen2_vl"))
+
+    def messages(seed: int) -> list[dict]:
+        image = Image.fromarray(np.random.default_rng(seed).integers(0, 256, (56, 56, 3), dtype=np.uint8))
+        return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Q?"}]}]
+
+    clean, adversarial = messages(1), messages(2)
+    # the unrestored greedy answer already correct: the flip does not reproduce (outside the subset)
+    assert layer_restoration(wb, clean, adversarial, 3, lambda text: True) == (None, [])
+    # never correct: tried at every depth, restored at none
+    assert layer_restoration(wb, clean, adversarial, 3, lambda text: False) == (False, [])
+    # wrong only on the first (unrestored) decode: the flip reproduces and every depth then restores it
+    calls: list[str] = []
+    restored, depths = layer_restoration(wb, clean, adversarial, 3, lambda text: calls.append(text) or len(calls) > 1)
+    n_layers = len(wb.model.get_decoder().layers)
+    assert restored and depths == list(range(n_layers)) and len(calls) == 1 + n_layers
