@@ -176,8 +176,9 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
                 "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
                 "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES}}
         for level, names in sorted(levels.items())}
-    agreement = fm.rank_agreement({m: r["figures"]["asr_end_pgd"] for m, r in report.items()},
-                                  {m: r["figures"]["r_plus"] for m, r in report.items()})
+    end_pgd = {m: r["figures"]["asr_end_pgd"] for m, r in report.items()}
+    r_plus = {m: r["figures"]["r_plus"] for m, r in report.items()}
+    agreement: dict[str, Any] = {**fm.rank_agreement(end_pgd, r_plus), **fm.rank_moves(end_pgd, r_plus)}
     return FusionAuditResult(config, report, level_report, agreement)
 
 

@@ -154,3 +154,6 @@ def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
     lo, hi = level["ci95"]["restoration"]
     assert 0 <= lo <= 7 / 12 <= hi <= 1 and hi > lo
     assert "first 40" in audit["restoration_subset"]
+    # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves
+    agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
+    assert agreement["ranks"] == {"tiny:b": [1.5, 1.5], "tiny:c": [1.5, 1.5]} and agreement["n_moved"] == 0
