@@ -20,7 +20,7 @@ from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess
 from harness.protocols.fusion.judge import judge
 
 
-@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen3_vl", "llava", "gemma3"])
+@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen3_vl", "qwen3_5", "llava", "gemma3"])
 def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
     backend = create_backend(f"tiny:{arch}")
     pre = DifferentiablePreprocess(backend.processor, backend.model_type)
@@ -52,8 +52,8 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         assert boxes.tolist() == [[0, 0, 28, 28], [28, 0, 56, 28], [0, 28, 28, 56], [28, 28, 56, 56]]
         coverage, areas = pre.geometry(56, 56).coverage((0, 0, 14, 28))
         assert coverage.tolist() == [0.5, 0, 0, 0] and areas.tolist() == [784] * 4
-    # Qwen3-VL: 16-pixel patches merged 2 x 2 -> 32 x 32 tokens; 64 x 64 -> 2 x 2 of them
-    if arch == "qwen3_vl":
+    # Qwen3-VL and Qwen3.5: 16-pixel patches merged 2 x 2 -> 32 x 32 tokens; 64 x 64 -> 2 x 2 of them
+    if arch in ("qwen3_vl", "qwen3_5"):
         assert pre.geometry(64, 64).boxes.tolist() == [[0, 0, 32, 32], [32, 0, 64, 32], [0, 32, 32, 64],
                                                        [32, 32, 64, 64]]
     # Gemma 3 squashes any image to 28 x 28 and pools it to 2 x 2 tokens: each covers a quarter
@@ -138,13 +138,15 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == 3
 
 
-def test_qwen3_vl_white_box_losses_and_diagnostics() -> None:
-    """The L3 family end to end at the tensor level: every loss has a pixel gradient, OAR sees the region,
-    and restoration runs through the DeepStack decoder (``harness attack`` itself runs the same calls)."""
+@pytest.mark.parametrize("arch", ["qwen3_vl", "qwen3_5"])
+def test_l3_white_box_losses_and_diagnostics(arch: str) -> None:
+    """The L3 families at the tensor level: every loss has a pixel gradient, OAR sees the region, and
+    restoration runs through the DeepStack (Qwen3-VL) or hybrid linear-attention (Qwen3.5) decoder
+    (``harness attack`` runs the same calls)."""
     from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
     from harness.protocols.fusion.attacks.losses import WhiteBox
 
-    wb = WhiteBox(create_backend("tiny:qwen3_vl"))
+    wb = WhiteBox(create_backend(f"tiny:{arch}"))
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (64, 96, 3), dtype=np.uint8))
     messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
     batch = wb.batch([messages], ["red"], ["blue"])
@@ -163,7 +165,7 @@ def test_qwen3_vl_white_box_losses_and_diagnostics() -> None:
 def test_unsupported_families_are_refused_with_the_reason() -> None:
     from harness.protocols.fusion.attacks.preprocess import UNSUPPORTED, unsupported_message
 
-    assert set(UNSUPPORTED) == {"llava_next", "idefics3", "smolvlm", "qwen3_5", "gemma4", "blip-2", "instructblip"}
+    assert set(UNSUPPORTED) == {"llava_next", "idefics3", "smolvlm", "gemma4", "blip-2", "instructblip"}
     line = unsupported_message("llava_next")
     assert "\n" not in line and "qwen3_vl" in line and "any-resolution tiling" in line
     assert unsupported_message("paligemma").endswith("(not a paper family)")

@@ -4,8 +4,10 @@
   the chat template up to the answer) to the image tokens, averaged over heads, the late decoder
   layers (the last half by default) and those query tokens; the overlay region's share of it divided
   by the region's share of the image area (:func:`harness.protocols.fusion.metrics.oar`). Needs eager attention
-  (sdpa returns no attention weights); the model is switched to eager for the measurement. Token
-  footprints come from the processor geometry (Qwen2-VL's resized grid of merged patches, Gemma 3's
+  (sdpa returns no attention weights); the model is switched to eager for the measurement. Qwen3.5's
+  linear-attention layers have no attention weights, so its late half is that of its full-attention
+  layers (the only ones transformers returns). Token
+  footprints come from the processor geometry (the Qwen family's resized grid of merged patches, Gemma 3's
   pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees
   (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
 - **Layer restoration** of an End-PGD flip (the paper's pixel-pathway diagnostic): at one decoder depth

@@ -14,8 +14,9 @@ applies the resize's adjoint (ATen's antialiased-interpolation backward, the ker
 calls) to the incoming gradient and never runs the float resize forward. A test pins that gradient
 against autograd through the processor's float resize.
 
-Supported families: Qwen2-VL / Qwen2.5-VL / Qwen3-VL (dynamic resolution, patchified ``pixel_values``
-with ``image_grid_thw``; Qwen3-VL uses the same image processor with 16-pixel patches), LLaVA-1.5
+Supported families: Qwen2-VL / Qwen2.5-VL / Qwen3-VL / Qwen3.5 (dynamic resolution, patchified
+``pixel_values`` with ``image_grid_thw``; Qwen3-VL and Qwen3.5 use the same image processor with
+16-pixel patches), LLaVA-1.5
 (CLIP: shortest-edge resize, center crop) and Gemma 3 (SigLIP: a fixed-size resize, patches
 average-pooled to ``image_seq_length`` tokens; pan-and-scan is refused). The paper's other families
 are refused with the reason (``UNSUPPORTED``).
@@ -31,15 +32,14 @@ import torch
 
 from harness.errors import HarnessError
 
-SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava", "gemma3")
-QWEN_FAMILY = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "llava", "gemma3")
+QWEN_FAMILY = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5")
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
     "llava_next": "its any-resolution tiling (grid tiles plus a resized base view, unpadded feature grid) has "
                   "no differentiable copy yet",
     "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
     "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
-    "qwen3_5": "it uses Qwen2-VL's image processor, but no tiny recipe pins that equality yet",
     "gemma4": "its variable-resolution image processor has no differentiable copy yet",
     "blip-2": "its Q-Former's query tokens have no spatial footprint (no OAR geometry) and no tiny recipe exists yet",
     "instructblip": "its Q-Former's query tokens have no spatial footprint (no OAR geometry) and no tiny recipe "
