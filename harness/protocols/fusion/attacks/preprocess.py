@@ -41,9 +41,10 @@ UNSUPPORTED = {
     "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
     "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
     "gemma4": "its variable-resolution image processor has no differentiable copy yet",
-    "blip-2": "its Q-Former's query tokens have no spatial footprint (no OAR geometry) and no tiny recipe exists yet",
-    "instructblip": "its Q-Former's query tokens have no spatial footprint (no OAR geometry) and no tiny recipe "
-                    "exists yet",
+    "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
+              "with it), and its Q-Former query tokens have no spatial footprint for OAR",
+    "instructblip": "transformers' InstructBlipProcessor drops its chat template on load (the hf backend renders "
+                    "every prompt with it), and its Q-Former query tokens have no spatial footprint for OAR",
 }
 
 
