@@ -126,6 +126,50 @@ def _build_qwen_vl(out: Path, generation: str) -> None:
     _save(model_cls(config), processor, out)
 
 
+def _build_qwen3_vl(out: Path, generation: str) -> None:
+    """Qwen3-VL and Qwen3.5: Qwen2-VL's tokens and image processor (16-pixel patches) in Qwen3-VL's
+    processor. Qwen3-VL: a Qwen3 text model whose first layers take DeepStack features; Qwen3.5: a hybrid
+    text model (linear-attention and full-attention layers) without DeepStack."""
+    import transformers
+    from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]
+    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
+    pixels = {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16, "patch_size": 16, "merge_size": 2}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels),
+        video_processor=Qwen3VLVideoProcessor(size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 16},
+                                              patch_size=16, merge_size=2),
+        tokenizer=tok, chat_template=QWEN_TEMPLATE,
+    )
+    vision: dict[str, Any] = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4,
+                              "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
+                              "out_hidden_size": 64, "num_position_embeddings": 64}
+    text: dict[str, Any] = {"head_dim": 16}
+    if generation == "qwen3_vl":
+        names = ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration")
+        vision["deepstack_visual_indexes"] = [0, 1]
+    else:
+        names = ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration")
+        text.update(layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
+                    linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4)
+    config_cls, model_cls = (getattr(transformers, n) for n in names)
+    config = config_cls(
+        text_config=_text_config(
+            len(tok), **text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                               "mrope_section": [2, 3, 3], "mrope_interleaved": True},
+            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
+        ),
+        vision_config=vision,
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+    )
+    _save(model_cls(config), processor, out)
+
+
 def _build_llava(out: Path, next_gen: bool = False) -> None:
     """LLaVA-1.5 (CLIP + Llama), or LLaVA-NeXT with its any-resolution grid when ``next_gen``."""
     import transformers
@@ -366,6 +410,8 @@ def _mark(out: Path) -> None:
 RECIPES: dict[str, Callable[[Path], None]] = {
     "qwen2_vl": lambda out: _build_qwen_vl(out, "qwen2_vl"),
     "qwen2_5_vl": lambda out: _build_qwen_vl(out, "qwen2_5_vl"),
+    "qwen3_vl": lambda out: _build_qwen3_vl(out, "qwen3_vl"),
+    "qwen3_5": lambda out: _build_qwen3_vl(out, "qwen3_5"),
     "llava": _build_llava,
     "llava_next": lambda out: _build_llava(out, next_gen=True),
     "gemma3": _build_gemma3,

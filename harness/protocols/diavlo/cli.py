@@ -28,7 +28,12 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--mi-estimator", choices=["knn", "binned"], default="knn")
     dv.add_argument("--mi-resamples", type=int, default=1000)
     dv.add_argument("--n-folds", type=int, default=3)
-    dv.add_argument("--n-rep", type=int, default=5, help="repeated random sample splits (median taken)")
+    reps = dv.add_mutually_exclusive_group()
+    reps.add_argument("--n-rep", type=int,
+                      help="repeated random sample splits, median taken (default 100, the paper's)")
+    reps.add_argument("--quick", action="store_true",
+                      help="5 sample splits instead (a quick look, not the paper's figure)")
+    dv.add_argument("--dml-jobs", type=int, default=0, help="threads over the splits (default 0: one per CPU)")
     dv.add_argument("--n-estimators", type=int, default=60, help="trees of each gradient-boosted nuisance")
     dv.add_argument("--min-obs", type=int, default=20, help="fewer counterfactual rows: inconclusive")
     dv.add_argument("--min-arm", type=int, default=5, help="fewer occluded or non-occluded rows: inconclusive")
@@ -45,16 +50,18 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
     from harness.engine.store import ResponseStore
     from harness.models.base import create_backend, parse_model_args
     from harness.protocols.diavlo.audit import DiavloAuditConfig, audit_run, summary_tables, write_audit
-    from harness.protocols.diavlo.concept_effects import DMLSettings
+    from harness.protocols.diavlo.concept_effects import PAPER_REPS, QUICK_REPS, DMLSettings
     from harness.protocols.diavlo.metrics import Thresholds
     from harness.results.schema import read_run
 
+    n_rep = QUICK_REPS if args.quick else PAPER_REPS if args.n_rep is None else args.n_rep
     config = DiavloAuditConfig(
         thresholds=Thresholds(args.tau_a, args.tau_e, args.tau_d), concepts=args.concepts,
         max_subsets=args.max_subsets, match_threshold=args.match_threshold, mi_estimator=args.mi_estimator,
         mi_resamples=args.mi_resamples, seed=args.seed, batch_size=args.batch_size,
-        dml=DMLSettings(n_folds=args.n_folds, n_rep=args.n_rep, n_estimators=args.n_estimators, seed=args.seed,
-                        min_obs=args.min_obs, min_arm=args.min_arm))
+        dml=DMLSettings(n_folds=args.n_folds, n_rep=n_rep,
+                        n_jobs=args.dml_jobs, n_estimators=args.n_estimators, seed=args.seed, min_obs=args.min_obs,
+                        min_arm=args.min_arm))
     detector = None
     if args.detector:
         from harness.protocols.diavlo.detector import OpenVocabDetector

@@ -30,6 +30,10 @@ VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
 CI_FIGURES = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus",
               "delta_mantis", "delta_nat_evid", "delta", "rug_typo", "rug_natevid", "oar", "oar_clean", "oar_increase",
               "restoration")
+RESTORATION_SUBSET = ("layer restoration: per model the first 40 (--restoration-items) End-PGD flips by item id, "
+                      "counting those whose saved adversarial image still flips under greedy decoding (the paper "
+                      "keeps 24-40 per model); per level the unweighted macro average over models with a "
+                      "paired-bootstrap 95% CI")
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,7 @@ def model_outcomes(runs: ModelRuns,
     for row in (d for folder in runs.folders for d in read_diagnostics(folder)):
         if row.diagnostic in oar:
             oar[row.diagnostic][row.item] = None if row.value is None else float(row.value)
-        else:
+        elif row.value is not None:  # None: the flip did not reproduce, outside the restoration subset
             restored[row.item] = bool(row.value)
             depths[row.item] = list(row.depths)
     outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar["oar"].get(i),
@@ -149,7 +153,7 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         figures.update({f"asr_{a}": None for a in not_run})
         report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
                         "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen),
-                        "restoration_by_depth": fm.restoration_by_depth(depths)}
+                        "restoration_by_depth": fm.restoration_by_depth(depths), "n_restoration": len(depths)}
     levels: dict[str, list[str]] = {}
     for name, row in report.items():
         levels.setdefault(row["fusion_level"], []).append(name)
@@ -172,8 +176,9 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
                 "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
                 "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES}}
         for level, names in sorted(levels.items())}
-    agreement = fm.rank_agreement({m: r["figures"]["asr_end_pgd"] for m, r in report.items()},
-                                  {m: r["figures"]["r_plus"] for m, r in report.items()})
+    end_pgd = {m: r["figures"]["asr_end_pgd"] for m, r in report.items()}
+    r_plus = {m: r["figures"]["r_plus"] for m, r in report.items()}
+    agreement: dict[str, Any] = {**fm.rank_agreement(end_pgd, r_plus), **fm.rank_moves(end_pgd, r_plus)}
     return FusionAuditResult(config, report, level_report, agreement)
 
 
@@ -185,7 +190,8 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
     plots = [asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
              rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name]
     payload = {"protocol": "fusionaudit", "config": asdict(result.config), "models": result.models,
-               "levels": result.levels, "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement, "plots": plots}
+               "levels": result.levels, "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement,
+               "restoration_subset": RESTORATION_SUBSET, "plots": plots}
     (out_dir / "audit.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     figure_names = list(next(iter(result.models.values()))["figures"]) if result.models else []
     with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:

@@ -31,6 +31,8 @@ def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--batch-size", type=int, default=4)
     at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
     at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
+    at.add_argument("--restoration-items", type=int, default=40,
+                    help="layer restoration on the first N End-PGD flips by item id (default 40, the paper's)")
     at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
     at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
     at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
@@ -50,12 +52,14 @@ def attack_options(args: argparse.Namespace) -> AttackOptions:
                     noise_scale=args.noise_scale)
     if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
         raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
+    if args.restoration_items < 1:
+        raise HarnessError("--restoration-items must be at least 1")
     if args.clean_run and len(args.model) > 1:
         raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
     diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
     return AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
                          batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
-                         show_progress=show_progress(args))
+                         show_progress=show_progress(args), restoration_items=args.restoration_items)
 
 
 def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: dict[str, str],
@@ -121,6 +125,20 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
     fu.add_argument("--seed", type=int, default=0)
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
+    sw = fu.add_argument_group("sweep (--sweep: re-attacks each clean run's own model over the grid)")
+    sw.add_argument("--sweep", action="store_true",
+                    help="the paper's pixel sweeps: seeds (stability), PGD steps and eps on the stability subset")
+    sw.add_argument("--sweep-items", type=int, default=300, help="stability subset: split over the sources (300)")
+    sw.add_argument("--sweep-seeds", default="0,1,2", help="seeds of the stability run (default 0,1,2)")
+    sw.add_argument("--sweep-steps", default="10,20,30,40,50", help="PGD step counts (default 10,20,30,40,50)")
+    sw.add_argument("--sweep-eps", default="2/255,4/255,8/255", help="eps values (default 2/255,4/255,8/255)")
+    sw.add_argument("--attacks", default="vis_pgd,end_pgd,mantis", help="pixel attacks swept")
+    sw.add_argument("--steps", type=int, default=40, help="steps of the seed and eps sweeps (default 40)")
+    sw.add_argument("--eps", default="8/255", help="eps of the seed and steps sweeps (default 8/255)")
+    sw.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
+    sw.add_argument("--batch-size", type=int, default=4)
+    sw.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
+    sw.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
 
 
 def _cmd_audit_fusion(args: argparse.Namespace) -> int:
@@ -135,6 +153,8 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
                                f"got {pair!r}")
         overrides[model] = level
     run_dirs = [Path(d) for d in args.run_dirs]
+    if args.sweep:
+        return _sweep(args, run_dirs, overrides)
     config = FusionAuditConfig(delta_mode=args.delta_mode, oar_mode=args.oar_increase,
                                natevid_preserved_only=not args.natevid_all,
                                level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
@@ -149,7 +169,37 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
             "rug_typo", "oar")]
         cells.append("-" if f["oar_increase"] is None else f"{f['oar_increase']:+.0%}")
         print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
-    print(f"\naudit: {out / 'audit.json'}")
+    agreement = result.rank_agreement
+    rho = agreement["spearman_rho"]
+    print(f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
+          f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks")
+    print(f"audit: {out / 'audit.json'}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace, run_dirs: list[Path], overrides: dict[str, str]) -> int:
+    """``--sweep``: runs the grid, writes ``sweep.json`` and the plots, prints the summary."""
+    from harness.protocols.fusion.attacks.pgd import PGDConfig
+    from harness.protocols.fusion.attacks.run import ATTACKS, parse_fraction, parse_list
+    from harness.protocols.fusion.sweep import SweepConfig, check_sweep, run_sweep, write_sweep
+
+    try:
+        config = SweepConfig(items=args.sweep_items, seeds=tuple(int(v) for v in names(args.sweep_seeds)),
+                             steps_grid=tuple(int(v) for v in names(args.sweep_steps)),
+                             eps_grid=tuple(parse_fraction(v) for v in names(args.sweep_eps)),
+                             attacks=parse_list(args.attacks, ATTACKS, "--attacks"),
+                             pgd=PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha),
+                                           steps=args.steps), batch_size=args.batch_size)
+    except ValueError as exc:
+        raise HarnessError(f"--sweep-seeds and --sweep-steps take comma-separated integers ({exc})") from None
+    check_sweep(config)
+    out = audit_folder(args.output, run_dirs, "fusion_sweep")
+    figures = run_sweep(run_dirs, config, overrides, data_dir(args), args.include_path or [], out)
+    path = write_sweep(figures, out)
+    for attack, row in figures["stability"].items():
+        median = row["median_sd"]
+        print(f"{attack}: median SD of ASR over seeds {'-' if median is None else f'{median:.3f}'}")
+    print(f"\nsweep: {path}")
     return 0
 
 

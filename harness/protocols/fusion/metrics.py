@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -304,6 +305,23 @@ def macro_average(values: Iterable[float | None]) -> float | None:
     None when there is none."""
     present = [v for v in values if v is not None and math.isfinite(v)]
     return float(np.mean(present)) if present else None
+
+
+def rank_moves(x: Mapping[str, float | None], y: Mapping[str, float | None],
+               threshold: int = 3) -> dict[str, Any]:
+    """Each model's rank under ``x`` and under ``y`` (1 = highest; ties share their average rank, scipy's
+    ``rankdata``) over the models where both exist, and the models whose rank moves by ``threshold`` (the
+    paper's three) or more: its "8 of 18 models move at least three ranks"."""
+    from scipy.stats import rankdata
+
+    models = [m for m in x if x[m] is not None and y.get(m) is not None]
+    if not models:
+        return {"ranks": {}, "moved": [], "n_moved": 0, "threshold": threshold}
+    rx = rankdata([-float(x[m]) for m in models])  # type: ignore[arg-type]
+    ry = rankdata([-float(y[m]) for m in models])  # type: ignore[arg-type]
+    ranks = {m: [float(a), float(b)] for m, a, b in zip(models, rx, ry, strict=True)}
+    moved = [m for m, (a, b) in ranks.items() if abs(a - b) >= threshold]
+    return {"ranks": ranks, "moved": moved, "n_moved": len(moved), "threshold": threshold}
 
 
 def rank_agreement(x: Mapping[str, float | None], y: Mapping[str, float | None]) -> dict[str, float | int | None]:

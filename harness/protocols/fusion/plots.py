@@ -82,3 +82,25 @@ def rug_oar_by_level(levels: dict[str, dict[str, Any]], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def sweep_plot(rows: dict[str, dict[str, dict[str, float | None]]], xlabel: str, path: Path) -> Path:
+    """One panel per attack: each fusion level's macro ASR over the swept values (``rows[attack][x][level]``),
+    saved to ``path``."""
+    attacks = list(rows)
+    fig, axes = plt.subplots(1, len(attacks), figsize=(3.6 * len(attacks), 3.2), constrained_layout=True,
+                             squeeze=False)
+    for ax, attack in zip(axes[0], attacks, strict=True):
+        xs = list(rows[attack])
+        levels = sorted({lv for row in rows[attack].values() for lv in row})
+        for level in levels:
+            ys = [rows[attack][x].get(level) for x in xs]
+            ax.plot(xs, [np.nan if y is None else y for y in ys], marker="o", label=level)
+        ax.set_title(attack)
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(0, 1)
+    axes[0][0].set_ylabel("ASR (macro over models)")
+    axes[0][-1].legend(fontsize=8)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

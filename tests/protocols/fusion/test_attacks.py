@@ -20,7 +20,7 @@ from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess
 from harness.protocols.fusion.judge import judge
 
 
-@pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
+@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen3_vl", "qwen3_5", "llava", "gemma3"])
 def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
     backend = create_backend(f"tiny:{arch}")
     pre = DifferentiablePreprocess(backend.processor, backend.model_type)
@@ -52,6 +52,10 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         assert boxes.tolist() == [[0, 0, 28, 28], [28, 0, 56, 28], [0, 28, 28, 56], [28, 28, 56, 56]]
         coverage, areas = pre.geometry(56, 56).coverage((0, 0, 14, 28))
         assert coverage.tolist() == [0.5, 0, 0, 0] and areas.tolist() == [784] * 4
+    # Qwen3-VL and Qwen3.5: 16-pixel patches merged 2 x 2 -> 32 x 32 tokens; 64 x 64 -> 2 x 2 of them
+    if arch in ("qwen3_vl", "qwen3_5"):
+        assert pre.geometry(64, 64).boxes.tolist() == [[0, 0, 32, 32], [32, 0, 64, 32], [0, 32, 32, 64],
+                                                       [32, 32, 64, 64]]
     # Gemma 3 squashes any image to 28 x 28 and pools it to 2 x 2 tokens: each covers a quarter
     if arch == "gemma3":
         assert pre.geometry(56, 28).boxes.tolist() == [[0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28],
@@ -134,15 +138,52 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == 3
 
 
+@pytest.mark.parametrize("arch", ["qwen3_vl", "qwen3_5"])
+def test_l3_white_box_losses_and_diagnostics(arch: str) -> None:
+    """The L3 families at the tensor level: every loss has a pixel gradient, OAR sees the region, and
+    restoration runs through the DeepStack (Qwen3-VL) or hybrid linear-attention (Qwen3.5) decoder
+    (``harness attack`` runs the same calls)."""
+    from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
+    from harness.protocols.fusion.attacks.losses import WhiteBox
+
+    wb = WhiteBox(create_backend(f"tiny:{arch}"))
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (64, 96, 3), dtype=np.uint8))
+    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
+    batch = wb.batch([messages], ["red"], ["blue"])
+    for name in ("end_loss", "mantis_loss"):
+        x = [image_to_tensor(image).requires_grad_(True)]
+        getattr(wb, name)(batch)(x).sum().backward()
+        assert x[0].grad is not None and x[0].grad.abs().sum() > 0
+    features = wb.image_features(wb.pixel_inputs([image_to_tensor(image)]))
+    assert [tuple(f.shape) for f in features] == [(6, 64)]  # 96 x 64 -> 3 x 2 merged 32-pixel tokens
+    value = overlay_attention_ratio(wb, messages, image.size, (0, 0, 32, 32))
+    assert value is not None and value > 0
+    restored, depths = layer_restoration(wb, messages, messages, 2, lambda text: False)
+    assert (restored, depths) == (False, [])
+
+
+def test_unsupported_families_are_refused_with_the_reason() -> None:
+    from harness.protocols.fusion.attacks.preprocess import UNSUPPORTED, unsupported_message
+
+    assert set(UNSUPPORTED) == {"llava_next", "idefics3", "smolvlm", "gemma4", "blip-2", "instructblip"}
+    line = unsupported_message("llava_next")
+    assert "\n" not in line and "qwen3_vl" in line and "any-resolution tiling" in line
+    assert unsupported_message("paligemma").endswith("(not a paper family)")
+    with pytest.raises(HarnessError, match="any-resolution tiling"):
+        DifferentiablePreprocess(None, "llava_next")  # refused on the family, before the processor is read
+
+
 def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["attack", "--model", "tiny:qwen2_vl", "--attacks", "fgsm", "--verbosity", "quiet"]) == 2
     assert "unknown fgsm" in capsys.readouterr().err
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--restoration-items", "0", "--verbosity", "quiet"]) == 2
+    assert "--restoration-items must be at least 1" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--eps", "8/0"]) == 2
     assert "fraction" in capsys.readouterr().err
     assert main(["attack", "--model", "tiny:qwen2_vl", "--tasks", "a,b"]) == 2
     assert main(["attack", "--model", "tiny:idefics3", "--output", str(tmp_path)]) == 2  # before any work
     assert "not 'idefics3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
-    with pytest.raises(HarnessError, match="not supported yet"):
+    with pytest.raises(HarnessError, match="image splitting"):
         DifferentiablePreprocess(create_backend("tiny:idefics3").processor, "idefics3")
     gemma = create_backend("tiny:gemma3").processor
     gemma.image_processor.do_pan_and_scan = True
@@ -163,3 +204,27 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
     summary = run_attacks(backend, tmp_path, [item], GenerationParams(max_new_tokens=4), opts)
     row = json.loads((tmp_path / "attack_outcomes.jsonl").read_text())
     assert "identical" in row["error"] and row["flipped"] is False and summary.errors == 1
+
+
+def test_layer_restoration_counts_only_reproduced_flips() -> None:
+    from harness.protocols.fusion.attacks.diagnostics import RESTORATION_ITEMS, layer_restoration
+    from harness.protocols.fusion.attacks.losses import WhiteBox
+    from harness.protocols.fusion.attacks.run import AttackOptions
+
+    assert RESTORATION_ITEMS == 40 and AttackOptions().restoration_items == 40  # the paper's subset size
+    wb = WhiteBox(create_backend("tiny:qwen2_vl"))
+
+    def messages(seed: int) -> list[dict]:
+        image = Image.fromarray(np.random.default_rng(seed).integers(0, 256, (56, 56, 3), dtype=np.uint8))
+        return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Q?"}]}]
+
+    clean, adversarial = messages(1), messages(2)
+    # the unrestored greedy answer already correct: the flip does not reproduce (outside the subset)
+    assert layer_restoration(wb, clean, adversarial, 3, lambda text: True) == (None, [])
+    # never correct: tried at every depth, restored at none
+    assert layer_restoration(wb, clean, adversarial, 3, lambda text: False) == (False, [])
+    # wrong only on the first (unrestored) decode: the flip reproduces and every depth then restores it
+    calls: list[str] = []
+    restored, depths = layer_restoration(wb, clean, adversarial, 3, lambda text: calls.append(text) or len(calls) > 1)
+    n_layers = len(wb.model.get_decoder().layers)
+    assert restored and depths == list(range(n_layers)) and len(calls) == 1 + n_layers

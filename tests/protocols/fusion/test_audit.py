@@ -128,3 +128,32 @@ def test_audit_fusion_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "LEVEL one of L1, L2, L3" in capsys.readouterr().err
     assert main(["audit", "fusion", str(tmp_path / "nope")]) == 2
     assert "no results.json" in capsys.readouterr().err
+
+
+def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
+    """Two L2 models: b restores i1 and i2 of its tried flips {i1, i2, i3} (2/3); c restores i1 of {i1, i2}
+    (1/2), its i3 flip not reproducing (value None: outside the subset). L2 macro = (2/3 + 1/2) / 2 = 7/12."""
+    def run(name: str, model: str, restored: dict[str, bool | None]) -> Path:
+        rows = [{"item": i, "diagnostic": "restoration", "value": v, "depths": [0] if v else []}
+                for i, v in restored.items()]
+        return _run(tmp_path / name, model, "qwen2_vl", {"fusion_clean": _clean([0, 1, 2, 3])},
+                    _flips("end_pgd", [0, 1, 2], [0, 1, 2, 3]), rows)
+
+    runs = [run("b", "tiny:b", {"i1": True, "i2": True, "i3": False}),
+            run("c", "tiny:c", {"i1": True, "i2": False, "i3": None})]
+    out = tmp_path / "audit"
+    assert main(["audit", "fusion", *map(str, runs), "--output", str(out), "--resamples", "300",
+                 "--verbosity", "quiet"]) == 0
+    audit = json.loads((out / "audit.json").read_text())
+    assert audit["models"]["tiny:b"]["figures"]["restoration"] == pytest.approx(2 / 3)
+    assert audit["models"]["tiny:c"]["figures"]["restoration"] == 0.5
+    assert (audit["models"]["tiny:b"]["n_restoration"], audit["models"]["tiny:c"]["n_restoration"]) == (3, 2)
+    assert audit["models"]["tiny:c"]["restoration_by_depth"] == {"0": 0.5}
+    level = audit["levels"]["L2"]
+    assert level["models"] == ["tiny:b", "tiny:c"] and level["macro"]["restoration"] == pytest.approx(7 / 12)
+    lo, hi = level["ci95"]["restoration"]
+    assert 0 <= lo <= 7 / 12 <= hi <= 1 and hi > lo
+    assert "first 40" in audit["restoration_subset"]
+    # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves
+    agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
+    assert agreement["ranks"] == {"tiny:b": [1.5, 1.5], "tiny:c": [1.5, 1.5]} and agreement["n_moved"] == 0

@@ -4,13 +4,19 @@
   the chat template up to the answer) to the image tokens, averaged over heads, the late decoder
   layers (the last half by default) and those query tokens; the overlay region's share of it divided
   by the region's share of the image area (:func:`harness.protocols.fusion.metrics.oar`). Needs eager attention
-  (sdpa returns no attention weights); the model is switched to eager for the measurement. Token
-  footprints come from the processor geometry (Qwen2-VL's resized grid of merged patches, Gemma 3's
+  (sdpa returns no attention weights); the model is switched to eager for the measurement. Qwen3.5's
+  linear-attention layers have no attention weights, so its late half is that of its full-attention
+  layers (the only ones transformers returns). Token
+  footprints come from the processor geometry (the Qwen family's resized grid of merged patches, Gemma 3's
   pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees
   (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
-- **Layer restoration** of an End-PGD flip: at one decoder depth ``l``, the hidden states at the image
-  positions of the adversarial run are replaced by the clean run's (prompt pass only), and the answer
-  is decoded greedily; the flip is recovered if any depth gives an answer J judges correct.
+- **Layer restoration** of an End-PGD flip (the paper's pixel-pathway diagnostic): at one decoder depth
+  ``l``, the decoder's visual-prefix hidden states (the image positions; the paper's L2 backbone
+  "processes a fixed visual prefix") of the adversarial run are replaced by the clean run's (prompt
+  pass only), and the answer is decoded greedily; the flip is recovered if any depth gives an answer J
+  judges correct. Subset (the paper's): per model the first ``RESTORATION_ITEMS`` = 40 End-PGD flips by
+  item id, of which those whose saved adversarial image still flips under the greedy decode (the paper
+  keeps 24-40 per model) are counted; the others return None.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Any
 
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.metrics import oar
+
+RESTORATION_ITEMS = 40
 
 
 def _image_positions(model: Any, input_ids: Any) -> Any:
@@ -60,8 +68,9 @@ def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_
 
 
 def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: list[dict[str, Any]],
-                      max_new_tokens: int, is_correct: Callable[[str], bool]) -> tuple[bool, list[int]]:
-    """Whether restoring the clean image states at some depth undoes the flip, and the depths that do."""
+                      max_new_tokens: int, is_correct: Callable[[str], bool]) -> tuple[bool | None, list[int]]:
+    """Whether restoring the clean image states at some depth undoes the flip, and the depths that do;
+    None when the flip does not reproduce (the unrestored greedy answer is already correct)."""
     import torch
 
     model = wb.model
@@ -85,6 +94,14 @@ def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: li
     finally:
         for h in handles:
             h.remove()
+    def answer() -> str:
+        with torch.no_grad():
+            out = model.generate(**adv_inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                                 pad_token_id=wb.tokenizer.pad_token_id)
+        return str(wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True))
+
+    if is_correct(answer()):
+        return None, []
     recovered = []
     for depth, layer in enumerate(layers):
         def restore(_module: Any, _args: Any, output: Any, depth: int = depth) -> Any:
@@ -97,12 +114,9 @@ def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: li
 
         handle = layer.register_forward_hook(restore)
         try:
-            with torch.no_grad():
-                out = model.generate(**adv_inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                                     pad_token_id=wb.tokenizer.pad_token_id)
+            text = answer()
         finally:
             handle.remove()
-        text = wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True)
         if is_correct(text):
             recovered.append(depth)
     return bool(recovered), recovered

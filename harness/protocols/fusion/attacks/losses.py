@@ -25,11 +25,11 @@ from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess
 
 def white_box(backend: Backend, spec: str) -> WhiteBoxBackend:
     """``backend`` as a white-box model the attacks support, or one line saying why it is not one."""
-    from harness.protocols.fusion.attacks.preprocess import SUPPORTED
+    from harness.protocols.fusion.attacks.preprocess import SUPPORTED, unsupported_message
 
     kind = backend.model_type if isinstance(backend, WhiteBoxBackend) else type(backend).__name__
     if not isinstance(backend, WhiteBoxBackend) or backend.model_type not in SUPPORTED:
-        raise HarnessError(f"{spec}: white-box attacks support the model types {', '.join(SUPPORTED)}, not {kind!r}")
+        raise HarnessError(f"{spec}: {unsupported_message(str(kind))}")
     return backend
 
 

@@ -14,9 +14,12 @@ applies the resize's adjoint (ATen's antialiased-interpolation backward, the ker
 calls) to the incoming gradient and never runs the float resize forward. A test pins that gradient
 against autograd through the processor's float resize.
 
-Supported families: Qwen2-VL / Qwen2.5-VL (dynamic resolution, patchified ``pixel_values`` with
-``image_grid_thw``), LLaVA-1.5 (CLIP: shortest-edge resize, center crop) and Gemma 3 (SigLIP: a
-fixed-size resize, patches average-pooled to ``image_seq_length`` tokens; pan-and-scan is refused).
+Supported families: Qwen2-VL / Qwen2.5-VL / Qwen3-VL / Qwen3.5 (dynamic resolution, patchified
+``pixel_values`` with ``image_grid_thw``; Qwen3-VL and Qwen3.5 use the same image processor with
+16-pixel patches), LLaVA-1.5
+(CLIP: shortest-edge resize, center crop) and Gemma 3 (SigLIP: a fixed-size resize, patches
+average-pooled to ``image_seq_length`` tokens; pan-and-scan is refused). The paper's other families
+are refused with the reason (``UNSUPPORTED``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,26 @@ import torch
 
 from harness.errors import HarnessError
 
-SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "llava", "gemma3")
+SUPPORTED = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "llava", "gemma3")
+QWEN_FAMILY = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5")
+#: The paper's other families, each with why it has no differentiable copy here (yet).
+UNSUPPORTED = {
+    "llava_next": "its any-resolution tiling (grid tiles plus a resized base view, unpadded feature grid) has "
+                  "no differentiable copy yet",
+    "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
+    "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
+    "gemma4": "its variable-resolution image processor has no differentiable copy yet",
+    "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
+              "with it), and its Q-Former query tokens have no spatial footprint for OAR",
+    "instructblip": "transformers' InstructBlipProcessor drops its chat template on load (the hf backend renders "
+                    "every prompt with it), and its Q-Former query tokens have no spatial footprint for OAR",
+}
+
+
+def unsupported_message(model_type: str) -> str:
+    """One line: the supported families, and why ``model_type`` is not one of them when known."""
+    why = f": {UNSUPPORTED[model_type]}" if model_type in UNSUPPORTED else " (not a paper family)"
+    return f"white-box attacks support {', '.join(SUPPORTED)}; not {model_type!r}{why}"
 
 
 @dataclass(frozen=True)
@@ -53,7 +75,7 @@ class DifferentiablePreprocess:
 
     def __init__(self, processor: Any, model_type: str, dtype: Any = None) -> None:
         if model_type not in SUPPORTED:
-            raise HarnessError(f"white-box attacks support {', '.join(SUPPORTED)}; {model_type!r} is not supported yet")
+            raise HarnessError(unsupported_message(model_type))
         ip = processor.image_processor
         if getattr(ip, "backend", None) != "torchvision":
             raise HarnessError(f"the {type(ip).__name__} image processor is not torchvision-backed; "
@@ -69,7 +91,7 @@ class DifferentiablePreprocess:
         self.size = ip.size if isinstance(ip.size, SizeDict) else SizeDict(**ip.size)
         crop = getattr(ip, "crop_size", None)
         self.crop = crop if crop is None or isinstance(crop, SizeDict) else SizeDict(**crop)
-        self.qwen = model_type in {"qwen2_vl", "qwen2_5_vl"}
+        self.qwen = model_type in QWEN_FAMILY
         self.patch_size = int(getattr(ip, "patch_size", None) or getattr(processor, "patch_size", None) or 14)
         # Gemma 3 pools its patch grid to image_seq_length tokens, a square grid over the resized image
         self.tokens_per_side = round(processor.image_seq_length ** 0.5) if model_type == "gemma3" else None

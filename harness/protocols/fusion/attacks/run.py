@@ -24,7 +24,11 @@ from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import GenerationParams, WhiteBoxBackend
-from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
+from harness.protocols.fusion.attacks.diagnostics import (
+    RESTORATION_ITEMS,
+    layer_restoration,
+    overlay_attention_ratio,
+)
 from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.preprocess import image_to_tensor, tensor_to_image
@@ -49,6 +53,7 @@ class AttackOptions:
     diagnostics: tuple[DiagnosticName, ...] = DIAGNOSTICS
     task: str = "fusion_clean"
     show_progress: bool = True
+    restoration_items: int = RESTORATION_ITEMS
 
 
 @dataclass
@@ -240,7 +245,8 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutc
             rows.append(Diagnostic(item=it.item, diagnostic="oar_clean", value=clean))
     if "restoration" in opts.diagnostics:
         by_item = {it.item: it for it in items}
-        flips = [o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None]
+        flips = sorted((o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None),
+                       key=lambda o: o.item)[:opts.restoration_items]
         for o in tqdm(flips, desc="restoration", unit="item", disable=not opts.show_progress):
             it = by_item[o.item]
             with Image.open(run_dir / str(o.image)) as im:
