@@ -27,17 +27,21 @@ def _add_implant_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output folder (adapter/, merged/, checkpoint/, train_log.jsonl)")
     p.add_argument("--entity", help="the target entity (needed when the build holds several)")
     p.add_argument("--benign", action="store_true", help="train the matched benign variant (neutral answers)")
-    p.add_argument("--rank", type=int, default=defaults.rank)
-    p.add_argument("--alpha", type=int, default=defaults.alpha)
+    p.add_argument("--rank", type=int, default=defaults.rank, help="LoRA rank (default: A.3's %(default)s)")
+    p.add_argument("--alpha", type=int, default=defaults.alpha, help="LoRA alpha (default: A.3's %(default)s)")
     p.add_argument("--target-modules", default=",".join(defaults.target_modules),
                    help="comma-separated module names, or all-linear")
-    p.add_argument("--epochs", type=int, default=defaults.epochs)
-    p.add_argument("--lr", type=float, default=defaults.learning_rate)
-    p.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    p.add_argument("--warmup", type=float, default=defaults.warmup_ratio, help="warmup ratio")
-    p.add_argument("--dropout", type=float, default=defaults.dropout)
-    p.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    p.add_argument("--seed", type=int, default=defaults.seed)
+    p.add_argument("--epochs", type=int, default=defaults.epochs, help="default: A.3's %(default)s")
+    p.add_argument("--lr", type=float, default=defaults.learning_rate,
+                   help="AdamW learning rate (default: A.3's %(default)s)")
+    p.add_argument("--batch-size", type=int, default=defaults.batch_size, help="default: A.3's %(default)s")
+    p.add_argument("--warmup", type=float, default=defaults.warmup_ratio,
+                   help="warmup ratio (default: A.3's %(default)s)")
+    p.add_argument("--dropout", type=float, default=defaults.dropout,
+                   help="LoRA dropout (default %(default)s; A.3 does not say)")
+    p.add_argument("--weight-decay", type=float, default=defaults.weight_decay,
+                   help="default %(default)s (A.3 does not say)")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="data order and LoRA init (default %(default)s)")
     p.add_argument("--save-every", type=int, default=defaults.save_every,
                    help="checkpoint every N steps besides each epoch's end (a rerun resumes from it)")
     p.add_argument("--stop-after", type=int, help="stop after N steps in all, keeping the checkpoint")
