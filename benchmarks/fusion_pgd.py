@@ -30,7 +30,7 @@ from PIL import Image
 from harness.models.base import create_backend, parse_model_args
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
-from harness.protocols.fusion.attacks.preprocess import image_to_tensor
+from harness.protocols.fusion.attacks.pixels import image_to_tensor
 
 
 def _sync(device: torch.device) -> None:

@@ -200,12 +200,15 @@ def oar(attention: np.ndarray, coverage: np.ndarray, areas: np.ndarray | None = 
     the text query tokens); ``coverage[k]``: the fraction of token ``k``'s footprint inside the overlay
     region; ``areas[k]``: the footprint's area (equal by default). Region share of attention
     ``sum(a c) / sum(a)`` divided by the region's share of the image area ``sum(c A) / sum(A)``.
-    None when the region covers no token or no attention reaches the image."""
+    Tokens without a footprint (area 0: row-end newline tokens, separators) are left out of both
+    shares. None when the region covers no token or no attention reaches the image."""
     a = np.asarray(attention, dtype=float)
     c = np.asarray(coverage, dtype=float)
     area = np.ones_like(c) if areas is None else np.asarray(areas, dtype=float)
     if a.shape != c.shape or c.shape != area.shape:
         raise HarnessError(f"oar: attention {a.shape}, coverage {c.shape} and areas {area.shape} differ in shape")
+    spatial = area > 0
+    a, c, area = a[spatial], c[spatial], area[spatial]
     area_share = float((c * area).sum() / area.sum())
     total = float(a.sum())
     if area_share <= 0 or total <= 0:

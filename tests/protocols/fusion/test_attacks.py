@@ -16,14 +16,15 @@ from harness.errors import HarnessError
 from harness.models.base import create_backend
 from harness.protocols.fusion.attacks.losses import first_divergence
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
-from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess, _QuantisedResize, image_to_tensor
+from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
+from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 from harness.protocols.fusion.judge import judge
 
 
 @pytest.mark.parametrize("arch", ["qwen2_vl", "qwen3_vl", "qwen3_5", "llava", "gemma3"])
 def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
     backend = create_backend(f"tiny:{arch}")
-    pre = DifferentiablePreprocess(backend.processor, backend.model_type)
+    pre = differentiable_preprocess(backend.processor, backend.model_type)
     rng = np.random.default_rng(0)
     for width, height in [(100, 70), (56, 56), (28, 28), (161, 113)]:
         image = Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
@@ -39,7 +40,7 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         images = x.detach()[None].requires_grad_(True)
         weights = torch.randn(pre._resize(images.detach() * 255).shape, generator=torch.Generator().manual_seed(1))
         expected, = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
-        got, = torch.autograd.grad((_QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
+        got, = torch.autograd.grad((QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
     # a batch of mixed sizes keeps its order (same-sized images are processed as one stack)
     batch = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56),
@@ -170,7 +171,7 @@ def test_unsupported_families_are_refused_with_the_reason() -> None:
     assert "\n" not in line and "qwen3_vl" in line and "any-resolution tiling" in line
     assert unsupported_message("paligemma").endswith("(not a paper family)")
     with pytest.raises(HarnessError, match="any-resolution tiling"):
-        DifferentiablePreprocess(None, "llava_next")  # refused on the family, before the processor is read
+        differentiable_preprocess(None, "llava_next")  # refused on the family, before the processor is read
 
 
 def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,11 +185,11 @@ def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["attack", "--model", "tiny:idefics3", "--output", str(tmp_path)]) == 2  # before any work
     assert "not 'idefics3'" in capsys.readouterr().err and not any(tmp_path.iterdir())
     with pytest.raises(HarnessError, match="image splitting"):
-        DifferentiablePreprocess(create_backend("tiny:idefics3").processor, "idefics3")
+        differentiable_preprocess(create_backend("tiny:idefics3").processor, "idefics3")
     gemma = create_backend("tiny:gemma3").processor
     gemma.image_processor.do_pan_and_scan = True
     with pytest.raises(HarnessError, match="do_pan_and_scan"):
-        DifferentiablePreprocess(gemma, "gemma3")
+        differentiable_preprocess(gemma, "gemma3")
 
 
 def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:

@@ -72,6 +72,10 @@ def test_oar_on_constructed_attention() -> None:
     # unequal footprints: areas 2,1,1 with region = token 0 -> area share 0.5; attention 0.5,0.25,0.25 -> 1.0
     assert fm.oar(np.array([0.5, 0.25, 0.25]), np.array([1.0, 0, 0]), np.array([2.0, 1, 1])) == pytest.approx(1.0)
     assert fm.oar(np.ones(2), np.zeros(2)) is None
+    # a footprint-less token (area 0, e.g. a row-end newline) takes part in neither share: the 4/3 case with a
+    # fifth token holding attention 0.6 gives 4/3 again
+    assert fm.oar(np.array([0.4, 0.2, 0.2, 0.2, 0.6]), np.array([1.0, 0.5, 0, 0, 0]),
+                  np.array([1.0, 1, 1, 1, 0])) == pytest.approx(4 / 3)
     with pytest.raises(HarnessError, match="shape"):
         fm.oar(np.ones(2), np.ones(3))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.models.base import Backend, WhiteBoxBackend
-from harness.protocols.fusion.attacks.preprocess import DifferentiablePreprocess
+from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 
 
 def white_box(backend: Backend, spec: str) -> WhiteBoxBackend:
@@ -65,7 +65,7 @@ class WhiteBox:
         for p in self.model.parameters():
             p.requires_grad_(False)
         dtype = next(self.model.parameters()).dtype
-        self.pre = DifferentiablePreprocess(backend.processor, backend.model_type, dtype=dtype)
+        self.pre = differentiable_preprocess(backend.processor, backend.model_type, dtype=dtype)
         eos = self.model.generation_config.eos_token_id
         self.eos = int(eos[0] if isinstance(eos, list) else eos if eos is not None else self.tokenizer.eos_token_id)
         self.device = self.model.device

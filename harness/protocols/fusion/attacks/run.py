@@ -31,7 +31,7 @@ from harness.protocols.fusion.attacks.diagnostics import (
 )
 from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
-from harness.protocols.fusion.attacks.preprocess import image_to_tensor, tensor_to_image
+from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
 from harness.results.attacks import AttackName, AttackOutcome, AttackSummary, Diagnostic, DiagnosticName, write_attack
 from harness.results.schema import ModelInfo
