@@ -2,7 +2,8 @@
 # The GPU checks of the vllm backend and of batched hf sampling, on one CUDA GPU with no Hub access, in
 # under 10 minutes. Tiny random-weight models are built here from harness/models/tiny.py's recipes.
 #
-#   1. vllm: against hf: greedy, token for token, on the tiny Qwen2-VL and LLaVA (float32 both sides).
+#   1. vllm: against hf: greedy, token for token, and multiple_choice loglikelihoods (prompt logprobs
+#      against teacher forcing, within 1e-3), on the tiny Qwen2-VL and LLaVA (float32 both sides).
 #   2. vllm: harness throughput against a bare LLM.chat on the same requests (target >= 0.95).
 #   3. batched hf: sampling throughput (benchmarks/hf_batched_sampling.py, when present).
 #
@@ -38,7 +39,7 @@ for arch in qwen2_vl llava; do
   step "hf answers $arch" 60 "$PYTHON" benchmarks/vllm_parity.py answers --backend hf --arch "$arch" --out "$out/hf_$arch.json"
   step "vllm answers $arch" 100 "$VLLM_PYTHON" benchmarks/vllm_parity.py answers --backend vllm --arch "$arch" \
     --out "$out/vllm_$arch.json"
-  step "vllm = hf greedy on $arch" 20 "$PYTHON" benchmarks/vllm_parity.py compare "$out/hf_$arch.json" "$out/vllm_$arch.json"
+  step "vllm = hf greedy and scores on $arch" 20 "$PYTHON" benchmarks/vllm_parity.py compare "$out/hf_$arch.json" "$out/vllm_$arch.json"
 done
 step "vllm throughput, tiny Qwen2-VL" 110 "$VLLM_PYTHON" benchmarks/vllm_parity.py throughput
 if [ -n "${MODEL:-}" ]; then

@@ -1,9 +1,11 @@
 """The vllm backend against hf and against raw vLLM, on one GPU (run by benchmarks/gpu_check.sh).
 
-- ``answers --backend hf|vllm --arch A --out F``: greedy answers (through the backend) and generated token
-  ids (through the engine itself: ``model.generate`` for hf, ``LLM.chat`` for vllm) for the same
-  prompts on a tiny model, written to F; hf runs in the main environment, vllm in the vLLM one.
-- ``compare F1 F2``: token-for-token agreement of two answer files (exits 1 on any difference in token ids;
+- ``answers --backend hf|vllm --arch A --out F``: greedy answers (through the backend), generated token
+  ids (through the engine itself: ``model.generate`` for hf, ``LLM.chat`` for vllm) and multiple_choice
+  scores (``loglikelihood``: teacher-forced for hf, prompt logprobs for vllm) for the same prompts on a
+  tiny model, written to F; hf runs in the main environment, vllm in the vLLM one.
+- ``compare F1 F2``: token-for-token agreement of two answer files, and the largest difference of their
+  choice loglikelihoods (exits 1 on any difference in token ids, or on scores apart by more than 1e-3;
   differing texts are reported).
 - ``throughput [--model PATH]``: the same sampled requests (n=10, seeded) through ``VLLMBackend.generate``
   and through a bare ``LLM.chat`` on the same engine, best of ``--rounds``; prints tokens/s of each and
@@ -48,6 +50,13 @@ def greedy_requests(count: int) -> list[GenerationRequest]:
     return [make_request(m, params) for m in prompts(count)]
 
 
+def choice_requests(count: int) -> list[Any]:
+    """multiple_choice requests on the same prompts: each colour name as a choice."""
+    from harness.engine.loglikelihood import choice_request
+
+    return [choice_request(m, ["red", "green", "blue", "yellow", "a square"]) for m in prompts(count)]
+
+
 def _until_eos(ids: list[int], eos: set[int]) -> list[int]:
     for i, token in enumerate(ids):
         if token in eos:
@@ -87,7 +96,9 @@ def answers(args: argparse.Namespace) -> None:
         ids = [list(o.outputs[0].token_ids) for o in outputs]
         eos = backend._llm.get_tokenizer().eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos])
-    Path(args.out).write_text(json.dumps({"texts": texts, "ids": [_until_eos(i, eos_ids) for i in ids]}))
+    scores = [[c.loglikelihood for c in out] for out in backend.loglikelihood(choice_requests(args.prompts))]
+    Path(args.out).write_text(json.dumps({"texts": texts, "ids": [_until_eos(i, eos_ids) for i in ids],
+                                          "scores": scores}))
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -103,7 +114,10 @@ def compare(args: argparse.Namespace) -> None:
             break
     if same_texts < total:  # random weights emit partial UTF-8 byte tokens, which detokenizers may render apart
         print("  note: texts differ where token ids agree only if the two detokenizers differ")
-    sys.exit(0 if same_ids == total else 1)
+    gap = max(abs(x - y) for r, q in zip(a["scores"], b["scores"], strict=True) for x, y in zip(r, q, strict=True))
+    print(f"RESULT {Path(args.first).stem}_vs_{Path(args.second).stem} max_loglikelihood_gap={gap:.2e} "
+          "(target <= 1e-3)")
+    sys.exit(0 if same_ids == total and gap <= 1e-3 else 1)
 
 
 def throughput(args: argparse.Namespace) -> None:

@@ -68,12 +68,16 @@ def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[f
     return float(picked.sum()), ids.shape[1] - n_prompt
 
 
-def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBackend) -> None:
+@pytest.mark.parametrize("arch", ["qwen3", "qwen2_vl"])
+def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBackend, arch: str) -> None:
+    """A text prompt: the prefix is shared (qwen3), or each choice runs whole (Qwen2-VL's multimodal rotary
+    positions take no cached continuation pass, even without an image)."""
+    backend = text_backend if arch == "qwen3" else HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
     messages = [{"role": "user", "content": [{"type": "text", "text": "What color is the sky? Answer:"}]}]
     choices = [" blue", " green grass", " a"]
-    scores = score_continuations(text_backend, messages, choices)
+    scores = score_continuations(backend, messages, choices)
     for choice, score in zip(choices, scores, strict=True):
-        ll, tokens = _reference(text_backend, messages, choice)
+        ll, tokens = _reference(backend, messages, choice)
         assert score.tokens == tokens and score.continuation == choice
         assert score.loglikelihood == pytest.approx(ll, abs=1e-4)
         assert score.mean_loss == pytest.approx(-ll / tokens, abs=1e-5)

@@ -43,6 +43,17 @@ def requests() -> list[GenerationRequest]:
     return [make_request(conversation(), GenerationParams.from_kwargs(kw), n=n, base_seed=7) for kw, n in settings]
 
 
+def scoring_requests() -> list[Any]:
+    """multiple_choice requests: the image conversation with three choices (one empty: only the template's
+    end of turn is scored), a text prompt with two, and a prompt the engine rejects."""
+    from harness.engine.loglikelihood import choice_request
+
+    text = [{"role": "user", "content": [{"type": "text", "text": "Is fire hot or cold?"}]}]
+    fail = [{"role": "user", "content": [{"type": "text", "text": "fail"}]}]
+    return [choice_request(conversation(), [" red", " a blue square", ""]), choice_request(text, ["hot", "cold"]),
+            choice_request(fail, ["x"])]
+
+
 def test_model_args_become_engine_arguments() -> None:
     settings = VLLMSettings.from_model_args({
         "tensor_parallel_size": "2", "data_parallel_size": "4", "gpu_memory_utilization": "0.85",
@@ -153,6 +164,15 @@ def test_vllm_sees_what_hf_sees(tmp_path: Path) -> None:
                                               "supported; use the hf backend", ["hot", "hot"]]
     for arch in ARCHS:
         hf = HFBackend(str(tiny_model_path(arch)), {"device": "cpu", "dtype": "float32"})
+        # multiple_choice from prompt logprobs: the scores hf computes teacher-forced, list or flat logprobs
+        expected = [[c.model_dump() for c in s] for s in hf.loglikelihood(scoring_requests()[:2])]
+        for layout in ("list", "flat"):
+            *scored, failed = probe["scoring"][f"{arch}/{layout}"]
+            assert failed == "ValueError: prompt rejected"
+            for got_request, want_request in zip(scored, expected, strict=True):
+                for got, want in zip(got_request, want_request, strict=True):
+                    assert got["loglikelihood"] == pytest.approx(want["loglikelihood"], abs=1e-4), (arch, want)
+                    assert {**got, "loglikelihood": 0} == {**want, "loglikelihood": 0}, arch
         inputs = hf.prepare_inputs([conversation()])
         assert probe["render"][arch]["input_ids"] == inputs["input_ids"][0].tolist(), arch
         assert torch.allclose(probe["render"][arch]["pixel_values"].reshape(inputs["pixel_values"].shape),

@@ -250,12 +250,19 @@ class RayBackend(Backend):
         for index, outs in self.pool.map(_answer_shard, [(s, batch_size) for s in shards]):
             yield from zip(shards[index], outs, strict=True)
 
-    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
-        """Each request's continuation scores, one request per shard spread over the replicas."""
+    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
+               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+        """Shards of ``batch_size`` multiple_choice requests spread over the replicas; scores as shards finish."""
         if not self.supports("multiple_choice"):
             raise HarnessError("the Ray workers' backend cannot score continuations (multiple_choice)")
-        scored = dict(self.pool.map(_score_shard, [[r] for r in requests]))
-        return [scored[i][0] for i in range(len(requests))]
+        shards = [requests[i: i + batch_size] for i in range(0, len(requests), batch_size)]
+        for index, outs in self.pool.map(_score_shard, shards):
+            yield from zip(shards[index], outs, strict=True)
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
+        """Each request's continuation scores, one request per shard spread over the replicas."""
+        scored = {req.key: out for req, out in self.scores(requests, 1)}
+        return [scored[r.key] for r in requests]
 
     def close(self) -> None:
         """End the replicas."""

@@ -5,13 +5,13 @@ way: each answered prompt is committed as soon as it is scored)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from harness.engine.store import ResponseStore
 from harness.errors import UnsupportedRequestError
 from harness.hashing import stable_hash
 from harness.models.base import Backend, Message
-from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend
+from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend, StreamingScorer
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
@@ -23,8 +23,8 @@ def choice_request(messages: Sequence[Message], continuations: Sequence[str]) ->
     return LoglikelihoodRequest(key=key, messages=list(messages), continuations=tuple(continuations))
 
 
-def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore
-                   ) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
+def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore,
+                   batch_size: int = 1) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
     """Scores per request key (cached ones first), per-request errors, and how many were computed now."""
     if not requests:
         return {}, {}, 0
@@ -40,8 +40,7 @@ def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], s
         else:
             scores[req.key] = [ScoredChoice.model_validate_json(text) for text in cached]
     errors: dict[str, str] = {}
-    for req in missing:
-        (out,) = backend.loglikelihood([req])
+    for req, out in _scored(backend, missing, batch_size):
         if isinstance(out, Exception):
             errors[req.key] = f"scoring failed: {type(out).__name__}: {out}"
             log.debug("request %s failed", req.key, exc_info=out)
@@ -49,3 +48,14 @@ def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], s
         store.put(backend.fingerprint, req.key, 0, [c.model_dump_json() for c in out])
         scores[req.key] = out
     return scores, errors, len(missing) - len(errors)
+
+
+def _scored(backend: ScoringBackend, requests: list[LoglikelihoodRequest], batch_size: int
+            ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+    """Each request with its scores as they come: a backend that schedules many at once (vLLM, Ray) gets
+    them all; any other scores one per call, so each is stored as soon as it is scored."""
+    if isinstance(backend, StreamingScorer):
+        yield from backend.scores(requests, batch_size)
+        return
+    for req in requests:
+        yield from zip([req], backend.loglikelihood([req]), strict=True)

@@ -302,7 +302,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         responses, errors, stats = _generate(backend, all_requests, store, opts)
         turns = _follow_up_turns(backend, prepared, responses, store, opts, stats)
         rounds = _multi_rounds(backend, prepared, responses, store, opts, stats)
-        scores, score_errors, stats.scored = answer_choices(backend, [r for t in prepared for r in t.scoring], store)
+        scores, score_errors, stats.scored = answer_choices(backend, [r for t in prepared for r in t.scoring], store,
+                                                           opts.batch_size)
         errors.update(score_errors)
         gen_seconds = time.time() - gen_started
     finally:

@@ -11,7 +11,7 @@ prompt (the template's end-of-turn tokens included).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -33,7 +33,7 @@ class LoglikelihoodRequest:
 
 @runtime_checkable
 class ScoringBackend(Protocol):
-    """A backend that scores continuations (``hf:``; ``openai:`` where the server returns prompt logprobs)."""
+    """A backend that scores continuations (``hf:`` teacher-forced, ``vllm:`` from prompt logprobs)."""
 
     @property
     def fingerprint(self) -> str:
@@ -52,8 +52,9 @@ def _common_prefix(rows: Sequence[list[int]]) -> int:
     return n
 
 
-# Models whose positions depend on the image layout (M-RoPE): the cache cannot be repeated across a batch.
-_IMAGE_POSITIONED = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
+# Models with multimodal rotary positions (M-RoPE), which a cached continuation pass cannot be given (with or
+# without an image): each choice runs as one full pass.
+_MROPE = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5"}
 
 
 def score_continuations(backend: HFBackend, messages: list[Message], continuations: Sequence[str]
@@ -63,11 +64,11 @@ def score_continuations(backend: HFBackend, messages: list[Message], continuatio
 
     prompt_text, images = backend._render(messages)
     n_prompt = int(backend.encode([prompt_text], [images])["input_ids"].shape[1])
-    fulls = [backend.encode([backend._render([*messages, _assistant(c)], add_generation_prompt=False)[0]], [images])
-             for c in continuations]
+    fulls = [backend.encode([backend._render([*messages, assistant_message(c)], add_generation_prompt=False)[0]],
+                            [images]) for c in continuations]
     rows = [f["input_ids"][0].tolist() for f in fulls]
     with torch.inference_mode():
-        if images and backend.model_type in _IMAGE_POSITIONED:
+        if backend.model_type in _MROPE:
             answer_logits = [_full_pass(backend, f, n_prompt) for f in fulls]
         else:
             answer_logits = _shared_prefix_pass(backend, fulls[0], rows, n_prompt)
@@ -113,5 +114,16 @@ def _shared_prefix_pass(backend: HFBackend, first: Any, rows: list[list[int]], n
     return [logits[i, n_prompt - 1 - shared:len(row) - 1 - shared] for i, row in enumerate(rows)]
 
 
-def _assistant(text: str) -> Message:
+def assistant_message(text: str) -> Message:
+    """``text`` as the assistant's turn (how a choice is scored)."""
     return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+
+@runtime_checkable
+class StreamingScorer(Protocol):
+    """A scoring backend that schedules many requests itself (``vllm:``, Ray replicas) and yields each
+    request's scores as its call returns, so the caller stores them at once."""
+
+    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
+               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+        """Each request with its scores or exception, as they come."""

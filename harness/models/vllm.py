@@ -9,8 +9,13 @@ re-encoding; the prompt it renders is the one ``hf:`` renders (``tests/test_vllm
 with vLLM's own renderer). Each request has its own ``SamplingParams`` (native ``n``, the request's
 ``seed``); greedy requests ask for one completion, which stands for all ``n`` as in ``hf:``.
 
+``multiple_choice`` tasks are scored from vLLM's prompt logprobs: each choice's conversation (the choice as
+the assistant's turn) is rendered by ``LLM.chat`` without a generation prompt and "generates" one token with
+``prompt_logprobs=1``; the scored tokens are those after the prompt (rendered with the generation prompt),
+as ``hf:`` scores them (:mod:`harness.models.loglikelihood`).
+
 ``data_parallel_size=N`` runs N engine processes, each on its own ``tensor_parallel_size`` GPUs, each
-answering a share of the requests balanced by tokens to generate (``LLM`` refuses data parallelism
+answering a share of the requests balanced by tokens to generate (or choices to score) (``LLM`` refuses data parallelism
 inside one process). ``vllm`` is imported only when the backend is created.
 """
 
@@ -24,15 +29,17 @@ import math
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
+from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
+from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
 
@@ -194,27 +201,80 @@ def shard(costs: list[int], ranks: int) -> list[list[int]]:
 
 
 Conversation = list[dict[str, Any]]
-Job = tuple[list[Conversation], list[dict[str, Any]]]
+#: One multiple_choice request for the engine: its prompt, each choice's conversation, and the choices.
+ScoreJob = tuple[Conversation, list[Conversation], tuple[str, ...]]
+
+
+def _bisect(run: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]:
+    """``run(items)`` as one engine call; when that call fails, each half is tried alone, so a bad item
+    becomes its own exception and the others keep their results."""
+    if not items:
+        return []
+    try:
+        return run(items)
+    except Exception as exc:  # isolate the failing item(s)
+        if len(items) == 1:
+            log.debug("vllm call failed", exc_info=True)
+            return [exc]
+        half = len(items) // 2
+        return _bisect(run, items[:half]) + _bisect(run, items[half:])
 
 
 def answer_all(llm: Any, conversations: list[Conversation],
                params: list[dict[str, Any]]) -> list[list[str] | Exception]:
-    """All conversations in one ``LLM.chat`` call; when that call fails, each half is tried alone, so a bad
-    request becomes its own exception and the others keep their answers."""
-    if not conversations:
-        return []
+    """All conversations in one ``LLM.chat`` call (a failing request alone becomes its exception)."""
     from vllm import SamplingParams
 
-    try:
-        outputs = llm.chat(conversations, [SamplingParams(**p) for p in params], use_tqdm=sys.stderr.isatty())
-    except Exception as exc:  # isolate the failing request(s)
-        if len(conversations) == 1:
-            log.debug("vllm generation failed", exc_info=True)
-            return [exc]
-        half = len(conversations) // 2
-        return (answer_all(llm, conversations[:half], params[:half])
-                + answer_all(llm, conversations[half:], params[half:]))
-    return [[choice.text for choice in output.outputs] for output in outputs]
+    def run(batch: list[tuple[Conversation, dict[str, Any]]]) -> list[list[str]]:
+        outputs = llm.chat([c for c, _ in batch], [SamplingParams(**p) for _, p in batch],
+                           use_tqdm=sys.stderr.isatty())
+        return [[choice.text for choice in output.outputs] for output in outputs]
+
+    return _bisect(run, list(zip(conversations, params, strict=True)))
+
+
+def continuation_score(continuation: str, prompt_len: int, token_ids: Sequence[int],
+                       prompt_logprobs: Sequence[Mapping[int, Any] | None]) -> ScoredChoice:
+    """A choice's score from vLLM's prompt logprobs of its conversation: ``prompt_logprobs[t]`` maps token
+    ids to ``Logprob`` (``logprob``, ``rank``) for position ``t`` and holds the actual token ``token_ids[t]``;
+    the tokens from ``prompt_len`` on are the answer. Greedy when every answer token has rank 1."""
+    picked = []
+    for t in range(prompt_len, len(token_ids)):
+        entry = prompt_logprobs[t]
+        if entry is None or token_ids[t] not in entry:
+            raise RuntimeError(f"vllm returned no prompt logprob for answer token {t}")
+        picked.append(entry[token_ids[t]])
+    return ScoredChoice(continuation=continuation, loglikelihood=float(sum(p.logprob for p in picked)),
+                        tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
+
+
+def score_all(llm: Any, jobs: list[ScoreJob]) -> list[list[ScoredChoice] | Exception]:
+    """Every choice of every job scored in two ``LLM.chat`` calls: the prompts with the generation prompt
+    (their lengths), and the choices' conversations without it, with prompt logprobs."""
+    from vllm import SamplingParams
+
+    def run(batch: list[ScoreJob]) -> list[list[ScoredChoice]]:
+        tqdm = sys.stderr.isatty()
+        prompts = llm.chat([prompt for prompt, _, _ in batch], SamplingParams(max_tokens=1, temperature=0.0),
+                           add_generation_prompt=True, use_tqdm=tqdm)
+        fulls = iter(llm.chat([c for _, convs, _ in batch for c in convs],
+                              SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1),
+                              add_generation_prompt=False, use_tqdm=tqdm))
+        out = []
+        for prompt, (_, _, choices) in zip(prompts, batch, strict=True):
+            scored = []
+            for choice in choices:
+                full = next(fulls)
+                scored.append(continuation_score(choice, len(prompt.prompt_token_ids), full.prompt_token_ids,
+                                                 full.prompt_logprobs))
+            out.append(scored)
+        return out
+
+    return _bisect(run, jobs)
+
+
+#: What a data-parallel rank can be asked to do with its engine.
+_WORK: dict[str, Callable[..., list[Any]]] = {"generate": answer_all, "score": score_all}
 
 
 def _serve(conn: Connection, model: str, engine_kwargs: dict[str, Any], devices: str) -> None:
@@ -229,7 +289,8 @@ def _serve(conn: Connection, model: str, engine_kwargs: dict[str, Any], devices:
         conn.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
         return
     while (job := conn.recv()) is not None:
-        conn.send(answer_all(llm, *job))
+        kind, args = job
+        conn.send(_WORK[kind](llm, *args))
 
 
 class _Rank:
@@ -312,10 +373,44 @@ class VLLMBackend(Backend):
                 "fingerprint": self.fingerprint, "smoke_test_model": self.is_smoke_model,
                 **asdict(self.settings)}
 
-    def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
-        """Every pending request in one batch (vLLM schedules them itself), or ``requests_per_call`` at a time."""
+    def supports(self, output_type: str) -> bool:
+        """Generation, and ``multiple_choice`` scoring from prompt logprobs."""
+        return output_type in GENERATION_TYPES | {"multiple_choice"}
+
+    def _calls(self, requests: list[Any]) -> list[list[Any]]:
+        """Every pending request in one call (vLLM schedules them itself), or ``requests_per_call`` at a time."""
         size = self.settings.requests_per_call or max(len(requests), 1)
         return [requests[i : i + size] for i in range(0, len(requests), size)]
+
+    def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
+        """Every pending request in one batch, or ``requests_per_call`` at a time (``batch_size`` is vLLM's)."""
+        return self._calls(requests)
+
+    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
+               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+        """Scores as each call returns, calls as ``preferred_batch`` makes them (so the runner stores them)."""
+        for call in self._calls(requests):
+            yield from zip(call, self.loglikelihood(call), strict=True)
+
+    def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
+        """Each request's choices scored from prompt logprobs (module docstring); a request that cannot be
+        translated or fails alone is its own exception."""
+        out: list[list[ScoredChoice] | Exception] = []
+        jobs: list[int] = []
+        work: list[ScoreJob] = []
+        for index, request in enumerate(requests):
+            try:
+                work.append((to_vllm_messages(request.messages),
+                             [to_vllm_messages([*request.messages, assistant_message(c)])
+                              for c in request.continuations], request.continuations))
+            except UnsupportedRequestError as exc:
+                out.append(exc)
+                continue
+            out.append([])
+            jobs.append(index)
+        for index, scored in zip(jobs, self._run("score", work, [len(job[2]) for job in work]), strict=True):
+            out[index] = scored
+        return out
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
         """Answers for all requests; one that cannot be translated or fails alone is its own exception."""
@@ -343,14 +438,23 @@ class VLLMBackend(Backend):
         return out
 
     def _answer(self, conversations: list[Conversation], params: list[dict[str, Any]]) -> list[list[str] | Exception]:
-        if self._llm is not None:
-            return answer_all(self._llm, conversations, params)
         # Tokens to generate: what a rank's share costs.
-        shares = shard([p["n"] * p["max_tokens"] for p in params], len(self._ranks))
+        return self._run("generate", list(zip(conversations, params, strict=True)),
+                         [p["n"] * p["max_tokens"] for p in params])
+
+    def _run(self, kind: str, items: list[Any], costs: list[int]) -> list[Any]:
+        """``_WORK[kind]`` over ``items`` on the engine, or on the data-parallel ranks balanced by ``costs``
+        (generation items are (conversation, params) pairs, scoring items jobs)."""
+        def args(share: list[Any]) -> tuple[Any, ...]:
+            return (share,) if kind == "score" else ([c for c, _ in share], [p for _, p in share])
+
+        if self._llm is not None:
+            return _WORK[kind](self._llm, *args(items))
+        shares = shard(costs, len(self._ranks))
         for rank, share in zip(self._ranks, shares, strict=True):
-            rank.conn.send(([conversations[i] for i in share], [params[i] for i in share]))
-        out: list[list[str] | Exception] = [[] for _ in conversations]
+            rank.conn.send((kind, args([items[i] for i in share])))
+        out: list[Any] = [None] * len(items)
         for rank, share in zip(self._ranks, shares, strict=True):
-            for i, answer in zip(share, rank.conn.recv(), strict=True):
-                out[i] = answer
+            for i, result in zip(share, rank.conn.recv(), strict=True):
+                out[i] = result
         return out
