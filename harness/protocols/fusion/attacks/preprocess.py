@@ -24,12 +24,11 @@ FAMILIES = {
     "qwen3_5": "single_view:SingleViewPreprocess",
     "llava": "single_view:SingleViewPreprocess",
     "gemma3": "single_view:SingleViewPreprocess",
+    "llava_next": "anyres:AnyResPreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
-    "llava_next": "its any-resolution tiling (grid tiles plus a resized base view, unpadded feature grid) has "
-                  "no differentiable copy yet",
     "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
     "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
     "gemma4": "its variable-resolution image processor has no differentiable copy yet",
