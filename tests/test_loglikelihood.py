@@ -1,8 +1,9 @@
-"""multiple_choice tasks: teacher-forced choice scores (one prefix pass per prompt), lmms-eval's acc /
-acc_norm, the response store, and the one-line refusals."""
+"""multiple_choice and loglikelihood tasks: teacher-forced choice scores (one prefix pass per prompt),
+lmms-eval's acc / acc_norm, perplexity, the response store, and the one-line refusals."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,48 @@ def test_image_multiple_choice_scores_equal_one_full_pass(tmp_path: Path, data_d
         assert record.metrics["acc,none"] == float(min(range(4), key=losses.__getitem__) == gold)
 
 
+TARGET_YAML = """\
+task: arc_target
+dataset_path: {data}
+test_split: test
+output_type: loglikelihood
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{choices.text[0]}}}}"
+metric_list:
+  - metric: perplexity
+    higher_is_better: false
+  - metric: acc
+"""
+
+
+def test_loglikelihood_task_scores_its_target(tmp_path: Path, text_backend: HFBackend) -> None:
+    """output_type loglikelihood: the target as it is (no delimiter) scored after the prompt; per sample
+    perplexity holds the summed log-probability and acc whether greedy decoding gives it; the task's
+    perplexity is exp(-mean) of those (by hand below). A process_results gets [(mean loss, is_greedy)]."""
+    tasks = arc_task(tmp_path)
+    write(tasks / "arc_target.yaml", TARGET_YAML.format(data=tmp_path / "arc"))
+    run, samples, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
+        tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False))
+    records = samples["arc_target"]
+    lls = []
+    for record in records:
+        (choice,) = record.choices
+        assert choice.continuation == ARC_ROWS["choices"][record.doc_id]["text"][0]
+        ll, tokens = _reference(text_backend, record.prompt, choice.continuation)
+        assert choice.loglikelihood == pytest.approx(ll, abs=1e-4) and choice.tokens == tokens
+        assert record.metrics == {"perplexity,none": choice.loglikelihood, "acc,none": float(choice.is_greedy)}
+        lls.append(choice.loglikelihood)
+    assert run.results["arc_target"]["perplexity,none"] == pytest.approx(math.exp(-sum(lls) / 3))
+    write(tasks / "utils.py", "def pr(doc, results):\n    (loss, greedy), = results\n"
+                              "    return {'perplexity': -loss, 'acc': float(greedy)}\n")
+    text = (tasks / "arc_target.yaml").read_text() + "process_results: !function utils.pr\n"
+    write(tasks / "arc_target.yaml", text)
+    _, custom, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
+        tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False))
+    for record in custom["arc_target"]:
+        assert record.metrics["perplexity,none"] == pytest.approx(-record.choices[0].mean_loss)
+
+
 def test_multiple_choice_config_errors_are_one_line(tmp_path: Path) -> None:
     base = {"task": "t", "output_type": "multiple_choice", "doc_to_text": "q"}
     with pytest.raises(TaskConfigError, match="needs doc_to_choice"):
@@ -167,6 +210,14 @@ def test_multiple_choice_config_errors_are_one_line(tmp_path: Path) -> None:
         TaskConfig.from_dict({**base, "doc_to_choice": "c", "target_delimiter": 3}, tmp_path / "t.yaml")
     with pytest.raises(TaskConfigError, match="tool-using agent loop"):
         TaskConfig.from_dict({**base, "output_type": "generate_until_agentic"}, tmp_path / "t.yaml")
+    with pytest.raises(TaskConfigError, match=r"loglikelihood needs doc_to_target \(the scored text\)$"):
+        TaskConfig.from_dict({**base, "output_type": "loglikelihood"}, tmp_path / "t.yaml")
+    with pytest.raises(TaskConfigError, match=r"lmms-eval 0\.7\.3 has no such output type"):
+        TaskConfig.from_dict({**base, "output_type": "loglikelihood_rolling"}, tmp_path / "t.yaml")
+    # perplexity aggregates as exp(-mean) unless the entry names another aggregation
+    specs = TaskConfig.from_dict({**base, "output_type": "loglikelihood", "doc_to_target": "a", "metric_list": [
+        {"metric": "perplexity"}, {"metric": "acc"}]}, tmp_path / "t.yaml").metric_list
+    assert [m.aggregation for m in specs] == ["perplexity", "mean"]
 
 
 def test_bad_choices_are_that_docs_error(tmp_path: Path, text_backend: HFBackend) -> None:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from harness.errors import HarnessError
 from harness.extras import require
-from harness.models.base import GENERATION_TYPES, Backend, GenerationRequest, create_backend
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, create_backend
 from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.results.schema import ScoredChoice
 
@@ -208,7 +208,7 @@ def _score_shard(backend: Any, shard: list[LoglikelihoodRequest]) -> list[list[S
 def _identity(backend: Backend, _: None) -> dict[str, Any]:
     return {"fingerprint": backend.fingerprint, "info": backend.info(), "family": backend.model_family,
             "smoke": backend.is_smoke_model,
-            "supports": [t for t in (*GENERATION_TYPES, "multiple_choice") if backend.supports(t)]}
+            "supports": [t for t in GENERATION_TYPES | SCORING_TYPES if backend.supports(t)]}
 
 
 class RayBackend(Backend):

@@ -25,7 +25,7 @@ from harness.engine.tasks import model_family_of, open_task
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
-from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.models.base import SCORING_TYPES, Backend, GenerationParams, GenerationRequest
 from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.paths import new_run_dir
 from harness.provenance import environment
@@ -126,7 +126,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
             target = runtime.target(doc)
             messages = runtime.build_messages(doc)
             follow_ups = runtime.follow_ups(doc)
-            scored = choice_request(messages, runtime.continuations(doc)) if config.output_type == "multiple_choice" \
+            scored = choice_request(messages, runtime.continuations(doc)) if config.output_type in SCORING_TYPES \
                 else None
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))

@@ -21,7 +21,7 @@ from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
-from harness.models.base import Message
+from harness.models.base import SCORING_TYPES, Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef
@@ -236,7 +236,13 @@ class TaskRuntime:
             return [str(v) for v in value]
 
     def continuations(self, doc: dict[str, Any]) -> list[str]:
-        """The texts scored after the prompt: ``target_delimiter`` + each choice."""
+        """The texts scored after the prompt: ``target_delimiter`` + each choice; for ``loglikelihood`` the
+        doc's target as it is (lmms-eval passes ``doc_to_target``'s value with no delimiter)."""
+        if self.config.output_type == "loglikelihood":
+            target = self.target(doc)
+            if target is None or isinstance(target, list | dict):
+                raise BadInputError(f"doc_to_target gives {target!r}, not one text to score")
+            return [str(target)]
         return [f"{self.config.target_delimiter}{c}" for c in self.choices(doc)]
 
     def target(self, doc: dict[str, Any]) -> Any:
@@ -269,7 +275,7 @@ class TaskRuntime:
         """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses. Scoring code that
         fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
         empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
-        answered = record.choices if self.config.output_type == "multiple_choice" else record.responses
+        answered = record.choices if self.config.output_type in SCORING_TYPES else record.responses
         if not answered or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
             return record.model_copy(update=empty)
         try:
@@ -284,7 +290,7 @@ class TaskRuntime:
         metrics: dict[str, Any] = {}
         unparsed: list[str] = []
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
-        if self.config.output_type == "multiple_choice":
+        if self.config.output_type in SCORING_TYPES:
             return self._score_choices(record, scoring_doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
@@ -310,13 +316,20 @@ class TaskRuntime:
         return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
 
     def _score_choices(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
-        """lmms-eval's multiple_choice scoring: ``process_results(doc, [(loss, is_greedy), ...])`` when the
-        task has one, else acc / acc_norm / exact_match (harness.metrics.choice); filters do not apply."""
+        """lmms-eval's scoring of loglikelihood requests: ``process_results(doc, [(loss, is_greedy), ...])``
+        when the task has one (the mean token loss is what lmms-eval's models return), else for
+        ``multiple_choice`` acc / acc_norm / exact_match (harness.metrics.choice), and for ``loglikelihood``
+        ``perplexity`` (the summed log-probability, aggregated as ``exp(-mean)``) and ``acc`` (greedy
+        decoding gives the target). lmms-eval 0.7.3's own built-in ``loglikelihood`` scoring unpacks the
+        one result as a pair and fails; these are lm-evaluation-harness's definitions. Filters do not apply."""
         results = [(c.mean_loss, c.is_greedy) for c in record.choices]
         if self._process_results is not None:
             values = self._process_results(doc, results)
             if not isinstance(values, dict):
                 raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        elif self.config.output_type == "loglikelihood":
+            (choice,) = record.choices
+            values = {"perplexity": choice.loglikelihood, "acc": float(choice.is_greedy)}
         else:
             choices = [c.continuation[len(self.config.target_delimiter):] for c in record.choices]
             values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)

@@ -42,7 +42,16 @@ def mean_stderr(values: Sequence[Any]) -> float | None:
     return statistics.stdev(xs) / math.sqrt(len(xs))
 
 
-AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean, "median": median, "sum": total}
+def perplexity(values: Sequence[Any]) -> float | None:
+    """``exp(-mean(ll))`` over per-sample log-likelihoods ``ll`` (lmms-eval's and lm-eval's ``perplexity``)."""
+    xs = _present(values)
+    return math.exp(-sum(xs) / len(xs)) if xs else None
+
+
+AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean, "median": median, "sum": total,
+                                                          "perplexity": perplexity}
+#: The aggregation a metric gets when its metric_list entry names none (lmms-eval's registered default).
+DEFAULT_AGGREGATION = {"perplexity": "perplexity"}
 STDERRS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean_stderr}
 
 

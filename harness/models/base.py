@@ -164,6 +164,8 @@ def truncate_at_stop(text: str, until: tuple[str, ...]) -> str:
 
 # output types every generating backend serves: a multi-round task's rounds are generations too
 GENERATION_TYPES = frozenset({"generate_until", "generate_until_multi_round"})
+#: Output types answered by scoring given continuations (``loglikelihood`` requests), not by generation.
+SCORING_TYPES = frozenset({"multiple_choice", "loglikelihood"})
 
 
 class Backend(ABC):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
 from harness.models.sampling import seeded_sampler
 from harness.results.schema import ScoredChoice
@@ -255,7 +255,7 @@ class HFBackend(Backend):
     # -- teacher-forced scoring ----------------------------------------------------------------
     def supports(self, output_type: str) -> bool:
         """Generation, and loglikelihood scoring of ``multiple_choice`` tasks."""
-        return output_type in GENERATION_TYPES | {"multiple_choice"}
+        return output_type in GENERATION_TYPES | SCORING_TYPES
 
     def loglikelihood(self, requests: list[LoglikelihoodRequest]) -> list[list[ScoredChoice] | Exception]:
         """Each request's continuations scored teacher-forced (one prefix pass per prompt); a request that

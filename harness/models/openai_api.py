@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 
 _MODEL_ARGS = {"base_url", "api_key", "concurrency", "timeout", "max_retries", "send_stop"}
 MAX_STOP_STRINGS = 4  # the API's limit; further stop strings are applied to the text afterwards
@@ -106,8 +106,8 @@ class OpenAIBackend(Backend):
     def supports(self, output_type: str) -> bool:
         """Generation only: the chat completions API returns log-probabilities of generated tokens, never of a
         given continuation, so ``multiple_choice`` tasks are refused before any request."""
-        if output_type == "multiple_choice":
-            raise UnsupportedRequestError("openai: multiple_choice tasks need log-probabilities of given choices; "
+        if output_type in SCORING_TYPES:
+            raise UnsupportedRequestError(f"openai: {output_type} tasks need log-probabilities of given text; "
                                           "the chat completions API returns them only for generated tokens "
                                           "(run the task with hf:)")
         return super().supports(output_type)

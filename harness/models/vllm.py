@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
 from harness.results.schema import ScoredChoice
@@ -375,7 +375,7 @@ class VLLMBackend(Backend):
 
     def supports(self, output_type: str) -> bool:
         """Generation, and ``multiple_choice`` scoring from prompt logprobs."""
-        return output_type in GENERATION_TYPES | {"multiple_choice"}
+        return output_type in GENERATION_TYPES | SCORING_TYPES
 
     def _calls(self, requests: list[Any]) -> list[list[Any]]:
         """Every pending request in one call (vLLM schedules them itself), or ``requests_per_call`` at a time."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import TaskConfigError
+from harness.metrics.aggregation import DEFAULT_AGGREGATION
 from harness.taskspec.yaml_loader import FunctionRef
 
 log = logging.getLogger(__name__)
@@ -19,13 +20,36 @@ _PASSIVE_KEYS = {
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
     "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
-_OUTPUT_TYPES = {"generate_until", "multiple_choice", "generate_until_multi_round"}
+_OUTPUT_TYPES = {"generate_until", "multiple_choice", "loglikelihood", "generate_until_multi_round"}
 _WHY_REFUSED = {
     "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
                               "the harness has no such environment",
+    "loglikelihood_rolling": "lmms-eval 0.7.3 has no such output type (its tasks and models define none); "
+                             "score a given text with output_type loglikelihood",
     "generate_visual_cot": "lmms-eval's visual CoT first generates an auxiliary image, then answers from both "
                            "images; the harness's backends generate text only",
 }
+
+
+def _output_type(raw: dict[str, Any], where: str) -> str:
+    """The task's output type, once checked to be one the harness runs with what it needs."""
+    output_type = str(raw.get("output_type", "generate_until"))
+    if output_type in _WHY_REFUSED:
+        raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported: {_WHY_REFUSED[output_type]}")
+    if output_type not in _OUTPUT_TYPES:
+        raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
+                              f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
+    if output_type == "generate_until_multi_round" and not isinstance(raw.get("doc_to_text"), FunctionRef):
+        raise TaskConfigError(f"{where}: output_type generate_until_multi_round needs doc_to_text as a "
+                              "!function (it is called again with each round's answers)")
+    if output_type == "generate_until_multi_round" and raw.get("filter_list"):
+        raise TaskConfigError(f"{where}: generate_until_multi_round results are tuples of rounds; "
+                              "filter_list does not apply to them")
+    if output_type == "loglikelihood" and raw.get("doc_to_target") is None:
+        raise TaskConfigError(f"{where}: output_type loglikelihood needs doc_to_target (the scored text)")
+    if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
+        raise TaskConfigError(f"{where}: output_type multiple_choice needs doc_to_choice")
+    return output_type
 
 
 @dataclass(frozen=True)
@@ -158,20 +182,7 @@ class TaskConfig:
         for key in raw:
             if key not in known:
                 log.warning("%s: unknown task key %r ignored", where, key)
-        output_type = raw.get("output_type", "generate_until")
-        if output_type in _WHY_REFUSED:
-            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported: {_WHY_REFUSED[output_type]}")
-        if output_type not in _OUTPUT_TYPES:
-            raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
-                                  f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
-        if output_type == "generate_until_multi_round" and not isinstance(raw.get("doc_to_text"), FunctionRef):
-            raise TaskConfigError(f"{where}: output_type generate_until_multi_round needs doc_to_text as a "
-                                  "!function (it is called again with each round's answers)")
-        if output_type == "generate_until_multi_round" and raw.get("filter_list"):
-            raise TaskConfigError(f"{where}: generate_until_multi_round results are tuples of rounds; "
-                                  "filter_list does not apply to them")
-        if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
-            raise TaskConfigError(f"{where}: output_type multiple_choice needs doc_to_choice")
+        output_type = _output_type(raw, where)
         delimiter = raw.get("target_delimiter", " ")
         if not isinstance(delimiter, str):
             raise TaskConfigError(f"{where}: target_delimiter must be a string, got {delimiter!r}")
@@ -289,7 +300,7 @@ def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
         specs.append(
             MetricSpec(
                 metric=str(entry["metric"]),
-                aggregation=entry.get("aggregation", "mean"),
+                aggregation=entry.get("aggregation", DEFAULT_AGGREGATION.get(str(entry["metric"]), "mean")),
                 higher_is_better=bool(entry.get("higher_is_better", True)),
             )
         )
