@@ -7,8 +7,12 @@ model as ``"\\n" + doc_to_text``; the harness's copy of the task says so in its 
 transformers 5 its ``loglikelihood`` hands the processor ``images=[]`` for a text-only doc, which the processor
 refuses, and its evaluator turns every ``(loss, is_greedy)`` answer into a string (``unwrap_generation_output``),
 which its own ``process_results`` then cannot unpack: lmms-eval 0.7.3 runs no ``multiple_choice`` task as
-shipped. LMMS_DRIVER fixes exactly those two points (``images=None``; score tuples passed through) and changes
-nothing else of lmms-eval: its prompts, its model's scoring and its metrics are what is compared.
+shipped. With an image, ``llava_hf`` tokenizes the prompt (to find where the choice starts) without the
+image, so its ``<image>`` placeholder is one token there and hundreds in the scored input, and the choice's
+mask starts inside the image tokens. LMMS_DRIVER fixes exactly those three points (``images=None``; score
+tuples passed through; the prompt tokenized with the doc's images, which ``llava_hf`` has just passed for
+the full input) and changes nothing else of lmms-eval: its prompts, its model's scoring and its metrics are
+what is compared.
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ unwrap = evaluator.unwrap_generation_output
 evaluator.unwrap_generation_output = lambda out: (out, None) if isinstance(out, tuple) and isinstance(out[1], bool) \
     else unwrap(out)
 call = transformers.ProcessorMixin.__call__
-transformers.ProcessorMixin.__call__ = lambda self, *a, images=None, **kw: call(self, *a, images=images or None, **kw)
+last = {}
+def with_images(self, *a, images=None, **kw):
+    if images:
+        last["images"] = images
+    elif "<image>" in str(kw.get("text", a[0] if a else "")):
+        images = last.get("images")
+    return call(self, *a, images=images or None, **kw)
+transformers.ProcessorMixin.__call__ = with_images
 sys.argv[0] = "lmms_eval"
 cli_evaluate()
 """
@@ -77,17 +88,29 @@ def run_lmms(tmp_path: Path, tasks: Path, name: str) -> dict[int, dict]:
     return {r["doc_id"]: r for r in map(json.loads, samples.read_text().splitlines())}
 
 
-def _compare(tmp_path: Path, shots: str = "") -> None:
-    """The ARC-format task (plus few-shot ``shots`` settings) under lmms-eval and here: equal
-    prompts, scores and metrics. With shots the harness's ``"\\n"`` goes in ``description`` (before the shots)."""
+def _compare(tmp_path: Path, shots: str = "", image: bool = False) -> None:
+    """The ARC-format task (plus few-shot ``shots`` settings, or with an image per doc) under lmms-eval and
+    here: equal prompts, scores and metrics. Text-only, the harness's copy writes llava_hf's ``"\\n"`` itself
+    (with shots in ``description``, before the shots); with an image the two prompts are the same as they are."""
     import datasets
+    from PIL import Image
 
-    datasets.Dataset.from_dict(ARC_ROWS).to_parquet(str(tmp_path / "arc" / "data" / "test-00000-of-00001.parquet"))
+    rows = dict(ARC_ROWS)
+    if image:  # a coloured square per question, of another size each (so the processor resizes)
+        rows["image"] = [Image.new("RGB", (30 + 7 * i, 24 + 5 * i), c) for i, c in enumerate(["blue", "red", "gray"])]
+    datasets.Dataset.from_dict(rows).to_parquet(str(tmp_path / "arc" / "data" / "test-00000-of-00001.parquet"))
     tasks = tmp_path / "tasks"
-    write(tasks / "utils.py", "def no_visual(doc):\n    return []\n")
-    write(tasks / "arc_lmms.yaml", TASK.format(name="arc_lmms", prefix="") + shots)
-    ours = TASK.format(name="arc_ours", prefix="") + shots + "description: \"{{ '\\\\n' }}\"\n" if shots \
-        else TASK.format(name="arc_ours", prefix="\\n")
+    write(tasks / "utils.py", "def no_visual(doc):\n    return []\n\n\n"
+                              "def visual(doc):\n    return [doc['image'].convert('RGB')]\n")
+    lmms = TASK.format(name="arc_lmms", prefix="") + shots
+    if image:
+        ours = TASK.format(name="arc_ours", prefix="")
+        lmms, ours = (text.replace("utils.no_visual", "utils.visual") for text in (lmms, ours))
+    elif shots:
+        ours = TASK.format(name="arc_ours", prefix="") + shots + "description: \"{{ '\\\\n' }}\"\n"
+    else:
+        ours = TASK.format(name="arc_ours", prefix="\\n")
+    write(tasks / "arc_lmms.yaml", lmms)
     write(tasks / "arc_ours.yaml", ours)
     theirs = run_lmms(tmp_path, tasks, "arc_lmms")
     model = tiny_model_path("llava")
@@ -96,7 +119,7 @@ def _compare(tmp_path: Path, shots: str = "") -> None:
     assert sorted(theirs) == [r.doc_id for r in samples["arc_ours"]] == [0, 1, 2]
     for record in samples["arc_ours"]:
         lmms = theirs[record.doc_id]
-        assert record.prompt[0]["content"][-1]["text"] == "\n" + lmms["input"]
+        assert record.prompt[0]["content"][-1]["text"] == ("" if image else "\n") + lmms["input"]
         losses = [float(loss) for loss, _ in lmms["filtered_resps"]]
         assert [c.mean_loss for c in record.choices] == pytest.approx(losses, abs=1e-4)
         assert record.metrics == {"acc,none": lmms["acc"], "acc_norm,none": lmms["acc_norm"]}
@@ -109,3 +132,8 @@ def test_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
 def test_few_shot_arc_format_scores_equal_lmms_eval(tmp_path: Path) -> None:
     """Two shots drawn by lmms-eval's default sampler from the split under test (so the doc itself is dropped)."""
     _compare(tmp_path, shots="num_fewshot: 2\nfewshot_split: test\nfewshot_config:\n  sampler: default\n")
+
+
+def test_image_multiple_choice_scores_equal_lmms_eval(tmp_path: Path) -> None:
+    """One image per doc: the image goes with the shared prompt, and each choice's mean loss is lmms-eval's."""
+    _compare(tmp_path, image=True)
