@@ -129,23 +129,23 @@ def test_harness_attack_on_tiny_gemma4(fusion_dir: Path, tmp_path: Path) -> None
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, "tiny:gemma4", data)
     code = main(["attack", "--model", "tiny:gemma4", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", "3", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
+                 "--batch-size", "2", "--limit", "2", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
                  "--verbosity", "quiet"])
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())
-    assert summary["n_clean_correct"] == 3 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
+    assert summary["n_clean_correct"] == 2 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
     rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
-    assert len(rows) == 9 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
+    assert len(rows) == 6 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
     for row in rows:
         assert row["error"] is None and row["response"] is not None
         assert row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
         assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
     for attack in ("vis_pgd", "end_pgd", "mantis"):
-        assert summary["asr"][attack] == pytest.approx(sum(r["flipped"] for r in rows if r["attack"] == attack) / 3)
+        assert summary["asr"][attack] == pytest.approx(sum(r["flipped"] for r in rows if r["attack"] == attack) / 2)
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     for name in ("oar", "oar_clean"):
         values = [d["value"] for d in diagnostics if d["diagnostic"] == name]
-        assert len(values) == 3 and all(v is not None and v > 0 for v in values)  # the region is in view
+        assert len(values) == 2 and all(v is not None and v > 0 for v in values)  # the region is in view
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
