@@ -301,7 +301,7 @@ def _build_gemma4(out: Path) -> None:
         eoa_token_index=ids["eoa_token"], audio_token_id=ids["audio_token"],
     )
     model = Gemma4ForConditionalGeneration(config)
-    # A freshly initialised Gemma 4 position table is all ones: every patch would get the same position.
+    # A freshly initialised Gemma 4 position table is all ones: every patch would get the same learned position.
     with torch.no_grad():
         model.model.vision_tower.patch_embedder.position_embedding_table.normal_(0.0, 0.02)
     model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]

@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from harness.cli import main
+from harness.errors import HarnessError
 from harness.models.base import create_backend
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
@@ -92,6 +93,15 @@ def test_patch_budget_geometry() -> None:
     assert torch.equal(unresized([image_to_tensor(image)])["pixel_values"], real["pixel_values"])
     assert real["num_soft_tokens_per_image"].tolist() == [2]
     assert unresized.geometry(96, 48).boxes.tolist() == [[0, 0, 48, 48], [48, 0, 96, 48]]
+
+
+def test_a_pil_backed_gemma4_processor_is_refused() -> None:
+    from transformers.models.gemma4.image_processing_pil_gemma4 import Gemma4ImageProcessorPil
+
+    processor = copy.deepcopy(create_backend("tiny:gemma4").processor)
+    processor.image_processor = Gemma4ImageProcessorPil(max_soft_tokens=70)
+    with pytest.raises(HarnessError, match="Gemma4ImageProcessorPil image processor is not torchvision-backed"):
+        differentiable_preprocess(processor, "gemma4")
 
 
 def test_gemma4_white_box_losses_and_diagnostics() -> None:

@@ -29,14 +29,13 @@ from harness.protocols.fusion.attacks.pixels import Geometry, QuantisedResize, r
 
 class PatchBudgetPreprocess:
     """``images`` (a list of ``(3, H, W)`` float tensors in [0, 1]) -> Gemma 4's ``pixel_values`` and
-    ``image_position_ids`` (module docstring)."""
+    ``image_position_ids`` (module docstring). ``model_type`` and ``dtype`` are the registry's constructor
+    arguments; one family needs no ``model_type``, and ``pixel_values`` stay float32 whatever ``dtype``."""
 
     def __init__(self, processor: Any, model_type: str, dtype: Any = None) -> None:
         ip = processor.image_processor
         require_torchvision(ip)
         self.ip = ip
-        self.model_type = model_type
-        self.dtype = dtype  # not applied: see the module docstring
         self.patch_size = int(ip.patch_size)
         self.pooling = int(ip.pooling_kernel_size)
         self.max_patches = int(ip.max_soft_tokens) * self.pooling**2
