@@ -58,7 +58,7 @@ def test_specific_kwargs_model_block_replaces_default_block() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"output_type": "loglikelihood_rolling"}, "output_type 'loglikelihood_rolling' is not supported: lmms-eval 0.7.3"),
+        ({"output_type": "loglikelihood_rolling"}, "output_type 'loglikelihood_rolling' is not supported: lmms"),
         ({"repeats": 0}, "repeats must be a positive integer"),
         ({"num_fewshot": -2}, "num_fewshot must be a whole number"),
         ({"metric_list": [{"aggregation": "mean"}]}, "needs a 'metric' key"),

@@ -11,7 +11,7 @@ from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
 from harness.models.hf import HFBackend
 
-VLM_ARCHES = ["qwen2_vl", "qwen2_5_vl", "llava", "llava_next", "gemma3", "idefics3"]
+VLM_ARCHES = ["qwen2_vl", "qwen2_5_vl", "llava", "llava_next", "gemma3", "gemma4", "idefics3"]
 
 
 @cache

@@ -46,14 +46,6 @@ LLAVA_TEMPLATE = (
     "{{ content['text'] + ' ' }}{% endfor %}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
 )
-GEMMA_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}"
-    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
-    "<start_of_turn>{{ role }}\n{% if message['content'] is string %}{{ message['content'] | trim }}"
-    "{% else %}{% for item in message['content'] %}{% if item['type'] == 'image' %}<start_of_image>"
-    "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
-    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
-)
 IDEFICS3_TEMPLATE = (
     "<|im_start|>{% for message in messages %}{{ message['role'] | capitalize }}"
     "{% if message['content'] is string %}: {{ message['content'] }}{% else %}"
@@ -62,6 +54,24 @@ IDEFICS3_TEMPLATE = (
     "{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}{% endif %}"
     "<end_of_utterance>\n{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
 )
+
+
+def _gemma_template(turn_start: str, turn_end: str, image: str) -> str:
+    """Gemma's chat format (a ``model`` role, trimmed text), with one generation's turn and image markers."""
+    return (
+        "{{ bos_token }}{% for message in messages %}"
+        "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+        f"{turn_start}{{{{ role }}}}\n{{% if message['content'] is string %}}{{{{ message['content'] | trim }}}}"
+        f"{{% else %}}{{% for item in message['content'] %}}{{% if item['type'] == 'image' %}}{image}"
+        "{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor %}{% endif %}"
+        f"{turn_end}\n{{% endfor %}}{{% if add_generation_prompt %}}{turn_start}model\n{{% endif %}}"
+    )
+
+
+#: Gemma 3 marks an image with its begin-of-image token; Gemma 4 with its image token (the processor
+#: wraps it in ``<|image>`` ... ``<image|>``), in ``<|turn>`` ... ``<turn|>`` turns.
+GEMMA_TEMPLATE = _gemma_template("<start_of_turn>", "<end_of_turn>", "<start_of_image>")
+GEMMA4_TEMPLATE = _gemma_template("<|turn>", "<turn|>", "<|image|>")
 
 
 def _tokenizer(specials: list[str], template: str | None, **special_kwargs: Any) -> Any:
@@ -207,16 +217,27 @@ def _build_llava(out: Path, next_gen: bool = False) -> None:
     _save(model_cls(config), processor, out)
 
 
+def _gemma_tokenizer(template: str, specials: list[str], **tokens: str) -> Any:
+    """Gemma's ``<pad> <eos> <bos> <unk>`` (ids 0-3, as in the real vocabulary), then the generation's
+    turn and media tokens, named for its processor (``boi_token``, ``image_token``, ...)."""
+    return _tokenizer(["<pad>", "<eos>", "<bos>", "<unk>", *specials], template, bos_token="<bos>",
+                      eos_token="<eos>", pad_token="<pad>", unk_token="<unk>", extra_special_tokens=tokens)
+
+
+def _gemma_text_config(tok: Any, end_of_turn: int, **extra: Any) -> dict[str, Any]:
+    """A Gemma text model that stops at the end of its turn as well as at ``<eos>``."""
+    return {**_text_config(len(tok)), "head_dim": 16, "sliding_window": 64, "pad_token_id": tok.pad_token_id,
+            "eos_token_id": [tok.eos_token_id, end_of_turn], "bos_token_id": tok.bos_token_id, **extra}
+
+
 def _build_gemma3(out: Path) -> None:
     import torch
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
 
-    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>",
-                "<end_of_image>", "<image_soft_token>"]
-    tok = _tokenizer(
-        specials, GEMMA_TEMPLATE, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>", unk_token="<unk>",
-        extra_special_tokens={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
-                              "image_token": "<image_soft_token>"},
+    tok = _gemma_tokenizer(
+        GEMMA_TEMPLATE, ["<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                         "<image_soft_token>"],
+        boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>",
     )
     image_size, patch, mm_tokens = 28, 14, 4
     processor = Gemma3Processor(
@@ -225,9 +246,7 @@ def _build_gemma3(out: Path) -> None:
     )
     end_of_turn = tok.convert_tokens_to_ids("<end_of_turn>")
     config = Gemma3Config(
-        text_config={**_text_config(len(tok)), "head_dim": 16, "sliding_window": 64,
-                     "pad_token_id": tok.pad_token_id, "eos_token_id": [tok.eos_token_id, end_of_turn],
-                     "bos_token_id": tok.bos_token_id},
+        text_config=_gemma_text_config(tok, end_of_turn),
         vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                        "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
         mm_tokens_per_image=mm_tokens,
@@ -241,6 +260,50 @@ def _build_gemma3(out: Path) -> None:
     # A freshly initialised Gemma3 projector is all zeros, so the image would have no effect at all.
     with torch.no_grad():
         model.model.multi_modal_projector.mm_input_projection_weight.normal_(0.0, 0.02)
+    model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]
+    _save(model, processor, out)
+
+
+def _build_gemma4(out: Path) -> None:
+    """Gemma 4 as in E4B without its audio tower: aspect-preserving variable resolution (16-pixel patches
+    pooled 3 x 3 into at most 70 soft tokens), per-layer input embeddings, and a last decoder layer that
+    reuses an earlier layer's keys and values."""
+    import torch
+    from transformers import Gemma4Config, Gemma4ForConditionalGeneration, Gemma4ImageProcessor, Gemma4Processor
+    from transformers.models.gemma4.feature_extraction_gemma4 import Gemma4AudioFeatureExtractor
+    from transformers.models.gemma4.video_processing_gemma4 import Gemma4VideoProcessor
+
+    media = {"boi_token": "<|image>", "eoi_token": "<image|>", "image_token": "<|image|>",
+             "boa_token": "<|audio>", "eoa_token": "<audio|>", "audio_token": "<|audio|>"}
+    tok = _gemma_tokenizer(GEMMA4_TEMPLATE, ["<|turn>", "<turn|>", *media.values()], **media)
+    soft_tokens, patch, pooling = 70, 16, 3
+    # the processor wants an audio feature extractor (and a video processor) even for a model without audio
+    processor = Gemma4Processor(
+        feature_extractor=Gemma4AudioFeatureExtractor(), video_processor=Gemma4VideoProcessor(),
+        image_processor=Gemma4ImageProcessor(max_soft_tokens=soft_tokens, patch_size=patch,
+                                             pooling_kernel_size=pooling),
+        tokenizer=tok, chat_template=GEMMA4_TEMPLATE, image_seq_length=soft_tokens,
+    )
+    ids = {name: tok.convert_tokens_to_ids(token) for name, token in media.items()}
+    end_of_turn = tok.convert_tokens_to_ids("<turn|>")
+    config = Gemma4Config(
+        text_config=_gemma_text_config(
+            tok, end_of_turn, num_hidden_layers=3, global_head_dim=16,
+            layer_types=["sliding_attention", "full_attention", "full_attention"], num_kv_shared_layers=1,
+            hidden_size_per_layer_input=8, vocab_size_per_layer_input=len(tok)),
+        # positions run up to the longest side a budget allows: soft_tokens pooled cells of pooling patches
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8, "patch_size": patch,
+                       "pooling_kernel_size": pooling, "position_embedding_size": soft_tokens * pooling},
+        audio_config=None,
+        boi_token_id=ids["boi_token"], eoi_token_id=ids["eoi_token"], image_token_id=ids["image_token"],
+        video_token_id=processor.video_token_id, boa_token_id=ids["boa_token"],
+        eoa_token_index=ids["eoa_token"], audio_token_id=ids["audio_token"],
+    )
+    model = Gemma4ForConditionalGeneration(config)
+    # A freshly initialised Gemma 4 position table is all ones: every patch would get the same learned position.
+    with torch.no_grad():
+        model.model.vision_tower.patch_embedder.position_embedding_table.normal_(0.0, 0.02)
     model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]
     _save(model, processor, out)
 
@@ -415,6 +478,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "llava": _build_llava,
     "llava_next": lambda out: _build_llava(out, next_gen=True),
     "gemma3": _build_gemma3,
+    "gemma4": _build_gemma4,
     "idefics3": _build_idefics3,
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
