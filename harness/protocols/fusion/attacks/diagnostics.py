@@ -8,7 +8,8 @@
   linear-attention layers have no attention weights, so its late half is that of its full-attention
   layers (the only ones transformers returns). Token
   footprints come from the processor geometry (the Qwen family's resized grid of merged patches, Gemma 3's
-  pooled grid over the squashed image, LLaVA's center crop); a region part the model never sees
+  pooled grid over the squashed image, LLaVA's center crop, Idefics3 / SmolVLM's tiles then global view,
+  where a region is seen twice); a region part the model never sees
   (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
 - **Layer restoration** of an End-PGD flip (the paper's pixel-pathway diagnostic): at one decoder depth
   ``l``, the decoder's visual-prefix hidden states (the image positions; the paper's L2 backbone

@@ -24,14 +24,14 @@ FAMILIES = {
     "qwen3_5": "single_view:SingleViewPreprocess",
     "llava": "single_view:SingleViewPreprocess",
     "gemma3": "single_view:SingleViewPreprocess",
+    "idefics3": "splitting:SplittingPreprocess",
+    "smolvlm": "splitting:SplittingPreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
     "llava_next": "its any-resolution tiling (grid tiles plus a resized base view, unpadded feature grid) has "
                   "no differentiable copy yet",
-    "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
-    "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
     "gemma4": "its variable-resolution image processor has no differentiable copy yet",
     "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
               "with it), and its Q-Former query tokens have no spatial footprint for OAR",
