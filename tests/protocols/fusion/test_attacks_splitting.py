@@ -199,20 +199,33 @@ def test_harness_attack_on_tiny_smolvlm(fusion_dir: Path, tmp_path: Path) -> Non
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, "tiny:smolvlm", data)
     code = main(["attack", "--model", "tiny:smolvlm", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", "3", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
-                 "--verbosity", "quiet"])
+                 "--batch-size", "2", "--limit", "2", "--restoration-items", "1", "--data-dir", str(data),
+                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"])
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())
-    assert summary["n_clean_correct"] == 3
+    assert summary["n_clean_correct"] == 2
     rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
-    assert len(rows) == 9 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
+    assert len(rows) == 6 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
     for row in rows:
         assert row["error"] is None and row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
         assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     for kind in ("oar", "oar_clean"):
         values = [d["value"] for d in diagnostics if d["diagnostic"] == kind]
-        assert len(values) == 3 and all(v is not None and v > 0 for v in values)
+        assert len(values) == 2 and all(v is not None and v > 0 for v in values)
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
-    assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
+    # restoration (on the first End-PGD flip only, to keep the test short) swaps the tiles' and global view's states
+    assert len(restored) == min(1, sum(r["flipped"] for r in rows if r["attack"] == "end_pgd"))
+
+
+def test_a_missing_processor_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SmolVLM's processor needs num2words; without it, loading the model says so in one line."""
+    from harness.errors import ModelSpecError
+    from harness.models.tiny import tiny_model_path
+
+    path = tiny_model_path("smolvlm")
+    monkeypatch.setattr("transformers.models.smolvlm.processing_smolvlm.num2words", None)
+    with pytest.raises(ModelSpecError, match="num2words") as info:
+        create_backend(f"hf:{path}")
+    assert "\n" not in str(info.value)
