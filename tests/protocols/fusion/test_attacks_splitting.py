@@ -139,14 +139,15 @@ def test_geometry_by_hand_against_the_prompt_and_the_pixel_shuffle() -> None:
         text = b.tokenizer.decode(ids)
         marks = [text.index(tag) for tag in [*tiles, "<global-img>"]]
         assert marks == sorted(marks) and "row_2_col_2" not in text
-    # the model's pixel shuffle: token k of a view holds the patches of cell (k // 2, k % 2), 2 x 2 patches
-    patches = 56 // b.model.config.vision_config.patch_size
-    grid = torch.tensor([[r, c] for r in range(patches) for c in range(patches)], dtype=torch.float)[None]
-    shuffled = b.model.model.connector.pixel_shuffle(grid, b.model.config.scale_factor)[0].view(4, -1, 2)
-    cells = [(int(t[:, 1].min()) // 2, int(t[:, 0].min()) // 2, int(t[:, 1].max()) // 2 + 1,
-              int(t[:, 0].max()) // 2 + 1) for t in shuffled]  # (col0, row0, col1, row1) in 2-patch cells
-    global_view = boxes[8:] / [50, 10, 50, 10]
-    assert cells == [tuple(row) for row in global_view.astype(int).tolist()]
+    # the models' pixel shuffle (Idefics3's connector is the same on a 4 x 4 patch grid): token k of a view
+    # holds the 2 x 2 patches of cell (k // 2, k % 2), row-major, as the global view's boxes say
+    global_view = (boxes[8:] / [50, 10, 50, 10]).astype(int).tolist()
+    grid = torch.tensor([[r, c] for r in range(4) for c in range(4)], dtype=torch.float)[None]
+    for model in (b.model, backend("idefics3").model):
+        shuffled = model.model.connector.pixel_shuffle(grid, 2)[0].view(4, -1, 2)
+        cells = [[int(t[:, 1].min()) // 2, int(t[:, 0].min()) // 2, int(t[:, 1].max()) // 2 + 1,
+                  int(t[:, 0].max()) // 2 + 1] for t in shuffled]  # (col0, row0, col1, row1) in 2-patch cells
+        assert cells == global_view
 
 
 def test_hf_backend_renders_and_generates_smolvlm() -> None:
