@@ -12,7 +12,8 @@ the view's patch grid, row-major.
 
 Each resize is the processor's own, on the uint8 image, on the CPU (where the processor runs; the
 default LANCZOS resize has no CUDA kernel), with the straight-through gradient of
-:class:`~harness.protocols.fusion.attacks.pixels.QuantisedResize`; tiles are crops of the second resize.
+:class:`~harness.protocols.fusion.attacks.pixels.QuantisedResize`; tiles are crops of the resize to
+multiples of V.
 The forward value equals the processor's output (``tests/protocols/fusion/test_attacks_splitting.py``).
 """
 
