@@ -174,7 +174,7 @@ class HFBackend(Backend):
             else:
                 self.processor = self.tokenizer = AutoTokenizer.from_pretrained(self.name, **common)
                 self.model = AutoModelForCausalLM.from_pretrained(self.name, **load_kwargs)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ImportError) as exc:  # ImportError: a processor's own dependency (num2words)
             raise ModelSpecError(f"cannot load model {self.name!r}: {str(exc).splitlines()[0]}") from None
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

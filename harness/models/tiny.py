@@ -308,8 +308,11 @@ def _build_gemma4(out: Path) -> None:
     _save(model, processor, out)
 
 
-def _build_idefics3(out: Path) -> None:
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
+def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
+    """Idefics3 and SmolVLM share tokens, chat template and image splitting (longest-edge resize, tiles of
+    ``max_image_size`` plus a global view); SmolVLM's processor also takes a video processor. The tiny
+    SmolVLM sees 56-pixel views of 2 x 2 pixel-shuffled tokens (Idefics3: 28-pixel views, one token)."""
+    import transformers
 
     specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
                 "<image>", "<global-img>", "<pad>"]
@@ -319,21 +322,33 @@ def _build_idefics3(out: Path) -> None:
         extra_special_tokens={"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
                               "end_of_utterance_token": "<end_of_utterance>", "global_image_token": "<global-img>"},
     )
-    image_size, patch, scale = 28, 14, 2
-    processor = Idefics3Processor(
-        image_processor=Idefics3ImageProcessor(
-            size={"longest_edge": image_size * 2}, max_image_size={"longest_edge": image_size}, do_image_splitting=True,
-        ),
-        tokenizer=tok, image_seq_len=(image_size // patch) ** 2 // scale**2, chat_template=IDEFICS3_TEMPLATE,
+    patch, scale = 14, 2
+    if generation == "idefics3":
+        image_size = 28
+        names = ("Idefics3Config", "Idefics3ForConditionalGeneration", "Idefics3ImageProcessor", "Idefics3Processor")
+    else:
+        require("num2words", "test", "tiny:smolvlm (transformers' SmolVLMProcessor)")
+        image_size = 56
+        names = ("SmolVLMConfig", "SmolVLMForConditionalGeneration", "SmolVLMImageProcessor", "SmolVLMProcessor")
+    config_cls, model_cls, image_processor_cls, processor_cls = (getattr(transformers, n) for n in names)
+    sizes = {"size": {"longest_edge": image_size * 2}, "max_image_size": {"longest_edge": image_size}}
+    extra: dict[str, Any] = {}
+    if generation == "smolvlm":
+        from transformers.models.smolvlm.video_processing_smolvlm import SmolVLMVideoProcessor
+
+        extra["video_processor"] = SmolVLMVideoProcessor(**sizes)
+    processor = processor_cls(
+        image_processor=image_processor_cls(**sizes, do_image_splitting=True), tokenizer=tok,
+        image_seq_len=(image_size // patch) ** 2 // scale**2, chat_template=IDEFICS3_TEMPLATE, **extra,
     )
-    config = Idefics3Config(
+    config = config_cls(
         text_config={"model_type": "llama", **_text_config(len(tok)), "pad_token_id": tok.pad_token_id,
                      "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id},
         vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                        "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
         scale_factor=scale, image_token_id=tok.convert_tokens_to_ids("<image>"), pad_token_id=tok.pad_token_id,
     )
-    _save(Idefics3ForConditionalGeneration(config), processor, out)
+    _save(model_cls(config), processor, out)
 
 
 def _build_qwen3(out: Path) -> None:
@@ -480,6 +495,7 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "gemma3": _build_gemma3,
     "gemma4": _build_gemma4,
     "idefics3": _build_idefics3,
+    "smolvlm": lambda out: _build_idefics3(out, "smolvlm"),
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM

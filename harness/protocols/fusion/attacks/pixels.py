@@ -58,9 +58,10 @@ def resize_adjoint(resample: Any) -> Any:
 
     mode = pil_torch_interpolation_mapping.get(resample, resample)
     kernels = {InterpolationMode.BICUBIC: torch.ops.aten._upsample_bicubic2d_aa_backward,
-               InterpolationMode.BILINEAR: torch.ops.aten._upsample_bilinear2d_aa_backward}
+               InterpolationMode.BILINEAR: torch.ops.aten._upsample_bilinear2d_aa_backward,
+               InterpolationMode.LANCZOS: torch.ops.aten._upsample_lanczos2d_aa_backward}
     if mode not in kernels:
-        raise HarnessError(f"white-box attacks support bicubic and bilinear resizing, not {mode}")
+        raise HarnessError(f"white-box attacks support bicubic, bilinear and lanczos resizing, not {mode}")
     return kernels[mode]
 
 

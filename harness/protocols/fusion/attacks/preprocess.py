@@ -26,12 +26,12 @@ FAMILIES = {
     "gemma3": "single_view:SingleViewPreprocess",
     "llava_next": "anyres:AnyResPreprocess",
     "gemma4": "patch_budget:PatchBudgetPreprocess",
+    "idefics3": "splitting:SplittingPreprocess",
+    "smolvlm": "splitting:SplittingPreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
-    "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
-    "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
     "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
               "with it), and its Q-Former query tokens have no spatial footprint for OAR",
     "instructblip": "transformers' InstructBlipProcessor drops its chat template on load (the hf backend renders "
