@@ -327,7 +327,7 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
         image_size = 28
         names = ("Idefics3Config", "Idefics3ForConditionalGeneration", "Idefics3ImageProcessor", "Idefics3Processor")
     else:
-        require("num2words", "test", "tiny:smolvlm (transformers' SmolVLMProcessor)")
+        require("num2words", "fusion", "tiny:smolvlm (transformers' SmolVLMProcessor)")
         image_size = 56
         names = ("SmolVLMConfig", "SmolVLMForConditionalGeneration", "SmolVLMImageProcessor", "SmolVLMProcessor")
     config_cls, model_cls, image_processor_cls, processor_cls = (getattr(transformers, n) for n in names)
