@@ -24,6 +24,8 @@ FAMILIES = {
     "qwen3_5": "single_view:SingleViewPreprocess",
     "llava": "single_view:SingleViewPreprocess",
     "gemma3": "single_view:SingleViewPreprocess",
+    "blip-2": "qformer:QFormerPreprocess",
+    "instructblip": "qformer:QFormerPreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
@@ -33,10 +35,6 @@ UNSUPPORTED = {
     "idefics3": "its image splitting (longest-edge resize, tiles plus a global view) has no differentiable copy yet",
     "smolvlm": "its image splitting (Idefics3's tiles plus a global view) has no differentiable copy yet",
     "gemma4": "its variable-resolution image processor has no differentiable copy yet",
-    "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
-              "with it), and its Q-Former query tokens have no spatial footprint for OAR",
-    "instructblip": "transformers' InstructBlipProcessor drops its chat template on load (the hf backend renders "
-                    "every prompt with it), and its Q-Former query tokens have no spatial footprint for OAR",
 }
 
 
