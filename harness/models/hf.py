@@ -285,6 +285,8 @@ class HFBackend(Backend):
                     raise UnsupportedRequestError("a batch mixes prompts with and without images")
                 kwargs["images"] = images
             enc = self.processor(**kwargs)
+            if self.model_type in PLAIN_PROMPTS:
+                _move_padding(enc)
         return enc.to(self.model.device)
 
     # -- teacher-forced scoring ----------------------------------------------------------------
@@ -361,6 +363,17 @@ class HFBackend(Backend):
             return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.
         return [[t] * r.n for t, r in zip(texts, requests, strict=True)]
+
+
+def _move_padding(enc: Any) -> None:
+    """The BLIP processors pad a batch between the query tokens they put first and the text: move that padding to
+    the front, so that a batch shifts a prompt's positions as a whole (as any left-padded batch does), and move
+    InstructBLIP's Q-Former text padding to the end, where the Q-Former's absolute positions (BERT's) need it."""
+    for ids, mask, pads_first in (("input_ids", "attention_mask", True),
+                                  ("qformer_input_ids", "qformer_attention_mask", False)):
+        if ids in enc:
+            order = (enc[mask] if pads_first else 1 - enc[mask]).argsort(dim=1, stable=True)
+            enc[ids], enc[mask] = enc[ids].gather(1, order), enc[mask].gather(1, order)
 
 
 def _has_image(messages: list[Message]) -> bool:

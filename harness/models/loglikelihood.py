@@ -52,8 +52,9 @@ def _common_prefix(rows: Sequence[list[int]]) -> int:
     return n
 
 
-# Models whose positions depend on the image layout (M-RoPE): the cache cannot be repeated across a batch.
-_IMAGE_POSITIONED = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
+# Models whose positions depend on the image layout (M-RoPE), and the BLIP models, whose output nests the
+# language model's cache: they score each choice in one full pass instead of repeating a shared prefix's cache.
+_FULL_PASS = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "blip-2", "instructblip"}
 
 
 def score_continuations(backend: HFBackend, messages: list[Message], continuations: Sequence[str]
@@ -62,12 +63,15 @@ def score_continuations(backend: HFBackend, messages: list[Message], continuatio
     import torch
 
     prompt_text, images = backend._render(messages)
-    n_prompt = int(backend.encode([prompt_text], [images])["input_ids"].shape[1])
+    prompt = backend.encode([prompt_text], [images])
+    n_prompt = int(prompt["input_ids"].shape[1])
     fulls = [backend.encode([backend._render([*messages, _assistant(c)], add_generation_prompt=False)[0]], [images])
              for c in continuations]
+    for full in fulls:  # InstructBLIP's Q-Former reads the instruction, not the answer being scored
+        full.update({k: v for k, v in prompt.items() if k.startswith("qformer_")})
     rows = [f["input_ids"][0].tolist() for f in fulls]
     with torch.inference_mode():
-        if images and backend.model_type in _IMAGE_POSITIONED:
+        if images and backend.model_type in _FULL_PASS:
             answer_logits = [_full_pass(backend, f, n_prompt) for f in fulls]
         else:
             answer_logits = _shared_prefix_pass(backend, fulls[0], rows, n_prompt)

@@ -290,6 +290,7 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
     if instruct:
         qformer_tok = _tokenizer(["[PAD]", "[CLS]", "[SEP]"], None, pad_token="[PAD]", cls_token="[CLS]",
                                  sep_token="[SEP]")
+        qformer_tok.padding_side = "right"  # as BERT's: the Q-Former's absolute positions assume it
         processor = transformers.InstructBlipProcessor(image_processor=image_processor, tokenizer=tok,
                                                        qformer_tokenizer=qformer_tok, num_query_tokens=queries)
         qformer.update(vocab_size=len(qformer_tok), pad_token_id=qformer_tok.pad_token_id)

@@ -38,7 +38,8 @@ class QFormerPreprocess(SingleViewPreprocess):
         ip = processor.image_processor
         for option in ("do_pad", "do_center_crop"):
             if getattr(ip, option, False):
-                raise HarnessError(f"white-box attacks copy the BLIP processor's plain resize; load it without {option}")
+                raise HarnessError(f"white-box attacks copy the BLIP processor's plain resize; load it without "
+                                   f"{option}")
         super().__init__(processor, model_type, dtype=dtype)
         self.patch_size = VIT_PATCH
 
