@@ -32,6 +32,11 @@ _MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remo
 _PIXEL_BOUNDED = {"qwen2_vl", "qwen2_5_vl"}
 _DTYPES = {"float32", "float16", "bfloat16"}
 _FULL_HASH_LIMIT = 256 * 1024 * 1024
+#: Plain-text prompts of the families whose checkpoints ship no chat template, as lmms-eval and their papers
+#: prompt them (BLIP-2: "Question: {q} Answer:"; InstructBLIP: the instruction itself): a user turn's text fills
+#: the format, other turns' text follows as is. The processor puts the image's query tokens first by itself.
+PLAIN_PROMPTS = {"blip-2": "Question: {} Answer:", "instructblip": "{}"}
+_PROCESSOR_TEMPLATE, _TOKENIZER_TEMPLATE = "the processor's chat template", "the tokenizer's chat template"
 
 
 def _auto_device() -> str:
@@ -180,12 +185,26 @@ class HFBackend(Backend):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model.to(self.device).eval()
+        self.prompt_format = self._prompt_format()
+        if self.prompt_format != _PROCESSOR_TEMPLATE:
+            log.info("%s has no processor chat template: prompts use %s", self.name, self.prompt_format)
         self.commit = getattr(config, "_commit_hash", None)
         folder = Path(self.name)
         self._fingerprint = hashlib.sha256(json.dumps({
             "model": folder_fingerprint(folder) if folder.is_dir() else f"{self.name}@{self.commit or self.revision}",
             "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
+            **({"prompt": self.prompt_format} if self.prompt_format != _PROCESSOR_TEMPLATE else {}),
         }, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _prompt_format(self) -> str:
+        """How prompts are rendered: the processor's chat template, else the tokenizer's, else the family's plain
+        prompt (``PLAIN_PROMPTS``); the processor's when there is none of them (rendering then refuses)."""
+        if not getattr(self.processor, "chat_template", None):
+            if getattr(self.tokenizer, "chat_template", None):
+                return _TOKENIZER_TEMPLATE
+            if self.model_type in PLAIN_PROMPTS:
+                return f"the plain prompt {PLAIN_PROMPTS[self.model_type]!r}"
+        return _PROCESSOR_TEMPLATE
 
     @property
     def fingerprint(self) -> str:
@@ -231,8 +250,24 @@ class HFBackend(Backend):
                 chat.append({"role": message["role"], "content": "".join(i["text"] for i in items)})
             else:
                 chat.append({"role": message["role"], "content": items})
-        text = self.processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
-        return text, images
+        return self._apply_template(chat, add_generation_prompt), images
+
+    def _apply_template(self, chat: list[dict[str, Any]], add_generation_prompt: bool) -> str:
+        """``chat`` rendered in the model's prompt format (:meth:`_prompt_format`)."""
+        if self.prompt_format == _PROCESSOR_TEMPLATE:
+            if not getattr(self.processor, "chat_template", None):
+                raise UnsupportedRequestError(f"{self.name} has no chat template (processor or tokenizer) and "
+                                              f"{self.model_type} no plain prompt format")
+            return str(self.processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt,
+                                                          tokenize=False))
+        # the fallbacks take text turns: the processor puts the image's query tokens first by itself
+        turns = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
+                  else " ".join(i["text"] for i in m["content"] if i["type"] == "text")} for m in chat]
+        if self.prompt_format == _TOKENIZER_TEMPLATE:
+            return str(self.tokenizer.apply_chat_template(turns, add_generation_prompt=add_generation_prompt,
+                                                          tokenize=False))
+        plain = PLAIN_PROMPTS[self.model_type]
+        return " ".join(plain.format(t["content"]) if t["role"] == "user" else t["content"] for t in turns)
 
     def prepare_inputs(self, batch: list[list[Message]]) -> Any:
         """Model inputs (a BatchFeature on the model's device) for a batch of conversations."""
@@ -250,6 +285,8 @@ class HFBackend(Backend):
                     raise UnsupportedRequestError("a batch mixes prompts with and without images")
                 kwargs["images"] = images
             enc = self.processor(**kwargs)
+            if self.model_type in PLAIN_PROMPTS:
+                _move_padding(enc)
         return enc.to(self.model.device)
 
     # -- teacher-forced scoring ----------------------------------------------------------------
@@ -326,6 +363,17 @@ class HFBackend(Backend):
             return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.
         return [[t] * r.n for t, r in zip(texts, requests, strict=True)]
+
+
+def _move_padding(enc: Any) -> None:
+    """The BLIP processors pad a batch between the query tokens they put first and the text: move that padding to
+    the front, so that a batch shifts a prompt's positions as a whole (as any left-padded batch does), and move
+    InstructBLIP's Q-Former text padding to the end, where the Q-Former's absolute positions (BERT's) need it."""
+    for ids, mask, pads_first in (("input_ids", "attention_mask", True),
+                                  ("qformer_input_ids", "qformer_attention_mask", False)):
+        if ids in enc:
+            order = (enc[mask] if pads_first else 1 - enc[mask]).argsort(dim=1, stable=True)
+            enc[ids], enc[mask] = enc[ids].gather(1, order), enc[mask].gather(1, order)
 
 
 def _has_image(messages: list[Message]) -> bool:

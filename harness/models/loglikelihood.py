@@ -53,8 +53,9 @@ def _common_prefix(rows: Sequence[list[int]]) -> int:
 
 
 # Models with multimodal rotary positions (M-RoPE), which a cached continuation pass cannot be given (with or
-# without an image): each choice runs as one full pass.
-_MROPE = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5"}
+# without an image), and the BLIP models, whose output nests the language model's cache: they score each
+# choice in one full pass instead of repeating a shared prefix's cache.
+_FULL_PASS = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "blip-2", "instructblip"}
 
 
 def score_continuations(backend: HFBackend, messages: list[Message], continuations: Sequence[str]
@@ -63,12 +64,15 @@ def score_continuations(backend: HFBackend, messages: list[Message], continuatio
     import torch
 
     prompt_text, images = backend._render(messages)
-    n_prompt = int(backend.encode([prompt_text], [images])["input_ids"].shape[1])
+    prompt = backend.encode([prompt_text], [images])
+    n_prompt = int(prompt["input_ids"].shape[1])
     fulls = [backend.encode([backend._render([*messages, assistant_message(c)], add_generation_prompt=False)[0]],
                             [images]) for c in continuations]
+    for full in fulls:  # InstructBLIP's Q-Former reads the instruction, not the answer being scored
+        full.update({k: v for k, v in prompt.items() if k.startswith("qformer_")})
     rows = [f["input_ids"][0].tolist() for f in fulls]
     with torch.inference_mode():
-        if backend.model_type in _MROPE:
+        if backend.model_type in _FULL_PASS:
             answer_logits = [_full_pass(backend, f, n_prompt) for f in fulls]
         else:
             answer_logits = _shared_prefix_pass(backend, fulls[0], rows, n_prompt)

@@ -351,6 +351,45 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
     _save(model_cls(config), processor, out)
 
 
+def _build_blip(out: Path, instruct: bool = False) -> None:
+    """BLIP-2 (ViT, Q-Former, OPT) or InstructBLIP (its Q-Former also reads the instruction; Llama as
+    Vicuna). Like the real checkpoints, no chat template: the hf backend prompts them in plain text."""
+    import transformers
+    from transformers import BlipImageProcessor
+
+    specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
+    tok = _tokenizer(specials, None, bos_token="</s>" if not instruct else "<s>", eos_token="</s>",
+                     pad_token="<pad>", unk_token="<unk>")  # the processor registers "<image>" itself
+    image_size, patch, queries = 28, 14, 4
+    image_processor = BlipImageProcessor(size={"height": image_size, "width": image_size})
+    ids = {"pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id}
+    qformer: dict[str, Any] = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "intermediate_size": 64, "cross_attention_frequency": 1}
+    if instruct:
+        qformer_tok = _tokenizer(["[PAD]", "[CLS]", "[SEP]"], None, pad_token="[PAD]", cls_token="[CLS]",
+                                 sep_token="[SEP]")
+        qformer_tok.padding_side = "right"  # as BERT's: the Q-Former's absolute positions assume it
+        processor = transformers.InstructBlipProcessor(image_processor=image_processor, tokenizer=tok,
+                                                       qformer_tokenizer=qformer_tok, num_query_tokens=queries)
+        qformer.update(vocab_size=len(qformer_tok), pad_token_id=qformer_tok.pad_token_id)
+        text = {"model_type": "llama", **_text_config(len(tok)), **ids}
+        config_cls, model_cls = transformers.InstructBlipConfig, transformers.InstructBlipForConditionalGeneration
+    else:
+        processor = transformers.Blip2Processor(image_processor=image_processor, tokenizer=tok,
+                                                num_query_tokens=queries)
+        text = {"model_type": "opt", "vocab_size": len(tok), "hidden_size": 64, "ffn_dim": 128,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "word_embed_proj_dim": 64,
+                "max_position_embeddings": 512, **ids}
+        config_cls, model_cls = transformers.Blip2Config, transformers.Blip2ForConditionalGeneration
+    config = config_cls(  # the vision tower's default init (std 1e-10) would make every patch alike
+        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "image_size": image_size, "patch_size": patch, "initializer_range": 0.02},
+        qformer_config=qformer, text_config=text, num_query_tokens=queries,
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+    )
+    _save(model_cls(config), processor, out)
+
+
 def _build_qwen3(out: Path) -> None:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -496,6 +535,8 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "gemma4": _build_gemma4,
     "idefics3": _build_idefics3,
     "smolvlm": lambda out: _build_idefics3(out, "smolvlm"),
+    "blip2": _build_blip,
+    "instructblip": lambda out: _build_blip(out, instruct=True),
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM

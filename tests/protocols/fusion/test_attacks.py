@@ -166,12 +166,12 @@ def test_l3_white_box_losses_and_diagnostics(arch: str) -> None:
 def test_unsupported_families_are_refused_with_the_reason() -> None:
     from harness.protocols.fusion.attacks.preprocess import UNSUPPORTED, unsupported_message
 
-    assert set(UNSUPPORTED) == {"blip-2", "instructblip"}
-    line = unsupported_message("blip-2")
-    assert "\n" not in line and "qwen3_vl" in line and "drops its chat template" in line
+    assert set(UNSUPPORTED) == {"qwen", "deepseek_vl", "deepseek_vl_hybrid"}
+    line = unsupported_message("qwen")
+    assert "\n" not in line and "qwen3_vl" in line and "remote code" in line
     assert unsupported_message("paligemma").endswith("(not a paper family)")
-    with pytest.raises(HarnessError, match="drops its chat template"):
-        differentiable_preprocess(None, "blip-2")  # refused on the family, before the processor is read
+    with pytest.raises(HarnessError, match="remote code"):
+        differentiable_preprocess(None, "qwen")  # refused on the family, before the processor is read
 
 
 def test_attack_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,8 @@
   token, Idefics3 / SmolVLM's tiles then global view, where a region is seen twice); a region part the
   model never sees
   (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
+  BLIP-2 and InstructBLIP's query tokens have no footprint: their attention is passed on to the vision
+  encoder's patches through the Q-Former's cross-attention (:mod:`harness.protocols.fusion.attacks.qformer`).
 - **Layer restoration** of an End-PGD flip (the paper's pixel-pathway diagnostic): at one decoder depth
   ``l``, the decoder's visual-prefix hidden states (the image positions; the paper's L2 backbone
   "processes a fixed visual prefix") of the adversarial run are replaced by the clean run's (prompt
@@ -41,7 +43,8 @@ def _image_positions(model: Any, input_ids: Any) -> Any:
 
 
 def _layers(model: Any) -> Any:
-    return model.get_decoder().layers
+    decoder = model.get_decoder()  # BLIP-2's is its language model, whose own decoder holds the layers
+    return decoder.layers if hasattr(decoder, "layers") else decoder.get_decoder().layers
 
 
 def _ensure_eager(model: Any) -> None:
@@ -58,12 +61,16 @@ def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_
     _ensure_eager(model)
     inputs = wb.backend.prepare_inputs([messages])
     with torch.no_grad():
-        attentions = model(**inputs, output_attentions=True, use_cache=False).attentions
+        out = model(**inputs, output_attentions=True, use_cache=False)
+    attentions = getattr(out, "language_model_outputs", out).attentions  # BLIP-2 nests its language model's
     image_pos = _image_positions(model, inputs["input_ids"])
     queries = torch.arange(int(image_pos.max()) + 1, inputs["input_ids"].shape[1], device=image_pos.device)
     keep = max(1, round(len(attentions) * late_fraction))
     late = torch.stack([a[0].float() for a in attentions[-keep:]])          # (layers, heads, T, T)
     per_token = late[:, :, queries][:, :, :, image_pos].mean(dim=(0, 1, 2))  # (image tokens,)
+    spread = getattr(wb.pre, "spread", None)
+    if spread is not None:  # Q-Former query tokens pass their attention on to the vision tokens they read
+        per_token = spread(model, inputs, per_token)
     coverage, areas = wb.pre.geometry(*image_size).coverage(region)
     if len(coverage) != per_token.shape[0]:
         return None

@@ -84,9 +84,12 @@ class WhiteBox:
         """The model's pixel inputs from raw image tensors, through the differentiable preprocessing."""
         return self.pre([x.to(self.device) for x in images])
 
-    def image_features(self, pixels: dict[str, Any]) -> list[Any]:
-        """The projected image features the language model receives, one entry per image."""
+    def image_features(self, pixels: dict[str, Any], batch: Batch | None = None) -> list[Any]:
+        """The projected image features the language model receives, one entry per image (InstructBLIP's
+        Q-Former also reads the instruction: its text inputs come from the prompt ``batch``)."""
         kwargs = {k: v for k, v in pixels.items() if k != "pixel_values"}
+        if batch is not None:
+            kwargs.update({k: v for k, v in batch.inputs.items() if k.startswith("qformer_")})
         out = self.model.get_image_features(pixels["pixel_values"], **kwargs)
         feats = out.pooler_output if hasattr(out, "pooler_output") else out
         return list(feats)
@@ -128,7 +131,7 @@ class WhiteBox:
         import torch.nn.functional as F
 
         def loss(images: list[Any]) -> Any:
-            feats = self.image_features(self.pixel_inputs(images))
+            feats = self.image_features(self.pixel_inputs(images), batch)
             return torch.stack([-F.cosine_similarity(f.float(), c.float(), dim=-1).mean()
                                 for f, c in zip(feats, clean_features, strict=True)])
         return loss

@@ -28,14 +28,17 @@ FAMILIES = {
     "gemma4": "patch_budget:PatchBudgetPreprocess",
     "idefics3": "splitting:SplittingPreprocess",
     "smolvlm": "splitting:SplittingPreprocess",
+    "blip-2": "qformer:QFormerPreprocess",
+    "instructblip": "qformer:QFormerPreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
-    "blip-2": "transformers' Blip2Processor drops its chat template on load (the hf backend renders every prompt "
-              "with it), and its Q-Former query tokens have no spatial footprint for OAR",
-    "instructblip": "transformers' InstructBlipProcessor drops its chat template on load (the hf backend renders "
-                    "every prompt with it), and its Q-Former query tokens have no spatial footprint for OAR",
+    "qwen": "Qwen-VL-Chat runs on its checkpoint's remote code (trust_remote_code), whose processor has no "
+            "differentiable copy",
+    "deepseek_vl": "its aspect-preserving resize padded to a square has no differentiable copy yet",
+    "deepseek_vl_hybrid": "its two views (SigLIP's padded square and SAM's high-resolution one) have no "
+                          "differentiable copy yet",
 }
 
 

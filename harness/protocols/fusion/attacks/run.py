@@ -183,7 +183,7 @@ def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], para
         x0 = [image_to_tensor(it.image).to(wb.device) for it in items]
         if attack == "vis_pgd":
             with torch.no_grad():
-                clean = [f.detach() for f in wb.image_features(wb.pixel_inputs(x0))]
+                clean = [f.detach() for f in wb.image_features(wb.pixel_inputs(x0), batch)]
             loss = wb.vis_loss(batch, clean)
         elif attack == "end_pgd":
             loss = wb.end_loss(batch)
