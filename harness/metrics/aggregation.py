@@ -50,8 +50,6 @@ def perplexity(values: Sequence[Any]) -> float | None:
 
 AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean, "median": median, "sum": total,
                                                           "perplexity": perplexity}
-#: The aggregation a metric gets when its metric_list entry names none (lmms-eval's registered default).
-DEFAULT_AGGREGATION = {"perplexity": "perplexity"}
 STDERRS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean_stderr}
 
 

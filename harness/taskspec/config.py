@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import TaskConfigError
-from harness.metrics.aggregation import DEFAULT_AGGREGATION
 from harness.taskspec.yaml_loader import FunctionRef
 
 log = logging.getLogger(__name__)
@@ -20,6 +19,9 @@ _PASSIVE_KEYS = {
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
     "model_specific_prompt_kwargs", "model_specific_target_kwargs",
 }
+#: The aggregation a metric gets when its metric_list entry names none (lmms-eval's registered default;
+#: harness.metrics.aggregation holds it). Written out here: loading a config imports no metric code.
+DEFAULT_AGGREGATION = {"perplexity": "perplexity"}
 _OUTPUT_TYPES = {"generate_until", "multiple_choice", "loglikelihood", "generate_until_multi_round"}
 _WHY_REFUSED = {
     "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
