@@ -128,7 +128,7 @@ def test_unplaceable_processor_settings_are_refused() -> None:
             differentiable_preprocess(off, "deepseek_vl")
     oblong = copy.deepcopy(processor)
     oblong.num_image_tokens = 12
-    with pytest.raises(HarnessError, match="square grid.*num_image_tokens=12"):
+    with pytest.raises(HarnessError, match=r"square grid.*num_image_tokens=12"):
         differentiable_preprocess(oblong, "deepseek_vl")
 
 
