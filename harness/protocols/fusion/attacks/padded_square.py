@@ -57,18 +57,19 @@ class PaddedSquarePreprocess:
         self.low = (_size(ip.size), ip.resample, ip.background_color, ip.image_mean, ip.image_std)
         self.high = (_size(ip.high_res_size), ip.high_res_resample, ip.high_res_background_color,
                      ip.high_res_image_mean, ip.high_res_image_std) if self.hybrid else None
+        self.adjoints = {view[1]: resize_adjoint(view[1]) for view in (self.low, self.high) if view}
 
     def _resize(self, images: Any, size: Any, resample: Any) -> Any:
         """The processor's aspect-preserving resize of ``images`` in [0, 1] (quantised, straight-through),
         in [0, 255]."""
         resize = partial(self.ip.resize, size=size, min_size=self.ip.min_size, resample=resample)
-        return QuantisedResize.apply(images, resize, resize_adjoint(resample))
+        return QuantisedResize.apply(images, resize, self.adjoints[resample])
 
     def _square(self, images: Any, view: tuple[Any, ...]) -> tuple[Any, Any]:
         """``images`` in [0, 1] resized and padded to one view's square (in [0, 255]), and normalised."""
-        size, resample, colour, mean, std = view
-        square = self.ip.pad_to_square(self._resize(images, size, resample), background_color=colour)
         ip = self.ip
+        size, resample, colour, mean, std = view
+        square = ip.pad_to_square(self._resize(images, size, resample), background_color=colour)
         return square, ip.rescale_and_normalize(square, ip.do_rescale, ip.rescale_factor, ip.do_normalize, mean, std)
 
     def _one(self, image: Any) -> dict[str, Any]:
