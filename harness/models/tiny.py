@@ -390,6 +390,53 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
     _save(model_cls(config), processor, out)
 
 
+#: DeepSeek-VL's chat format: a system line, then ``User:`` / ``Assistant:`` turns split by blank lines.
+DEEPSEEK_VL_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{% elif message['role'] == 'user' %}User: {% else %}Assistant: {% endif %}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'image' %}<image_placeholder>{% elif item['type'] == 'text' %}{{ item['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}{{ '\\n\\n' }}{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+
+
+def _build_deepseek_vl(out: Path, hybrid: bool = False) -> None:
+    """DeepSeek-VL (SigLIP + Llama, 28-pixel padded squares of 4 x 4 tokens), or its hybrid with a SAM
+    view of the 56-pixel padded square fused per token."""
+    import transformers
+
+    specials = ["<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>",
+                "<image_placeholder>", "<pad>"]
+    tok = _tokenizer(specials, DEEPSEEK_VL_TEMPLATE, bos_token=specials[0], eos_token=specials[1],
+                     pad_token="<pad>", extra_special_tokens={"image_token": "<image_placeholder>"})
+    image_size, patch = 28, 7
+    sizes: dict[str, Any] = {"size": {"height": image_size, "width": image_size}}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size, "patch_size": patch}
+    extra: dict[str, Any] = {}
+    if hybrid:
+        high = 56
+        sizes["high_res_size"] = {"height": high, "width": high}
+        extra["high_res_vision_config"] = {
+            "hidden_size": 32, "output_channels": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "image_size": high, "patch_size": 14, "window_size": 2, "global_attn_indexes": [1], "mlp_dim": 64,
+            "num_pos_feats": 16, "initializer_range": 0.02}  # the default init (std 1e-10) makes every patch alike
+        names = ("DeepseekVLHybridConfig", "DeepseekVLHybridForConditionalGeneration",
+                 "DeepseekVLHybridImageProcessor", "DeepseekVLHybridProcessor")
+    else:
+        names = ("DeepseekVLConfig", "DeepseekVLForConditionalGeneration", "DeepseekVLImageProcessor",
+                 "DeepseekVLProcessor")
+    config_cls, model_cls, image_processor_cls, processor_cls = (getattr(transformers, n) for n in names)
+    processor = processor_cls(image_processor=image_processor_cls(**sizes), tokenizer=tok,
+                              chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=(image_size // patch) ** 2)
+    config = config_cls(
+        text_config={"model_type": "llama", **_text_config(len(tok)), "pad_token_id": tok.pad_token_id,
+                     "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id},
+        vision_config=vision, image_token_id=tok.convert_tokens_to_ids("<image_placeholder>"), **extra,
+    )
+    _save(model_cls(config), processor, out)
+
+
 def _build_qwen3(out: Path) -> None:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -537,6 +584,8 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "smolvlm": lambda out: _build_idefics3(out, "smolvlm"),
     "blip2": _build_blip,
     "instructblip": lambda out: _build_blip(out, instruct=True),
+    "deepseek_vl": _build_deepseek_vl,
+    "deepseek_vl_hybrid": lambda out: _build_deepseek_vl(out, hybrid=True),
     "qwen3": _build_qwen3,
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM

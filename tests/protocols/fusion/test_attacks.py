@@ -166,7 +166,7 @@ def test_l3_white_box_losses_and_diagnostics(arch: str) -> None:
 def test_unsupported_families_are_refused_with_the_reason() -> None:
     from harness.protocols.fusion.attacks.preprocess import UNSUPPORTED, unsupported_message
 
-    assert set(UNSUPPORTED) == {"qwen", "deepseek_vl", "deepseek_vl_hybrid"}
+    assert set(UNSUPPORTED) == {"qwen"}
     line = unsupported_message("qwen")
     assert "\n" not in line and "qwen3_vl" in line and "remote code" in line
     assert unsupported_message("paligemma").endswith("(not a paper family)")

@@ -10,7 +10,8 @@
   footprints come from the processor geometry (the Qwen family's resized grid of merged patches, Gemma 3's
   pooled grid over the squashed image, Gemma 4's pooled cells over its aspect-preserving resize, LLaVA's
   center crop, LLaVA-NeXT's base view then its unpadded tile grid with an empty box per row-end newline
-  token, Idefics3 / SmolVLM's tiles then global view, where a region is seen twice); a region part the
+  token, Idefics3 / SmolVLM's tiles then global view, where a region is seen twice, DeepSeek-VL's grid over
+  its padded square, a cell over the padding clipped to the image or empty); a region part the
   model never sees
   (cropped away) does not count, and OAR is None when the whole region lies outside the model's view.
   BLIP-2 and InstructBLIP's query tokens have no footprint: their attention is passed on to the vision

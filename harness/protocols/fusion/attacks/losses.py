@@ -90,7 +90,9 @@ class WhiteBox:
         kwargs = {k: v for k, v in pixels.items() if k != "pixel_values"}
         if batch is not None:
             kwargs.update({k: v for k, v in batch.inputs.items() if k.startswith("qformer_")})
-        out = self.model.get_image_features(pixels["pixel_values"], **kwargs)
+        # DeepSeek-VL's generation classes leave get_image_features to their base model
+        encoder = self.model if hasattr(self.model, "get_image_features") else self.model.model
+        out = encoder.get_image_features(pixels["pixel_values"], **kwargs)
         feats = out.pooler_output if hasattr(out, "pooler_output") else out
         return list(feats)
 

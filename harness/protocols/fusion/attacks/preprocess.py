@@ -30,15 +30,14 @@ FAMILIES = {
     "smolvlm": "splitting:SplittingPreprocess",
     "blip-2": "qformer:QFormerPreprocess",
     "instructblip": "qformer:QFormerPreprocess",
+    "deepseek_vl": "padded_square:PaddedSquarePreprocess",
+    "deepseek_vl_hybrid": "padded_square:PaddedSquarePreprocess",
 }
 SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
     "qwen": "Qwen-VL-Chat runs on its checkpoint's remote code (trust_remote_code), whose processor has no "
             "differentiable copy",
-    "deepseek_vl": "its aspect-preserving resize padded to a square has no differentiable copy yet",
-    "deepseek_vl_hybrid": "its two views (SigLIP's padded square and SAM's high-resolution one) have no "
-                          "differentiable copy yet",
 }
 
 
