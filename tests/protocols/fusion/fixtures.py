@@ -3,6 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+
+def noise(width: int, height: int, seed: int | np.random.Generator = 0) -> Image.Image:
+    """A uniform-noise RGB image (from a seed, or drawn from a generator the caller goes on using)."""
+    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def prompt_image_tokens(processor: Any, image: Image.Image) -> int:
+    """How many image tokens the processor puts in a one-image prompt."""
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q?"}]}]
+    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    ids = processor(text=[text], images=[image], return_tensors="pt")["input_ids"]
+    return int((ids == processor.image_token_id).sum())
 
 
 def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:

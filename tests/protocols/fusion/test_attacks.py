@@ -102,19 +102,27 @@ def test_first_divergence_token() -> None:
 
 @pytest.mark.parametrize("arch", ["qwen2_vl", "llava", "gemma3"])
 def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Path) -> None:
+    attack_end_to_end(arch, fusion_dir, tmp_path)
+
+
+def attack_end_to_end(arch: str, fusion_dir: Path, tmp_path: Path, limit: int = 3) -> None:
+    """``harness attack`` on ``limit`` clean-correct items of tiny ``arch`` through the hf loading path: every
+    attack's outcomes and ASR, OAR on the typo and the matched clean image, restoration, and the clean run's
+    reuse (every family's end-to-end test calls this)."""
     from tests.protocols.fusion.fixtures import model_matched_copy
 
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, f"tiny:{arch}", data)
     code = main(["attack", "--model", f"tiny:{arch}", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", "3", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
+                 "--batch-size", "2", "--limit", str(limit), "--data-dir", str(data),
+                 "--output", str(tmp_path / "runs"),
                  "--verbosity", "quiet"])
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())
-    assert summary["n_clean_correct"] == 3 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
+    assert summary["n_clean_correct"] == limit and summary["pgd"]["eps"] == pytest.approx(16 / 255)
     rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
-    assert len(rows) == 9 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
+    assert len(rows) == 3 * limit and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
     for row in rows:
         assert row["error"] is None and row["response"] is not None
         assert row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
@@ -122,12 +130,12 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
     for attack in ("vis_pgd", "end_pgd", "mantis"):
         flips = sum(r["flipped"] for r in rows if r["attack"] == attack)
-        assert summary["asr"][attack] == pytest.approx(flips / 3)
+        assert summary["asr"][attack] == pytest.approx(flips / limit)
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
-    assert len(oars) == 3 and all(v is not None and v > 0 for v in oars)  # the region is in view
+    assert len(oars) == limit and all(v is not None and v > 0 for v in oars)  # the region is in view
     clean = [d["value"] for d in diagnostics if d["diagnostic"] == "oar_clean"]
-    assert len(clean) == 3 and all(v is not None and v > 0 for v in clean)  # same region, matched clean image
+    assert len(clean) == limit and all(v is not None and v > 0 for v in clean)  # same region, matched clean image
     restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
     assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
     if arch == "qwen2_vl":  # a saved clean run is refused for another model
@@ -136,7 +144,7 @@ def test_harness_attack_on_tiny_models(arch: str, fusion_dir: Path, tmp_path: Pa
         assert main(["attack", "--model", f"tiny:{arch}", "--clean-run", str(run_dir), "--attacks", "end_pgd",
                      "--steps", "1", "--diagnostics", "none", "--data-dir", str(data), "--verbosity", "quiet"]) == 0
         again = json.loads((run_dir / "attack.json").read_text())
-        assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == 3
+        assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == limit
 
 
 @pytest.mark.parametrize("arch", ["qwen3_vl", "qwen3_5"])

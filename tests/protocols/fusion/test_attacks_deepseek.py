@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from harness.errors import HarnessError
 from harness.models.base import create_backend
 from harness.protocols.fusion.attacks.padded_square import PaddedSquarePreprocess
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
+from tests.protocols.fusion.fixtures import noise, prompt_image_tokens
 
 ARCHS = ["deepseek_vl", "deepseek_vl_hybrid"]
 # (width, height): a square; wide; tall below min_size; an upscale; a very wide one at min_size; odd sizes
@@ -27,18 +27,6 @@ SIZES = [(28, 28), (100, 70), (20, 90), (13, 9), (300, 41), (57, 57), (161, 113)
 @pytest.fixture(scope="module", params=ARCHS)
 def backend(request: pytest.FixtureRequest) -> Any:
     return create_backend(f"tiny:{request.param}")
-
-
-def _image(rng: np.random.Generator, width: int, height: int) -> Image.Image:
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
-
-
-def _image_tokens(processor: Any, image: Image.Image) -> int:
-    """How many image tokens the processor puts in a one-image prompt."""
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q?"}]}]
-    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    ids = processor(text=[text], images=[image], return_tensors="pt")["input_ids"]
-    return int((ids == processor.image_token_id).sum())
 
 
 def _float_chain(pre: PaddedSquarePreprocess) -> PaddedSquarePreprocess:
@@ -57,7 +45,7 @@ def test_padded_square_preprocessing_equals_the_processor(backend: Any) -> None:
     keys = {"pixel_values", "high_res_pixel_values"} if backend.model_type == "deepseek_vl_hybrid" else {"pixel_values"}
     rng = np.random.default_rng(0)
     for width, height in SIZES:
-        image = _image(rng, width, height)
+        image = noise(width, height, rng)
         real = processor.image_processor(images=[image], return_tensors="pt")
         x = image_to_tensor(image).requires_grad_(True)
         mine = pre([x])
@@ -65,7 +53,7 @@ def test_padded_square_preprocessing_equals_the_processor(backend: Any) -> None:
         for key in keys:
             assert torch.equal(mine[key], real[key]), (key, width, height)
         # one footprint per image token of the prompt
-        assert len(pre.geometry(width, height).boxes) == _image_tokens(processor, image) == 16
+        assert len(pre.geometry(width, height).boxes) == prompt_image_tokens(processor, image) == 16
         weights = {key: torch.randn(mine[key].shape, generator=torch.Generator().manual_seed(1)) for key in keys}
         got, = torch.autograd.grad(sum((mine[key] * weights[key]).sum() for key in keys), x)
         assert got.abs().sum() > 0
@@ -79,7 +67,7 @@ def test_padded_square_preprocessing_equals_the_processor(backend: Any) -> None:
 def test_a_mixed_batch_is_stacked_in_input_order(backend: Any) -> None:
     pre = differentiable_preprocess(backend.processor, backend.model_type, dtype=torch.float32)
     rng = np.random.default_rng(1)
-    images = [_image(rng, w, h) for w, h in [(100, 70), (28, 28), (20, 90), (100, 70)]]
+    images = [noise(w, h, rng) for w, h in [(100, 70), (28, 28), (20, 90), (100, 70)]]
     real = backend.processor.image_processor(images=images, return_tensors="pt")
     mine = pre([image_to_tensor(im) for im in images])
     assert tuple(mine["pixel_values"].shape) == (4, 3, 28, 28)
@@ -139,7 +127,7 @@ def test_losses_and_diagnostics_on_tiny_deepseek(backend: Any) -> None:
     from harness.protocols.fusion.attacks.losses import WhiteBox
 
     wb = WhiteBox(backend)
-    image = _image(np.random.default_rng(2), 300, 41)
+    image = noise(300, 41, 2)
     messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
     batch = wb.batch([messages], ["red"], ["blue"])
     clean = wb.image_features(wb.pixel_inputs([image_to_tensor(image)]))
@@ -157,6 +145,6 @@ def test_losses_and_diagnostics_on_tiny_deepseek(backend: Any) -> None:
 @pytest.mark.parametrize("arch", ARCHS)
 def test_harness_attack_on_tiny_deepseek(arch: str, fusion_dir: Path, tmp_path: Path) -> None:
     """``harness attack`` end to end through the hf loading path: every attack, OAR and restoration."""
-    from tests.protocols.fusion.test_attacks import test_harness_attack_on_tiny_models as attack_end_to_end
+    from tests.protocols.fusion.test_attacks import attack_end_to_end
 
     attack_end_to_end(arch, fusion_dir, tmp_path)

@@ -5,7 +5,6 @@ diagnostics through the per-layer-embedding, KV-sharing decoder, and ``harness a
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +13,11 @@ import pytest
 import torch
 from PIL import Image
 
-from harness.cli import main
 from harness.errors import HarnessError
 from harness.models.base import create_backend
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
-from harness.protocols.fusion.judge import judge
-
-
-def noise(width: int, height: int, seed: int = 0) -> Image.Image:
-    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8))
+from tests.protocols.fusion.fixtures import noise
 
 
 def ask(image: Image.Image, text: str = "Q?") -> list[dict[str, Any]]:
@@ -134,28 +128,6 @@ def test_gemma4_white_box_losses_and_diagnostics() -> None:
 
 
 def test_harness_attack_on_tiny_gemma4(fusion_dir: Path, tmp_path: Path) -> None:
-    from tests.protocols.fusion.fixtures import model_matched_copy
+    from tests.protocols.fusion.test_attacks import attack_end_to_end
 
-    data = tmp_path / "data"
-    model_matched_copy(fusion_dir, "tiny:gemma4", data)
-    code = main(["attack", "--model", "tiny:gemma4", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", "2", "--data-dir", str(data), "--output", str(tmp_path / "runs"),
-                 "--verbosity", "quiet"])
-    assert code == 0
-    run_dir = next((tmp_path / "runs").glob("*/*"))
-    summary = json.loads((run_dir / "attack.json").read_text())
-    assert summary["n_clean_correct"] == 2 and summary["pgd"]["eps"] == pytest.approx(16 / 255)
-    rows = [json.loads(line) for line in (run_dir / "attack_outcomes.jsonl").read_text().splitlines()]
-    assert len(rows) == 6 and {r["attack"] for r in rows} == {"vis_pgd", "end_pgd", "mantis"}
-    for row in rows:
-        assert row["error"] is None and row["response"] is not None
-        assert row["linf_uint8"] <= 16 and (run_dir / row["image"]).is_file()
-        assert row["flipped"] == (not judge("docvqa", row["response"], [row["clean_response"].strip() or "."]))
-    for attack in ("vis_pgd", "end_pgd", "mantis"):
-        assert summary["asr"][attack] == pytest.approx(sum(r["flipped"] for r in rows if r["attack"] == attack) / 2)
-    diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
-    for name in ("oar", "oar_clean"):
-        values = [d["value"] for d in diagnostics if d["diagnostic"] == name]
-        assert len(values) == 2 and all(v is not None and v > 0 for v in values)  # the region is in view
-    restored = [d for d in diagnostics if d["diagnostic"] == "restoration"]
-    assert len(restored) == sum(r["flipped"] for r in rows if r["attack"] == "end_pgd")
+    attack_end_to_end("gemma4", fusion_dir, tmp_path, limit=2)

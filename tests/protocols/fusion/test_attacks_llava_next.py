@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from harness.errors import HarnessError
 from harness.models.base import create_backend
 from harness.protocols.fusion.attacks.anyres import AnyResPreprocess
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
+from tests.protocols.fusion.fixtures import noise, prompt_image_tokens
 
 # (width, height): four tiles of a wide image; an exact grid; one tile; an odd downscale; a tall image whose
 # unpadded grid keeps no column; an upscale; kept grid rows over the padding; a very wide one (no grid row kept)
@@ -38,18 +38,6 @@ def _resized_views(processor: Any) -> Any:
     return out
 
 
-def _image(rng: np.random.Generator, width: int, height: int) -> Image.Image:
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
-
-
-def _image_tokens(processor: Any, image: Image.Image) -> int:
-    """How many image tokens the processor puts in a one-image prompt."""
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q?"}]}]
-    text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    ids = processor(text=[text], images=[image], return_tensors="pt")["input_ids"]
-    return int((ids == processor.image_token_id).sum())
-
-
 def _float_chain(pre: AnyResPreprocess) -> AnyResPreprocess:
     """The same copy with the processor's float resize of the unquantised pixels: autograd's gradient
     through it is what the straight-through estimator must give."""
@@ -65,14 +53,14 @@ def test_anyres_preprocessing_equals_the_processor(backend: Any, variant: str) -
     assert isinstance(pre, AnyResPreprocess)
     rng = np.random.default_rng(0)
     for width, height in SIZES:
-        image = _image(rng, width, height)
+        image = noise(width, height, rng)
         real = processor.image_processor(images=[image], return_tensors="pt")
         x = image_to_tensor(image).requires_grad_(True)
         mine = pre([x])
         assert torch.equal(mine["pixel_values"], real["pixel_values"])
         assert torch.equal(mine["image_sizes"], real["image_sizes"])
         # one footprint per image token of the prompt
-        assert len(pre.geometry(width, height).boxes) == _image_tokens(processor, image)
+        assert len(pre.geometry(width, height).boxes) == prompt_image_tokens(processor, image)
         weights = torch.randn(mine["pixel_values"].shape, generator=torch.Generator().manual_seed(1))
         got, = torch.autograd.grad((mine["pixel_values"] * weights).sum(), x)
         assert got.abs().sum() > 0
@@ -85,7 +73,7 @@ def test_anyres_preprocessing_equals_the_processor(backend: Any, variant: str) -
 def test_a_mixed_batch_is_zero_padded_to_its_largest_tile_count(backend: Any) -> None:
     pre = differentiable_preprocess(backend.processor, backend.model_type, dtype=torch.float32)
     rng = np.random.default_rng(1)
-    images = [_image(rng, w, h) for w, h in [(28, 28), (100, 70), (20, 90)]]  # 1 + 1, 1 + 4 and 1 + 2 views
+    images = [noise(w, h, rng) for w, h in [(28, 28), (100, 70), (20, 90)]]  # 1 + 1, 1 + 4 and 1 + 2 views
     real = backend.processor.image_processor(images=images, return_tensors="pt")
     mine = pre([image_to_tensor(im) for im in images])
     assert tuple(mine["pixel_values"].shape) == (3, 5, 3, 28, 28)
@@ -152,7 +140,7 @@ def test_losses_and_diagnostics_on_tiny_llava_next(backend: Any) -> None:
     from harness.protocols.fusion.attacks.losses import WhiteBox
 
     wb = WhiteBox(backend)
-    image = _image(np.random.default_rng(2), 100, 70)
+    image = noise(100, 70, 2)
     messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
     batch = wb.batch([messages], ["red"], ["blue"])
     clean = wb.image_features(wb.pixel_inputs([image_to_tensor(image)]))
@@ -169,6 +157,6 @@ def test_losses_and_diagnostics_on_tiny_llava_next(backend: Any) -> None:
 
 def test_harness_attack_on_tiny_llava_next(fusion_dir: Path, tmp_path: Path) -> None:
     """``harness attack`` end to end through the hf loading path: every attack, OAR and restoration."""
-    from tests.protocols.fusion.test_attacks import test_harness_attack_on_tiny_models as attack_end_to_end
+    from tests.protocols.fusion.test_attacks import attack_end_to_end
 
     attack_end_to_end("llava_next", fusion_dir, tmp_path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -18,12 +17,9 @@ from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 from harness.protocols.fusion.metrics import oar
+from tests.protocols.fusion.fixtures import noise
 
 ARCHS = ["blip2", "instructblip"]
-
-
-def _image(width: int, height: int, seed: int = 0) -> Image.Image:
-    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
 def _messages(image: Image.Image, text: str = "Q?") -> list[dict]:
@@ -36,7 +32,7 @@ def test_plain_prompts_when_no_chat_template(caplog: pytest.LogCaptureFixture) -
         blip2 = create_backend("tiny:blip2")
     assert "prompts use the plain prompt 'Question: {} Answer:'" in caplog.text
     assert blip2.processor.chat_template is None and blip2.tokenizer.chat_template is None
-    image = _image(40, 30)
+    image = noise(40, 30)
     assert blip2._render(_messages(image))[0] == "Question: Q? Answer:"
     answered = [*_messages(image), {"role": "assistant", "content": "red"}]
     assert blip2._render(answered, add_generation_prompt=False)[0] == "Question: Q? Answer: red"
@@ -74,7 +70,7 @@ def test_a_batch_does_not_change_a_prompt(arch: str) -> None:
     # the processor pads between the query tokens and the text; the backend moves that padding to the front
     # (and InstructBLIP's Q-Former text padding to the end), so a prompt's logits do not depend on its batch
     backend = create_backend(f"tiny:{arch}")
-    short, long = _messages(_image(56, 56, 1), "what is it?"), _messages(_image(40, 30, 2), "which " * 12 + "?")
+    short, long = _messages(noise(56, 56, 1), "what is it?"), _messages(noise(40, 30, 2), "which " * 12 + "?")
     alone, batch = backend.prepare_inputs([short]), backend.prepare_inputs([short, long])
     n = int(alone["input_ids"].shape[1])
     pads = int(batch["input_ids"].shape[1]) - n
@@ -94,7 +90,7 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
     pre = differentiable_preprocess(processor, backend.model_type)
     # downscaled, kept (28 x 28 is the fixed size: the resize is the identity), upscaled, odd aspect ratios
     for seed, (width, height) in enumerate([(100, 70), (28, 28), (13, 41), (161, 113)]):
-        image = _image(width, height, seed)
+        image = noise(width, height, seed)
         x = image_to_tensor(image).requires_grad_(True)
         mine = pre([x])["pixel_values"]
         assert torch.equal(mine, processor.image_processor(images=[image], return_tensors="pt")["pixel_values"])
@@ -106,7 +102,7 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         want, = torch.autograd.grad((pre._resize(raw * 255) * weights).sum(), raw)
         got, = torch.autograd.grad((QuantisedResize.apply(raw, pre._resize, pre.adjoint) * weights).sum(), raw)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
-    mixed = [_image(w, h, 7 + k) for k, (w, h) in enumerate([(50, 30), (28, 28), (50, 30), (9, 60)])]
+    mixed = [noise(w, h, 7 + k) for k, (w, h) in enumerate([(50, 30), (28, 28), (50, 30), (9, 60)])]
     real = processor.image_processor(images=mixed, return_tensors="pt")["pixel_values"]
     assert torch.equal(pre([image_to_tensor(im) for im in mixed])["pixel_values"], real)
 
@@ -139,7 +135,7 @@ def test_geometry_and_oar_through_the_q_former(arch: str) -> None:
     on_patches = torch.tensor([0.4, 0.3, 0.2, 0.1]) @ mixing
     assert oar(on_patches.numpy(), coverage, areas) == pytest.approx(22 / 9)
     # the tiny model: one image -> 4 query tokens in the prompt, each reading the 5 vision tokens
-    image = _image(56, 28)
+    image = noise(56, 28)
     inputs = wb.backend.prepare_inputs([_messages(image)])
     n_queries = int((inputs["input_ids"][0] == wb.model.config.image_token_id).sum())
     wb.model.set_attn_implementation("eager")
@@ -164,7 +160,7 @@ def test_losses_and_layer_restoration(arch: str) -> None:
     from harness.protocols.fusion.attacks.losses import WhiteBox
 
     wb = WhiteBox(create_backend(f"tiny:{arch}"))
-    image = _image(64, 48)
+    image = noise(64, 48)
     batch = wb.batch([_messages(image)], ["red"], ["blue"])
     for name in ("end_loss", "mantis_loss"):
         x = [image_to_tensor(image).requires_grad_(True)]
@@ -174,9 +170,9 @@ def test_losses_and_layer_restoration(arch: str) -> None:
     clean = [f.detach() for f in wb.image_features(wb.pixel_inputs([image_to_tensor(image)]), batch)]
     assert [tuple(f.shape) for f in clean] == [(4, 64)]
     assert float(wb.vis_loss(batch, clean)([image_to_tensor(image)])[0]) == pytest.approx(-1.0)
-    assert float(wb.vis_loss(batch, clean)([image_to_tensor(_image(64, 48, 1))])[0]) > -1.0
+    assert float(wb.vis_loss(batch, clean)([image_to_tensor(noise(64, 48, 1))])[0]) > -1.0
     # restoration swaps the query positions (the first 4) at each of the 2 decoder layers
-    clean_msgs, adversarial = _messages(_image(56, 56, 1)), _messages(_image(56, 56, 2))
+    clean_msgs, adversarial = _messages(noise(56, 56, 1)), _messages(noise(56, 56, 2))
     assert layer_restoration(wb, clean_msgs, adversarial, 3, lambda text: True) == (None, [])
     assert layer_restoration(wb, clean_msgs, adversarial, 3, lambda text: False) == (False, [])
     calls: list[str] = []
@@ -192,4 +188,4 @@ def test_harness_attack_on_tiny_q_former_models(arch: str, fusion_dir: Path, tmp
     saved clean run reused."""
     from tests.protocols.fusion import test_attacks
 
-    test_attacks.test_harness_attack_on_tiny_models(arch, fusion_dir, tmp_path)
+    test_attacks.attack_end_to_end(arch, fusion_dir, tmp_path)

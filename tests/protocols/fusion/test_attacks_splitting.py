@@ -20,6 +20,7 @@ from harness.errors import HarnessError
 from harness.models.base import GenerationParams, GenerationRequest, create_backend
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
+from tests.protocols.fusion.fixtures import noise
 
 # (width, height): 2 x 2 tiles (downscaled, upscaled, odd sizes), 1 x 2 and 2 x 1 tiles, a thin odd image
 SIZES = [(100, 70), (56, 56), (28, 28), (161, 113), (30, 28), (100, 20), (20, 100), (7, 300)]
@@ -28,10 +29,6 @@ SIZES = [(100, 70), (56, 56), (28, 28), (161, 113), (30, 28), (100, 20), (20, 10
 @cache
 def backend(arch: str) -> Any:
     return create_backend(f"tiny:{arch}")
-
-
-def noise(width: int, height: int, seed: int = 0) -> Image.Image:
-    return Image.fromarray(np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8))
 
 
 def ask(image: Image.Image, text: str = "What color?") -> list[dict]:
