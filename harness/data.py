@@ -12,14 +12,13 @@ import functools
 import hashlib
 import logging
 import os
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from harness.errors import DatasetError
+from harness.hub import offline_reason
 from harness.paths import cache_root
 from harness.taskspec.config import TaskConfig
 
@@ -85,36 +84,6 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()[:16]
-
-
-def offline_reason() -> str | None:
-    """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or unreachable), or None; probed once per process
-    so an unreachable Hub costs one short connection attempt instead of every library's retries."""
-    return _offline_reason()
-
-
-@functools.lru_cache(maxsize=1)
-def _offline_reason() -> str | None:
-    if os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}:
-        return "offline: HF_HUB_OFFLINE is set"
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    try:
-        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=3).close()
-    except OSError:
-        _work_offline()
-        return "the Hugging Face Hub is not reachable; set HF_HUB_OFFLINE=1 to skip this check"
-    return None
-
-
-def _work_offline() -> None:
-    """Switch the Hub libraries to their offline mode (cache only, no retries) for the rest of the process."""
-    import datasets
-    import huggingface_hub.constants
-
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    huggingface_hub.constants.HF_HUB_OFFLINE = True
-    datasets.config.HF_HUB_OFFLINE = True
 
 
 def _remedy(dataset_path: str, data_dir: Path | None) -> str:

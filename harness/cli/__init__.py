@@ -13,6 +13,9 @@ from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
 from harness.errors import HarnessError
 
+#: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
+LOCAL_COMMANDS = frozenset({"tasks", "score"})
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``harness`` argument parser: the common options, ``--version``, every built-in command and each
@@ -39,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         verbosity = args.verbosity = getattr(args, "verbosity", "info")
         configure_logging(verbosity)
+        if args.command not in LOCAL_COMMANDS:  # before any Hub library reads its offline setting
+            from harness.hub import offline_reason
+
+            offline_reason()
         return args.func(args)
     except (HarnessError, ModuleNotFoundError) as exc:
         from harness.extras import missing_extra

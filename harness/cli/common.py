@@ -27,10 +27,13 @@ def configure_logging(verbosity: Verbosity) -> None:
     logging.basicConfig(level=_LEVELS[verbosity], format="%(levelname)s %(name)s: %(message)s")
     if verbosity != "debug":
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_VERBOSITY", "error")
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also silences transformers' loading bars
         for name in ("transformers", "datasets", "huggingface_hub", "filelock", "diffusers"):
             logging.getLogger(name).setLevel(logging.ERROR)
+    # huggingface_hub gives its logger a handler of its own at import: passed on, each line would print twice
+    logging.getLogger("huggingface_hub").propagate = False
 
 
 def show_progress(args: argparse.Namespace) -> bool:

@@ -84,12 +84,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         for task in {t for _, tasks in hooked for t in tasks}:
             group = collected.setdefault(task, {})
             group[spec if spec not in group else f"{spec}#{len(group) + 1}"] = samples[task]
-        if not _report(spec, result, run_dir):
+        if not _report(spec, result, run_dir, opts):
             return 1
     for protocol, tasks in hooked:
         if tasks and protocol.after_eval is not None:
             protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, args, opts.output))
     return 0
+
+
+def not_saved(opts: EvalOptions) -> str:
+    """The line that says a run without ``--output`` wrote no files, and what of it can be had again."""
+    if not opts.use_cache:
+        return "results: not saved (no --output; with --no-cache the answers were not stored either)"
+    return (f"results: not saved (no --output); the answers are in the response store {opts.store_path}, so the "
+            "same command with --output DIR writes the run without generating again")
 
 
 def _hooked_tasks(registry: TaskRegistry, tasks: list[str]) -> list[tuple[Protocol, list[str]]]:
@@ -98,8 +106,8 @@ def _hooked_tasks(registry: TaskRegistry, tasks: list[str]) -> list[tuple[Protoc
             for p in protocols() if p.after_eval is not None and p.audit_tag is not None]
 
 
-def _report(spec: str, result: RunResults, run_dir: Path | None) -> bool:
-    """Print one model's summary; False when every sample of the run failed."""
+def _report(spec: str, result: RunResults, run_dir: Path | None, opts: EvalOptions) -> bool:
+    """Print one model's summary and where its results went; False when every sample of the run failed."""
     from harness.engine.report import summary_table
 
     print(f"\n{spec}")
@@ -107,8 +115,7 @@ def _report(spec: str, result: RunResults, run_dir: Path | None) -> bool:
     stats = result.provenance.requests
     print(f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
           f"wall time {result.provenance.wall_time_s or 0:.1f}s")
-    if run_dir is not None:
-        print(f"results: {run_dir / 'results.json'}")
+    print(f"results: {run_dir / 'results.json'}" if run_dir is not None else not_saved(opts))
     if all(c.scored == 0 for c in result.counts.values()) and any(c.samples for c in result.counts.values()):
         print("error: every sample failed; see the samples files for the per-sample errors", file=sys.stderr)
         return False

@@ -17,6 +17,7 @@ from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
 from harness.models.sampling import seeded_sampler
+from harness.models.source import load_error, local_folder
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
@@ -156,12 +157,11 @@ class HFBackend(Backend):
         from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
         common: dict[str, Any] = {"revision": self.revision, "trust_remote_code": trust_remote_code}
+        folder = local_folder(self.name)
         try:
             config = AutoConfig.from_pretrained(self.name, **common)
         except (OSError, ValueError) as exc:
-            local = Path(self.name).exists()
-            hint = "" if local else " (offline? download it first or pass a local folder)"
-            raise ModelSpecError(f"cannot load model {self.name!r}: {str(exc).splitlines()[0]}{hint}") from None
+            raise load_error(self.name, folder, exc) from None
         self.model_type = config.model_type
         self.is_multimodal = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
         self.model_family = LMMS_FAMILY.get(config.model_type, config.model_type)
@@ -189,9 +189,8 @@ class HFBackend(Backend):
         if self.prompt_format != _PROCESSOR_TEMPLATE:
             log.info("%s has no processor chat template: prompts use %s", self.name, self.prompt_format)
         self.commit = getattr(config, "_commit_hash", None)
-        folder = Path(self.name)
         self._fingerprint = hashlib.sha256(json.dumps({
-            "model": folder_fingerprint(folder) if folder.is_dir() else f"{self.name}@{self.commit or self.revision}",
+            "model": folder_fingerprint(folder) if folder else f"{self.name}@{self.commit or self.revision}",
             "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
             **({"prompt": self.prompt_format} if self.prompt_format != _PROCESSOR_TEMPLATE else {}),
         }, sort_keys=True).encode()).hexdigest()[:16]

@@ -32,13 +32,13 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
+from harness.models.source import load_error, local_folder
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
@@ -330,18 +330,18 @@ class VLLMBackend(Backend):
 
         self.name = name
         self.engine_version = str(vllm.__version__)
+        folder = local_folder(name)
         try:
             config = AutoConfig.from_pretrained(name, revision=self.settings.revision,
                                                 trust_remote_code=self.settings.trust_remote_code)
         except (OSError, ValueError) as exc:
-            raise ModelSpecError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+            raise load_error(name, folder, exc) from None
         self.model_type = str(config.model_type)
         self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
-        folder = Path(name)
-        self.is_smoke_model = (folder / "SMOKE_TEST_MODEL.txt").is_file()
+        self.is_smoke_model = folder is not None and (folder / "SMOKE_TEST_MODEL.txt").is_file()
         self._fingerprint = hashlib.sha256(json.dumps({
             "engine": "vllm", "engine_version": self.engine_version,
-            "model": folder_fingerprint(folder) if folder.is_dir() else f"{name}@{self.settings.revision}",
+            "model": folder_fingerprint(folder) if folder else f"{name}@{self.settings.revision}",
             "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
         }, sort_keys=True).encode()).hexdigest()[:16]
         engine_kwargs = self.settings.engine_kwargs()

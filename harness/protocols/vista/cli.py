@@ -49,6 +49,9 @@ def after_eval(outcome: EvalOutcome) -> None:
         if outcome.output is not None:
             out = write_audit(result, audit_dir(outcome.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
+        else:
+            print("audit: not saved (no --output); the same command with --output DIR writes the runs and the "
+                  "audit from the response store")
 
 
 def _print_audit(result: AuditResult) -> None:
