@@ -32,8 +32,9 @@ def configure_logging(verbosity: Verbosity) -> None:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # also silences transformers' loading bars
         for name in ("transformers", "datasets", "huggingface_hub", "filelock", "diffusers"):
             logging.getLogger(name).setLevel(logging.ERROR)
-    # huggingface_hub gives its logger a handler of its own at import: passed on, each line would print twice
-    logging.getLogger("huggingface_hub").propagate = False
+    # these give their loggers a handler of their own at import: passed on as well, each line would print twice
+    for name in ("huggingface_hub", "datasets"):
+        logging.getLogger(name).propagate = False
 
 
 def show_progress(args: argparse.Namespace) -> bool:
