@@ -61,9 +61,25 @@ def test_offline_mode_reaches_libraries_imported_before_the_probe(tmp_path: Path
     env.update(HF_ENDPOINT=f"http://127.0.0.1:{closed_loopback_port()}", HF_HOME=str(tmp_path / "hf"))
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120)
-    assert done.stdout.split() [-3:] == ["True", "True", "1"], done.stderr
+    assert done.stdout.split()[-3:] == ["True", "True", "1"], done.stderr
     assert done.stdout.startswith("the Hugging Face Hub is not reachable")
     assert done.stderr.count("is not reachable") == 1
+
+
+def test_a_reachable_hub_leaves_the_libraries_online(tmp_path: Path) -> None:
+    """A Hub that accepts the connection: no warning, and nothing is switched to offline mode."""
+    script = ("import os\nfrom harness.hub import OFFLINE_VARIABLES, offline_reason\n"
+              "print(offline_reason(), [os.environ.get(v) for v in OFFLINE_VARIABLES])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
+                                                            "TRANSFORMERS_OFFLINE")}
+    with socket.socket() as server:  # listening on loopback: the probe's connection is accepted
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.getsockname()[1]}", HF_HOME=str(tmp_path / "hf"))
+        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+    assert done.stdout.strip() == "None [None, None, None]", done.stderr
+    assert "not reachable" not in done.stderr
 
 
 @pytest.mark.parametrize(("name", "is_path"), [
