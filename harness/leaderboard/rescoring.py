@@ -233,6 +233,15 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
                      docs_covered=covers.covered, errors=covers.errors)
 
 
+def _group_message(state: str, mismatches: list[dict[str, Any]], members: list[TaskCheck]) -> str:
+    """Why a group is not verified: its own differing figures, else the member tasks that set its state."""
+    if mismatches:
+        return f"{len(mismatches)} claimed group figure(s) differ"
+    if state == VERIFIED:
+        return ""
+    return "as its task(s) " + "; ".join(f"{m.task} ({m.message or m.status})" for m in members if m.status == state)
+
+
 def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> TaskConfig:
     """The server's own copy of a task, refused when unknown or of another version."""
     try:
@@ -322,7 +331,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             state = MISMATCH if mismatches else worst({m.status for m in members} - {MISMATCH})
             checks[group] = TaskCheck(
                 task=group, protocol=members[0].protocol, version="group", status=state,
-                message=f"{len(mismatches)} claimed group figure(s) differ" if mismatches else "",
+                message=_group_message(state, mismatches, members),
                 mismatches=tuple(mismatches), docs_checked=all(m.docs_checked for m in members))
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
                         higher_is_better=higher, plots=plots, headlines=headlines)
