@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
 from harness.engine.loglikelihood import answer_choices, choice_request
-from harness.engine.multi_round import Rounds, run_rounds
+from harness.engine.multi_round import Generate, Rounds, run_rounds
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
@@ -244,12 +244,20 @@ def _multi_rounds(backend: Backend, tasks: list[_PreparedTask], responses: dict[
             continue
         first = {r.doc_id: (doc, responses[r.request_key][0]) for r, doc in zip(task.records, task.docs, strict=True)
                  if r.error is None and r.request_key in responses}
-        rounds, name = itertools.count(2), task.config.task
         chains = run_rounds(task.runtime, first, task.params, opts.seed,
-                            lambda reqs, rounds=rounds, name=name: _generate(backend, reqs, store, opts,
-                                                                             f"{name} round {next(rounds)}"), stats)
+                            _round_generator(backend, store, opts, task.config.task), stats)
         out.update({(task.config.task, doc_id): chain for doc_id, chain in chains.items()})
     return out
+
+
+def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, task: str) -> Generate:
+    """The generate step of a multi-round task: each call is the next round, its progress bar labelled so."""
+    rounds = itertools.count(2)
+
+    def generate(requests: list[GenerationRequest]) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+        return _generate(backend, requests, store, opts, f"{task} round {next(rounds)}")
+
+    return generate
 
 
 def _text_message(role: str, text: str) -> dict[str, Any]:

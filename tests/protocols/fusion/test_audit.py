@@ -157,3 +157,26 @@ def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
     # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves
     agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
     assert agreement["ranks"] == {"tiny:b": [1.5, 1.5], "tiny:c": [1.5, 1.5]} and agreement["n_moved"] == 0
+
+
+def test_an_empty_clean_set_is_explained_and_the_legend_fits_the_figure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+    from PIL import Image
+
+    empty = _run(tmp_path / "z", "tiny:llava", "llava", {"fusion_clean": _clean([])})
+    (empty / "attack_outcomes.jsonl").write_text("")  # what harness attack leaves with C empty
+    runs = [empty]  # one model: the narrowest figure
+    out = tmp_path / "audit"
+    assert main(["audit", "fusion", *map(str, runs), "--output", str(out), "--resamples", "20",
+                 "--verbosity", "quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| tiny:llava | L1 | 0 | - | - |" in printed
+    assert ("Note: tiny:llava: C = 0 (no clean item answered correctly), and every figure is a share of C, so its "
+            "row is `-` and its bars in fusion_asr_rplus.png are n/a") in printed
+    # a model with C empty has no figures to rank
+    agreement = json.loads((out / "audit.json").read_text())["rank_agreement_end_pgd_vs_r_plus"]
+    assert agreement["ranks"] == {} and agreement["n_moved"] == 0
+    # the legend is inside the figure: nothing is drawn on its outermost pixels (a clipped legend would be)
+    pixels = np.asarray(Image.open(out / "fusion_asr_rplus.png").convert("L"))
+    assert min(pixels[:, 0].min(), pixels[:, -1].min(), pixels[0].min(), pixels[-1].min()) == 255

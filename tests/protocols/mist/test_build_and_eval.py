@@ -112,3 +112,17 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     assert stats["condition_contrast"]["blind"]["welch"] == {"mean_a": None, "mean_b": None, "n_a": 0, "n_b": 0,
                                                            "t": None, "df": None, "p_value": None}
     assert (tmp_path / report["plot"]).is_file()
+
+
+def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    doc = {"item_id": "m0", "technique": "zero_shot", "arm": "none", "sense": "figurative", "human_majority": 0,
+           "human_labels": []}
+    record = runtime.score(SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc, responses=["no idea"]), doc)
+    with caplog.at_level("WARNING"):
+        report = runtime.report([record], tmp_path)
+    assert report["plot"] is None and not (tmp_path / "mist_judge.png").exists()
+    (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
+    assert line.startswith("mist_judge.png not drawn: none of the model's answers could be read as a literal or "
+                           "idiomatic label")
