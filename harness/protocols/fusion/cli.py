@@ -185,12 +185,23 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
     if empty:
         print(f"\nNote: {', '.join(empty)}: C = 0 (no clean item answered correctly), and every figure is a share "
               "of C, so its row is `-` and its bars in fusion_asr_rplus.png are n/a")
+    for model, row in result.models.items():
+        if row["figures"]["n_clean_correct"] and row["attacks_not_run"]:
+            print(f"Note: {model}: no outcome on C for {', '.join(row['attacks_not_run'])}, shown as `-` (an attack "
+                  f"not run{_natevid_reason(row)})")
     agreement = result.rank_agreement
     rho = agreement["spearman_rho"]
     print(f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
           f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks")
     print(f"audit: {out / 'audit.json'}")
     return 0
+
+
+def _natevid_reason(row: dict[str, Any]) -> str:
+    """The other reason Nat-Evid has no outcome: every edit of C failed the OCR evidence check."""
+    if "nat_evid" not in row["attacks_not_run"]:
+        return ""
+    return "; for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all"
 
 
 def _sweep(args: argparse.Namespace, run_dirs: list[Path], overrides: dict[str, str]) -> int:

@@ -71,7 +71,7 @@ def _simple(root: Path, name: str, model: str, end: list[int], mantis: list[int]
                 _flips("end_pgd", end, [0, 1, 2, 3]) + _flips("mantis", mantis, [0, 1, 2, 3]))
 
 
-def test_audit_fusion_figures(tmp_path: Path) -> None:
+def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = [*_model_a(tmp_path), _simple(tmp_path, "b", "tiny:qwen2_vl", [0], []),
             _simple(tmp_path, "c", "hf:other", [0, 1, 2], [3])]
     out = tmp_path / "audit"
@@ -101,6 +101,9 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     b = audit["models"]["tiny:qwen2_vl"]
     assert b["attacks_not_run"] == ["vis_pgd", "typo_evid", "nat_evid"] and b["figures"]["asr_vis_pgd"] is None
     assert b["figures"]["asr_end_pgd"] == 0.25 and b["ci95"]["asr_vis_pgd"] is None
+    assert ("Note: tiny:qwen2_vl: no outcome on C for vis_pgd, typo_evid, nat_evid, shown as `-` (an attack not run; "
+            "for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all)"
+            ) in capsys.readouterr().out
     assert audit["levels"]["L2"]["models"] == ["tiny:qwen2_vl"] and audit["levels"]["L3"]["models"] == ["hf:other"]
     assert audit["levels"]["L1"]["macro"]["r_plus"] == 0.75
     # End-PGD ASR (0.25, 0.25, 0.75) vs R+ (0.75, 0.25, 1.0): rho = 1.5/sqrt(3); tau-b = 2/sqrt(6)
