@@ -181,7 +181,7 @@ def coverage(records: list[SampleRecord], counts: TaskCounts, claimed_size: Any,
     return Coverage(expected, covered, counts.samples, counts.errors, limit)
 
 
-_REPORT_ARTEFACTS = ("plot", "plots")  # file names the report writes: not figures
+_REPORT_ARTEFACTS = ("plot", "plots", "plot_not_drawn")  # the report's files, or why one is missing: not figures
 
 
 def _leaves(value: Any, path: str = "") -> dict[str, Any]:
