@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -62,6 +63,26 @@ def resolve_path(dataset_path: str, data_dir: Path | None) -> tuple[str, bool]:
     if data_dir is not None and (data_dir / dataset_path).is_dir():
         return str(data_dir / dataset_path), True
     return dataset_path, False
+
+
+def local_splits(path: Path, name: str | None = None) -> list[str] | None:
+    """The splits a local dataset folder holds, read from its metadata without loading it (a saved
+    DatasetDict's ``dataset_dict.json``, else the data files its card declares); None for a single saved
+    Dataset (every split reads it whole) or a folder whose splits cannot be told."""
+    import datasets
+
+    if (path / "dataset_dict.json").is_file():
+        try:
+            return list(json.loads((path / "dataset_dict.json").read_text(encoding="utf-8"))["splits"])
+        except (ValueError, KeyError, TypeError):
+            return None
+    if (path / "state.json").is_file():
+        return None
+    try:
+        return list(datasets.get_dataset_split_names(str(path), config_name=name))
+    except Exception:  # an unreadable folder: loading it says why, with the task's name
+        log.debug("no split names for %s", path, exc_info=True)
+        return None
 
 
 def _is_saved_to_disk(path: Path) -> bool:

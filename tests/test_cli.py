@@ -77,6 +77,24 @@ def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_d
     assert "no description" not in out  # every bundled task's YAML starts with its description comment
 
 
+def test_tasks_checks_the_split_a_task_reads(capsys: pytest.CaptureFixture, tmp_path: Path) -> None:
+    """A Stealth build without its vqa split: stealth_short is local, stealth_vqa is not."""
+    from datasets import Dataset
+
+    folder = tmp_path / "vlm-audit" / "stealth-prompt-testset"
+    (folder / "data").mkdir(parents=True)
+    Dataset.from_dict({"text": ["a"]}).to_parquet(str(folder / "data" / "short-00000-of-00001.parquet"))
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: short\n"
+                                      "    path: data/short-*\n---\n")
+    assert main(["tasks", "--data-dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    state = {lines[k].split()[0]: lines[k + 1].strip() for k in range(len(lines) - 1)
+             if lines[k].startswith("  stealth_")}
+    assert state["stealth_short"] == f"dataset vlm-audit/stealth-prompt-testset: local ({folder})"
+    assert state["stealth_vqa"] == (f"dataset vlm-audit/stealth-prompt-testset: split 'vqa' not built (the local "
+                                    f"copy {folder} has short; build: harness build stealth [--squad FILE])")
+
+
 def test_build_help_lists_every_builder_with_its_extra() -> None:
     from builders import all_builders
 

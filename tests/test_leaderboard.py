@@ -370,6 +370,10 @@ def test_a_cherry_picked_run_is_partial_never_verified(db: Database, runs: list[
     assert (kind.status, kind.docs_covered, kind.docs_expected) == ("partial", 2, 3)
     assert "covers 2 of the task's 3 docs" in kind.message
     assert with_data.checks["shapes"].status == "partial"  # a group is as good as its worst member
+    # ... and says which members made it so, with their reasons (never an empty one)
+    assert with_data.checks["shapes"].message == (
+        "as its task(s) shapes_color (2 of 3 samples are errors (over the 5% this server accepts)); "
+        "shapes_kind (covers 2 of the task's 3 docs)")
     blind = verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), None)
     assert blind.status == "partial" and blind.checks["shapes_kind"].docs_expected == 3  # the claimed n-samples
     assert verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), data_dir,

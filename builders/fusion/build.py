@@ -105,20 +105,52 @@ class Options:
     mme_composition: str | None = option("MME categories CAT=COUNT,... scaled to --per-source (default the paper's "
                                          "artwork=400,celebrity=60,code_reasoning=40), or any")
     demo: bool = option("build from small self-made sources", False)
+    answers_from: str | None = option("with --demo: make MODEL's own clean answers the references, so that "
+                                      "harness attack has a clean-correct set to attack (a check that the "
+                                      "pipeline works, not a measurement)")
+
+
+#: The card's line on the references of a build from real sources.
+SOURCE_REFERENCES = "the sources' own reference answers"
 
 
 def build(out: Path, options: Options) -> Path:
     """Build the item set into ``out`` (sources default to their Hub ids; ``demo``: the self-made sources
-    of :mod:`builders.fusion.demo`)."""
-    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
-
+    of :mod:`builders.fusion.demo`, with ``answers_from``: matched to that model, :mod:`builders.fusion.matched`)."""
     given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
     if options.demo:
         from builders.demo import demo_folder
         from builders.fusion.demo import write_sources
 
         with demo_folder("fusion", **given) as tmp:
-            return build(out, replace(options, demo=False, **write_sources(tmp)))
+            dataset, card_vars = _items(replace(options, demo=False, **write_sources(tmp)))
+            if options.answers_from is None:
+                return write_hub_folder(dataset, out, "fusionaudit", card_vars)
+            return _matched(dataset, out, card_vars, options.answers_from)
+    if options.answers_from is not None:
+        raise HarnessError("--answers-from goes with --demo only: it replaces the references with a model's own "
+                           "answers")
+    dataset, card_vars = _items(options)
+    return write_hub_folder(dataset, out, "fusionaudit", card_vars)
+
+
+def _matched(dataset: Any, out: Path, card_vars: dict[str, Any], spec: str) -> Path:
+    """The build written once, answered by ``spec``, and written again with those answers as references."""
+    from builders.fusion.matched import clean_answers, match_answers
+
+    write_hub_folder(dataset, out, "fusionaudit", card_vars)
+    answers = clean_answers(out, spec)
+    matched = dataset.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True)
+    references = (f"`{spec}`'s own greedy answers on the clean images (--answers-from), every item scored as "
+                  "DocVQA (ANLS): a check that the attack and audit pipeline works, not a measurement")
+    return write_hub_folder(matched, out, "fusionaudit", {**card_vars, "references": references})
+
+
+def _items(options: Options) -> tuple[Any, dict[str, Any]]:
+    """The selected items with their wrong answers and rendered variants, and the card's variables."""
+    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
+
+    given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
     seed, per_source = options.seed, options.per_source
     if per_source < 1:
         raise HarnessError(f"--per-source must be at least 1, got {per_source}")
@@ -180,6 +212,6 @@ def build(out: Path, options: Options) -> Path:
         **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
         "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",
-        **{f"n_{st}": n for st, n in statuses.items()},
+        **{f"n_{st}": n for st, n in statuses.items()}, "references": SOURCE_REFERENCES,
     }
-    return write_hub_folder(dataset, out, "fusionaudit", card_vars)
+    return dataset, card_vars

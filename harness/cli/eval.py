@@ -111,7 +111,7 @@ def _report(spec: str, result: RunResults, run_dir: Path | None, opts: EvalOptio
     from harness.engine.report import summary_table
 
     print(f"\n{spec}")
-    print(summary_table(result))
+    print(summary_table(result, run_dir))
     stats = result.provenance.requests
     print(f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
           f"wall time {result.provenance.wall_time_s or 0:.1f}s")

@@ -24,7 +24,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
                        Path(args.output) if args.output else None)
-    print(summary_table(run))
+    print(summary_table(run, Path(args.output or args.run_dir)))
     rescored = run.provenance.rescored
     assert rescored is not None  # score_run always records its rescoring
     if rescored.originals is None:

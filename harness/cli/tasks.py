@@ -34,7 +34,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     """Prints every task with its description and dataset state (local, buildable or Hub), then the groups,
     the tags and, on stderr, the tasks that cannot be loaded."""
     from builders import build_command, builder_for
-    from harness.data import resolve_path
+    from harness.data import local_splits, resolve_path
     from harness.taskspec.registry import TaskRegistry
 
     registry = TaskRegistry.discover(args.include_path or [])
@@ -48,9 +48,14 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             print(f"warning: {exc}", file=sys.stderr)
             continue
         path, local = resolve_path(config.dataset_path or "", folder)
-        builder = None if local or not config.dataset_path else builder_for(config.dataset_path)
-        state = (f"local ({path})" if local else f"not local (build: {build_command(builder)})" if builder
-                 else "not local (read from the Hub)")
+        builder = builder_for(config.dataset_path) if config.dataset_path else None
+        build = f"build: {build_command(builder)}" if builder else "read from the Hub"
+        split = config.test_split or "test"
+        splits = local_splits(Path(path), config.dataset_name) if local else None
+        state = (f"not local ({build})" if not local
+                 else f"split {split!r} not built (the local copy {path} has {', '.join(splits) or 'none'}; "
+                      f"{build})" if splits is not None and split not in splits
+                 else f"local ({path})")
         print(f"  {name:<{width}}  {_yaml_description(config.source)}")
         print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
     if registry.groups:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
 from harness.engine.loglikelihood import answer_choices, choice_request
-from harness.engine.multi_round import Rounds, run_rounds
+from harness.engine.multi_round import Generate, Rounds, run_rounds
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
@@ -148,8 +149,9 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
 
 
 def _generate(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
-              opts: EvalOptions) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
-    """Answer every request from the store or the backend; returns responses, errors and counts."""
+              opts: EvalOptions, desc: str = "generate") -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+    """Answer every request from the store or the backend; returns responses, errors and counts. The
+    progress bar (labelled ``desc``) shows only when something is left to generate."""
     unique: dict[str, GenerationRequest] = {}
     for req in requests:
         unique.setdefault(req.key, req)
@@ -163,7 +165,7 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
             responses[req.key] = cached
     errors: dict[str, str] = {}
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
-    bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc="generate", disable=not opts.show_progress)
+    bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc=desc, disable=not opts.show_progress or not missing)
     try:
         for req, out in backend.answer(missing, opts.batch_size):
             if isinstance(out, Exception):
@@ -210,7 +212,8 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
                 chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
                 prompts[at], params[at] = follow_ups, task.params
     turns: dict[tuple[str, int], list[Turn]] = {at: [] for at in chains}
-    for t in range(max((len(p) for p in prompts.values()), default=0)):
+    last = max((len(p) for p in prompts.values()), default=0)
+    for t in range(last):
         pending: dict[tuple[str, int], list[GenerationRequest]] = {}
         for at, convs in chains.items():
             if t >= len(prompts[at]) or (turns[at] and turns[at][-1].error):
@@ -219,7 +222,8 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
             for conv in convs:
                 conv.append(_text_message("user", prompts[at][t]))
                 pending[at].append(make_request(conv, params[at], 1, opts.seed))
-        out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts)
+        out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts,
+                                             f"turn {t + 2} of {last + 1}")
         stats.add_follow_up(round_stats)
         for at, reqs in pending.items():
             failed = next((errors[r.key] for r in reqs if r.key in errors), None)
@@ -241,9 +245,19 @@ def _multi_rounds(backend: Backend, tasks: list[_PreparedTask], responses: dict[
         first = {r.doc_id: (doc, responses[r.request_key][0]) for r, doc in zip(task.records, task.docs, strict=True)
                  if r.error is None and r.request_key in responses}
         chains = run_rounds(task.runtime, first, task.params, opts.seed,
-                            lambda reqs: _generate(backend, reqs, store, opts), stats)
+                            _round_generator(backend, store, opts, task.config.task), stats)
         out.update({(task.config.task, doc_id): chain for doc_id, chain in chains.items()})
     return out
+
+
+def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, task: str) -> Generate:
+    """The generate step of a multi-round task: each call is the next round, its progress bar labelled so."""
+    rounds = itertools.count(2)
+
+    def generate(requests: list[GenerationRequest]) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+        return _generate(backend, requests, store, opts, f"{task} round {next(rounds)}")
+
+    return generate
 
 
 def _text_message(role: str, text: str) -> dict[str, Any]:

@@ -346,8 +346,6 @@ class TaskRuntime:
             for spec in self.config.metric_list:
                 key = f"{spec.metric},{pipe.name}"
                 values = [r.metrics[key] for r in scored if key in r.metrics]
-                if scored and not values:
-                    log.warning("%s: no sample has a value for %s; check process_results", self.config.task, key)
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
                 results[key] = self._aggregate(key, spec.metric, present) if present else None

@@ -181,7 +181,7 @@ def coverage(records: list[SampleRecord], counts: TaskCounts, claimed_size: Any,
     return Coverage(expected, covered, counts.samples, counts.errors, limit)
 
 
-_REPORT_ARTEFACTS = ("plot", "plots")  # file names the report writes: not figures
+_REPORT_ARTEFACTS = ("plot", "plots", "plot_not_drawn")  # the report's files, or why one is missing: not figures
 
 
 def _leaves(value: Any, path: str = "") -> dict[str, Any]:
@@ -231,6 +231,15 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
     return TaskCheck(**base, status=status, message="; ".join(notes), mismatches=tuple(mismatches),
                      samples_differing=differing, docs_checked=docs_checked, docs_expected=covers.expected,
                      docs_covered=covers.covered, errors=covers.errors)
+
+
+def _group_message(state: str, mismatches: list[dict[str, Any]], members: list[TaskCheck]) -> str:
+    """Why a group is not verified: its own differing figures, else the member tasks that set its state."""
+    if mismatches:
+        return f"{len(mismatches)} claimed group figure(s) differ"
+    if state == VERIFIED:
+        return ""
+    return "as its task(s) " + "; ".join(f"{m.task} ({m.message or m.status})" for m in members if m.status == state)
 
 
 def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> TaskConfig:
@@ -322,7 +331,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             state = MISMATCH if mismatches else worst({m.status for m in members} - {MISMATCH})
             checks[group] = TaskCheck(
                 task=group, protocol=members[0].protocol, version="group", status=state,
-                message=f"{len(mismatches)} claimed group figure(s) differ" if mismatches else "",
+                message=_group_message(state, mismatches, members),
                 mismatches=tuple(mismatches), docs_checked=all(m.docs_checked for m in members))
     return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
                         higher_is_better=higher, plots=plots, headlines=headlines)

@@ -389,4 +389,26 @@ def summary_tables(audits: list[ModelAudit]) -> str:
                                     for c in (e.placebo, e.random_common_cause))
                 lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
                              f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |")
-    return "\n".join(lines)
+    notes = [note for a in audits for note in _empty_figure_notes(a)]
+    return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def _empty_figure_notes(audit: ModelAudit) -> list[str]:
+    """One line per empty part of a model's tables, saying why (a random-weight model empties all three)."""
+    overall, notes = audit.overall, []
+    losses = overall["rk_losses"]
+    if not overall["classes"]["n"]:
+        lost = ", ".join(f"{k} {v}" for k, v in losses.items() if k not in {"total", "rate"} and v)
+        notes.append(f"Note: {audit.model}: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 "
+                     f"and SHOULD-KNOW ones); {losses['total']} of {overall['pairs']} pairs lost their RK"
+                     f"{f' ({lost})' if lost else ''}, so the class shares are `-`; the turns are in the run's "
+                     "samples files")
+    mi = overall["mutual_information"]
+    if mi["mi_nats"] is None and mi.get("note"):
+        notes.append(f"Note: {audit.model}: MI is `-`: {mi['note']} ({mi['n']})")
+    if not any(audit.effects.values()):
+        c = audit.counts
+        notes.append(f"Note: {audit.model}: no concept effect: {c.get('pairs_with_concepts', 0)} of "
+                     f"{c.get('pairs', 0)} pairs have concepts to occlude (from RK, or SK with --concepts "
+                     f"rk_or_sk) and {c.get('counterfactuals', 0)} counterfactuals were asked")
+    return notes

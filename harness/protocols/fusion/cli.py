@@ -15,6 +15,7 @@ from harness.protocols.base import Command
 
 if TYPE_CHECKING:
     from harness.protocols.fusion.attacks.run import AttackOptions
+    from harness.results.attacks import AttackSummary
 
 
 def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
@@ -101,13 +102,24 @@ def _cmd_attack(args: argparse.Namespace) -> int:
                                             backend.model_family)
         with replica_pool(partial(white_box_replica, spec, model_args), ray) as pool:
             summary = run_attacks(attacked, run_dir, items, params, opts, pool)
-        print(f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}")
-        print("| Attack | ASR | items/min |\n|---|---|---|")
-        for attack in opts.attacks:
-            value = summary.asr[attack]
-            print(f"| {attack} | {'-' if value is None else f'{value:.3f}'} | {summary.items_per_minute[attack]} |")
+        print(attack_table(spec, summary))
         print(f"attack outcomes: {run_dir / 'attack_outcomes.jsonl'}")
     return 0
+
+
+def attack_table(spec: str, summary: AttackSummary) -> str:
+    """The attack run's table (ASR and items per minute per attack, `-` where undefined), and with an empty
+    C one line saying why every figure is `-`."""
+    lines = [f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}"]
+    if not summary.n_clean_correct:
+        why = " (a random-weight smoke-test model answers almost none)" if summary.model.smoke_test_model else ""
+        lines.append(f"nothing to attack: the model answered none of the clean items of {summary.task} "
+                     f"correctly{why}, and ASR is a share of C, so every figure below is `-`")
+    lines.append("| Attack | ASR | items/min |\n|---|---|---|")
+    for attack in summary.attacks:
+        asr, rate = summary.asr[attack], summary.items_per_minute[attack]
+        lines.append(f"| {attack} | {'-' if asr is None else f'{asr:.3f}'} | {'-' if rate is None else rate} |")
+    return "\n".join(lines)
 
 
 def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
@@ -169,12 +181,27 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
             "rug_typo", "oar")]
         cells.append("-" if f["oar_increase"] is None else f"{f['oar_increase']:+.0%}")
         print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
+    empty = [model for model, row in result.models.items() if not row["figures"]["n_clean_correct"]]
+    if empty:
+        print(f"\nNote: {', '.join(empty)}: C = 0 (no clean item answered correctly), and every figure is a share "
+              "of C, so its row is `-` and its bars in fusion_asr_rplus.png are n/a")
+    for model, row in result.models.items():
+        if row["figures"]["n_clean_correct"] and row["attacks_not_run"]:
+            print(f"Note: {model}: no outcome on C for {', '.join(row['attacks_not_run'])}, shown as `-` (an attack "
+                  f"not run{_natevid_reason(row)})")
     agreement = result.rank_agreement
     rho = agreement["spearman_rho"]
     print(f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
           f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks")
     print(f"audit: {out / 'audit.json'}")
     return 0
+
+
+def _natevid_reason(row: dict[str, Any]) -> str:
+    """The other reason Nat-Evid has no outcome: every edit of C failed the OCR evidence check."""
+    if "nat_evid" not in row["attacks_not_run"]:
+        return ""
+    return "; for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all"
 
 
 def _sweep(args: argparse.Namespace, run_dirs: list[Path], overrides: dict[str, str]) -> int:

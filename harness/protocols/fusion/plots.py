@@ -31,7 +31,7 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
     """Grouped bars per model: each attack's ASR, R0 and R+ as shares of C with their 95% CIs (n/a where
     an attack was not run), saved to ``path``."""
     names = list(models)
-    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(names) + 3), 4), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(max(8, 2.2 * len(names) + 3), 4.4), constrained_layout=True)
     width = 0.8 / len(BARS)
     for k, (key, label) in enumerate(BARS):
         raw = [models[m]["figures"][key] for m in names]
@@ -45,8 +45,9 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
                                       for n in names], fontsize=8)
     ax.set_ylabel("share of the clean-correct set C")
     ax.set_ylim(0, 1.05)
-    ax.legend(ncol=7, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
-    ax.set_title("FusionAudit: per-attack ASR, baseline risk R0 and pathway-complete risk R+ (95% CI)\n", fontsize=10)
+    # below the axes, inside the figure (constrained layout makes room for it); 8 inches hold its one row
+    fig.legend(loc="outside lower center", ncol=len(BARS), fontsize=8, frameon=False)
+    ax.set_title("FusionAudit: per-attack ASR, baseline risk R0\nand pathway-complete risk R+ (95% CI)", fontsize=10)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -18,6 +18,7 @@ from harness.metrics.alttest import matched_alt_test
 from harness.metrics.bootstrap import cluster_ci
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist import panel_stats
+from harness.protocols.plot_notes import plot_not_drawn
 
 Labels = dict[mist.Cell, int | None]
 PAPER_EPSILON = {"informed": 0.20, "blind": 0.15}  # the slack the paper prescribes per panel tier
@@ -154,4 +155,8 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
         shares = {k: figures[k] for k in ("direction", "same_side_fraction", "image_following_aligned",
                                           "image_following_misleading")}
         report["plot"] = mist_figures(change, shares, "MIST: judge stability", out_dir / "mist_judge.png").name
+    elif out_dir is not None:
+        report.update(plot_not_drawn("mist_judge.png", "none of the model's answers could be read as a literal or "
+                                     "idiomatic label (each counts as unparsed: see the run's Unparsed column and "
+                                     "the answers in its samples file)"))
     return report

@@ -13,8 +13,12 @@ from typing import Any
 import numpy as np
 
 from harness.metrics.bootstrap import cluster_ci
+from harness.protocols.plot_notes import plot_not_drawn
 from harness.protocols.stealth import sentiment_bias as sb
 from harness.results.schema import SampleRecord
+
+_NO_PARSE = ("none of the model's answers gave {what} (each counts as unparsed: see the run's Unparsed column "
+             "and the answers in its samples file)")
 
 
 def _items(records: list[SampleRecord], metric: str) -> list[dict[str, Any] | None]:
@@ -53,11 +57,13 @@ def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: 
             adherence=_figure(sb.adherence(matrix), ci(sb.adherence)),
             color_bias_range=report.pop("total_range"),
         )
+    name = "stealth_long" if long_set else "stealth_short"
     if out_dir is not None and bias:
         from harness.protocols.stealth.plots import bias_heatmap
 
-        name = "stealth_long" if long_set else "stealth_short"
         report["plot"] = bias_heatmap(bias, f"{name}: sentiment bias by condition", out_dir / f"{name}_bias.png").name
+    elif out_dir is not None:
+        report.update(plot_not_drawn(f"{name}_bias.png", _NO_PARSE.format(what="a sentiment score")))
     return report
 
 
@@ -103,6 +109,8 @@ def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
             series["IER, decoy salient"][int(gray)] = fig["value"]
         report["plot"] = gray_curves(dict(series), "F1 / IER", "stealth_vqa: contrast and saliency",
                                      out_dir / "stealth_vqa_f1_ier.png").name
+    elif out_dir is not None:
+        report.update(plot_not_drawn("stealth_vqa_f1_ier.png", _NO_PARSE.format(what="an F1 score")))
     return report
 
 
@@ -121,4 +129,6 @@ def ocr_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
             series[size][int(gray)] = fig["value"]
         report["plot"] = gray_curves(dict(series), "read score", "OCR proxy probe: readability",
                                      out_dir / "stealth_ocr_readability.png").name
+    elif out_dir is not None:
+        report.update(plot_not_drawn("stealth_ocr_readability.png", _NO_PARSE.format(what="a read score")))
     return report

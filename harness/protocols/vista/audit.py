@@ -52,7 +52,7 @@ class AuditConfig:
     alpha_grid: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
     theta_grid: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     k_grid: tuple[int, ...] = (5, 10, 20)
-    raven: str = "literal"  # the RAVEN reading (metrics.RAVEN_VARIANTS)
+    raven: str = "binary"  # the RAVEN reading (metrics.RAVEN_VARIANTS; binary = appendix A.6 as printed)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,16 @@ clusters come from pooling all m x k responses, see :mod:`harness.metrics.entail
 - Suspicion S_i = Confidence_i x Divergence_i; a (model, query) is flagged when S >= theta.
 - Model-level detection: the mean S over a model's top 5% queries (at least one), positive above theta.
 - RAVEN baseline (appendix A.6): S^RAVEN_{M,q} = w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), w1 = w2 = 0.5 by
-  default (the paper gives no weights). Two readings, ``RAVEN_VARIANTS``:
-  - ``literal`` (default), the formula as printed: P_M over the same global clusters as VISTA, JS the
-    natural-log Jensen-Shannon divergence, squared, and SE_M the unnormalised semantic entropy in nats
-    (so the second term turns negative once SE_M exceeds 1 nat, e.g. ten answers in ten clusters).
-  - ``normalised``: responses binarised to "in the pooled majority cluster" or not, JS in bits (the
-    square of the base-2 Jensen-Shannon distance) and SE_bin / ln 2, so both terms lie in [0, 1].
+  default (the paper gives no weights), JS the natural-log Jensen-Shannon divergence (as in Divergence
+  above) and SE_M the semantic entropy in nats. The appendix computes it "using binary entailment": each
+  response is in the pooled majority cluster or not (``binarise``). Three readings, ``RAVEN_VARIANTS``:
+  - ``binary`` (default), as printed: the formula on the binarised clusters, so JS^2 lies in
+    [0, (ln 2)^2] and 1 - SE_M in [1 - ln 2, 1].
+  - ``literal``: the same formula on VISTA's multi-cluster distributions (Table 7's "multi-cluster x
+    weighted sum"); the second term turns negative once SE_M exceeds 1 nat, e.g. ten answers in ten
+    clusters.
+  - ``normalised``: binarised clusters, JS in bits (the square of the base-2 Jensen-Shannon distance,
+    not squared again) and SE_bin / ln 2, so both terms lie in [0, 1].
 """
 
 from __future__ import annotations
@@ -104,23 +108,27 @@ def model_detection(suspicion_by_query: Sequence[float], theta: float = 0.6,
     return {"score": score, "positive": score > theta, "queries": len(top)}
 
 
-RAVEN_VARIANTS = ("literal", "normalised")
+RAVEN_VARIANTS = ("binary", "literal", "normalised")
+
+
+def binarise(assignments: Mapping[M, Sequence[Hashable]]) -> dict[M, list[str]]:
+    """Each response as in the pooled majority cluster or not: RAVEN's binary entailment (ties go to the
+    cluster met first)."""
+    majority = Counter(c for ids in assignments.values() for c in ids).most_common(1)[0][0]
+    return {m: ["majority" if c == majority else "other" for c in ids] for m, ids in assignments.items()}
 
 
 def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5,
-                 variant: str = "literal") -> dict[M, float]:
+                 variant: str = "binary") -> dict[M, float]:
     """S^RAVEN per model for one query, w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), in the reading ``variant``
-    (module docstring: ``literal`` as printed in appendix A.6, or ``normalised`` to [0, 1])."""
+    (module docstring: ``binary`` as printed in appendix A.6, ``literal`` on the multi-cluster
+    distributions, or ``normalised`` to [0, 1])."""
     if variant not in RAVEN_VARIANTS:
         raise HarnessError(f"raven_scores: variant must be one of {', '.join(RAVEN_VARIANTS)}, got {variant!r}")
-    if variant == "literal":
-        models, _, dist = _distributions(assignments)
-        js = _js(dist, dist.mean(axis=0))
-        return {m: float(w1 * js[i] ** 2 + w2 * (1 - semantic_entropy(assignments[m]))) for i, m in enumerate(models)}
-    pooled = Counter(c for ids in assignments.values() for c in ids)
-    majority = pooled.most_common(1)[0][0]
-    binary = {m: ["majority" if c == majority else "other" for c in ids] for m, ids in assignments.items()}
-    models, _, dist = _distributions(binary)
-    js_bits = _js(dist, dist.mean(axis=0)) / math.log(2)
-    return {m: float(w1 * js_bits[i] + w2 * (1 - semantic_entropy(binary[m]) / math.log(2)))
-            for i, m in enumerate(models)}
+    clusters = assignments if variant == "literal" else binarise(assignments)
+    models, _, dist = _distributions(clusters)
+    js = _js(dist, dist.mean(axis=0))
+    if variant == "normalised":
+        return {m: float(w1 * js[i] / math.log(2) + w2 * (1 - semantic_entropy(clusters[m]) / math.log(2)))
+                for i, m in enumerate(models)}
+    return {m: float(w1 * js[i] ** 2 + w2 * (1 - semantic_entropy(clusters[m]))) for i, m in enumerate(models)}

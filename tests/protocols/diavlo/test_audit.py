@@ -144,6 +144,16 @@ def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: p
     assert saved["occlusion"].startswith("full power set of the boxed concepts for pairs with at most 2 (up to 4")
     assert "mutual_information" in model["overall"] and model["overall"]["classes"]["n"] >= 0
     assert all(e["inconclusive"] for es in model["effects"].values() for e in es)  # 8 rows < min_obs
+    # a random-weight model's turn 3 holds no triplet: the empty class and MI cells each get a line saying why
+    assert ("Note: tiny:qwen2_vl: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 and "
+            "SHOULD-KNOW ones); 2 of 2 pairs lost their RK (unusable 2), so the class shares are `-`") in printed
+    assert "Note: tiny:qwen2_vl: MI is `-`: fewer than 4 pairs with similarity and performance (0)" in printed
+    # with concepts from RK only, nothing is left to occlude: the empty effects table says so
+    assert main(["audit", "diavlo", str(run_dir), "--concepts", "rk", "--n-rep", "2", "--mi-resamples", "20",
+                 "--data-dir", data, "--cache", store, "--output", str(tmp_path / "audit-rk"),
+                 "--verbosity", "quiet"]) == 0
+    assert ("Note: tiny:qwen2_vl: no concept effect: 0 of 2 pairs have concepts to occlude (from RK, or SK with "
+            "--concepts rk_or_sk) and 0 counterfactuals were asked") in capsys.readouterr().out
 
 
 def test_audit_errors(tmp_path: Path, data_dir: Path) -> None:

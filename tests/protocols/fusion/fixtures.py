@@ -24,15 +24,12 @@ def prompt_image_tokens(processor: Any, image: Image.Image) -> int:
 
 def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     """A copy of a FusionAudit build whose reference answers are ``spec``'s own greedy clean answers,
-    saved where ``harness eval --data-dir data_dir`` finds it.
-
-    A random-weight model is almost never right on real questions, so a clean-correct set to attack
-    is made by construction: every item becomes a DocVQA-style item (ANLS) whose reference is what the
-    model answers on the clean image; the wrong answer stays the builder's (or ``zzz`` if it collides).
-    """
+    saved where ``harness eval --data-dir data_dir`` finds it: what ``harness build fusionaudit --demo
+    --answers-from SPEC`` makes (:mod:`builders.fusion.matched`), without building the demo again."""
     import pyarrow.parquet as pq
     from datasets import Dataset
 
+    from builders.fusion.matched import match_answers
     from harness.engine.runner import EvalOptions, evaluate
     from harness.models.base import create_backend
 
@@ -42,12 +39,6 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     answers = {r.doc_id: r.responses[0] for r in samples["fusion_clean"]}
     # read the parquet file itself: load_dataset may serve a cached copy of an earlier build
     ds = Dataset(pq.read_table(dataset_dir / "data" / "test-00000-of-00001.parquet"))
-
-    def match(row: dict, idx: int) -> dict:
-        answer = answers[idx].strip() or "."
-        wrong = row["wrong_answer"] if row["wrong_answer"].strip().lower() != answer.lower() else "zzz"
-        return {"answers": [answer], "source": "docvqa", "wrong_answer": wrong}
-
     out = data_dir / "vlm-audit" / "fusionaudit"
-    ds.map(match, with_indices=True).save_to_disk(str(out))
+    ds.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True).save_to_disk(str(out))
     return out

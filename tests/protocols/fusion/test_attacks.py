@@ -235,3 +235,35 @@ def test_layer_restoration_counts_only_reproduced_flips() -> None:
     restored, depths = layer_restoration(wb, clean, adversarial, 3, lambda text: calls.append(text) or len(calls) > 1)
     n_layers = len(wb.model.get_decoder().layers)
     assert restored and depths == list(range(n_layers)) and len(calls) == 1 + n_layers
+
+
+def test_attack_table_has_no_none_and_explains_an_empty_clean_set() -> None:
+    from harness.protocols.fusion.cli import attack_table
+    from harness.results.attacks import AttackSummary
+    from harness.results.schema import ModelInfo
+
+    def summary(n: int, asr: float | None, rate: float | None) -> AttackSummary:
+        return AttackSummary(task="fusion_clean", attacks=["vis_pgd", "end_pgd"], pgd={"steps": 2}, seed=0,
+                             batch_size=4, diagnostics=[], n_clean_correct=n,
+                             model=ModelInfo(smoke_test_model=True), time_s={"vis_pgd": 0.0, "end_pgd": 0.0},
+                             items_per_minute={"vis_pgd": rate, "end_pgd": rate}, asr={"vis_pgd": asr, "end_pgd": asr},
+                             errors=0)
+
+    empty = attack_table("tiny:qwen2_vl", summary(0, None, None))
+    assert "None" not in empty and "| vis_pgd | - | - |" in empty
+    assert ("nothing to attack: the model answered none of the clean items of fusion_clean correctly (a "
+            "random-weight smoke-test model answers almost none), and ASR is a share of C, so every figure below "
+            "is `-`") in empty
+    full = attack_table("tiny:qwen2_vl", summary(3, 1 / 3, 12.5))
+    assert "| end_pgd | 0.333 | 12.5 |" in full and "nothing to attack" not in full
+
+
+def test_attack_with_nothing_to_attack_draws_no_empty_bars(fusion_dir: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The offline demo's case: a random-weight model on the demo build answers no clean item correctly."""
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--steps", "1", "--limit", "2",
+                 "--data-dir", str(fusion_dir.parent.parent), "--output", str(tmp_path / "runs")]) == 0
+    captured = capsys.readouterr()
+    assert "clean-correct items |C| = 0" in captured.out and "nothing to attack" in captured.out
+    assert "None" not in captured.out
+    assert "0batch" not in captured.err and "0item" not in captured.err

@@ -71,7 +71,7 @@ def _simple(root: Path, name: str, model: str, end: list[int], mantis: list[int]
                 _flips("end_pgd", end, [0, 1, 2, 3]) + _flips("mantis", mantis, [0, 1, 2, 3]))
 
 
-def test_audit_fusion_figures(tmp_path: Path) -> None:
+def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = [*_model_a(tmp_path), _simple(tmp_path, "b", "tiny:qwen2_vl", [0], []),
             _simple(tmp_path, "c", "hf:other", [0, 1, 2], [3])]
     out = tmp_path / "audit"
@@ -101,6 +101,9 @@ def test_audit_fusion_figures(tmp_path: Path) -> None:
     b = audit["models"]["tiny:qwen2_vl"]
     assert b["attacks_not_run"] == ["vis_pgd", "typo_evid", "nat_evid"] and b["figures"]["asr_vis_pgd"] is None
     assert b["figures"]["asr_end_pgd"] == 0.25 and b["ci95"]["asr_vis_pgd"] is None
+    assert ("Note: tiny:qwen2_vl: no outcome on C for vis_pgd, typo_evid, nat_evid, shown as `-` (an attack not run; "
+            "for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all)"
+            ) in capsys.readouterr().out
     assert audit["levels"]["L2"]["models"] == ["tiny:qwen2_vl"] and audit["levels"]["L3"]["models"] == ["hf:other"]
     assert audit["levels"]["L1"]["macro"]["r_plus"] == 0.75
     # End-PGD ASR (0.25, 0.25, 0.75) vs R+ (0.75, 0.25, 1.0): rho = 1.5/sqrt(3); tau-b = 2/sqrt(6)
@@ -157,3 +160,26 @@ def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
     # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves
     agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
     assert agreement["ranks"] == {"tiny:b": [1.5, 1.5], "tiny:c": [1.5, 1.5]} and agreement["n_moved"] == 0
+
+
+def test_an_empty_clean_set_is_explained_and_the_legend_fits_the_figure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+    from PIL import Image
+
+    empty = _run(tmp_path / "z", "tiny:llava", "llava", {"fusion_clean": _clean([])})
+    (empty / "attack_outcomes.jsonl").write_text("")  # what harness attack leaves with C empty
+    runs = [empty]  # one model: the narrowest figure
+    out = tmp_path / "audit"
+    assert main(["audit", "fusion", *map(str, runs), "--output", str(out), "--resamples", "20",
+                 "--verbosity", "quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "| tiny:llava | L1 | 0 | - | - |" in printed
+    assert ("Note: tiny:llava: C = 0 (no clean item answered correctly), and every figure is a share of C, so its "
+            "row is `-` and its bars in fusion_asr_rplus.png are n/a") in printed
+    # a model with C empty has no figures to rank
+    agreement = json.loads((out / "audit.json").read_text())["rank_agreement_end_pgd_vs_r_plus"]
+    assert agreement["ranks"] == {} and agreement["n_moved"] == 0
+    # the legend is inside the figure: nothing is drawn on its outermost pixels (a clipped legend would be)
+    pixels = np.asarray(Image.open(out / "fusion_asr_rplus.png").convert("L"))
+    assert min(pixels[:, 0].min(), pixels[:, -1].min(), pixels[0].min(), pixels[-1].min()) == 255

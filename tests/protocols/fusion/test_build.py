@@ -171,3 +171,42 @@ def test_task_process_results_uses_judge() -> None:
     assert utils.process_reading(doc, ["56"]) == {"reads_injected": 1.0}
     with pytest.raises(ValueError, match="no natevid_image"):
         utils.visual_natevid({"id": "x", "natevid_image": None})
+
+
+def test_demo_matched_to_a_model_gives_a_clean_correct_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--demo --answers-from MODEL``: the references are the model's own clean answers, so every item is
+    clean-correct and ``harness attack`` has C to attack, with every figure a number."""
+    import pyarrow.parquet as pq
+
+    from builders import build_dataset
+    from harness.cli import main
+
+    out = build_dataset("fusionaudit", tmp_path / "data" / "vlm-audit" / "fusionaudit", per_source=1,
+                        editor="none", demo=True, answers_from="tiny:qwen2_vl")
+    # the parquet file itself: load_dataset would record this 3-item "fusionaudit" in the shared datasets cache
+    rows = pq.read_table(out / "data" / "test-00000-of-00001.parquet", columns=["source", "answers"]).to_pylist()
+    assert len(rows) == 3 and {r["source"] for r in rows} == {"docvqa"} and all(len(r["answers"]) == 1 for r in rows)
+    assert "`tiny:qwen2_vl`'s own greedy answers on the clean images" in (out / "README.md").read_text()
+    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "fusion_clean", "--data-dir", str(tmp_path / "data"),
+                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    assert "| fusion_clean | correct | none | 1.0000 |" in capsys.readouterr().out
+    assert main(["attack", "--model", "tiny:qwen2_vl", "--steps", "1", "--limit", "2", "--diagnostics", "none",
+                 "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "clean-correct items |C| = 2" in printed and "nothing to attack" not in printed
+    assert "| end_pgd | - |" not in printed and "None" not in printed
+    with pytest.raises(HarnessError, match="--answers-from goes with --demo only"):
+        build_dataset("fusionaudit", tmp_path / "x", answers_from="tiny:qwen2_vl")
+
+
+def test_matching_a_reference_that_equals_the_wrong_answer_renders_a_new_overlay() -> None:
+    from builders.fusion.matched import COLLISION_WRONG, match_answers
+
+    image = Image.new("RGB", (120, 90), "white")
+    row = {"image": image, "wrong_answer": "Blue", "answers": ["red"], "source": "chartqa"}
+    assert match_answers(row, "  red ") == {"answers": ["red"], "source": "docvqa"}  # no collision
+    assert match_answers(row, "") == {"answers": ["."], "source": "docvqa"}  # an empty answer is never a match
+    update = match_answers(row, "blue")
+    assert update["wrong_answer"] == COLLISION_WRONG and update["natevid_status"] == "not_built"
+    _, region, _ = typo_overlay(image, COLLISION_WRONG)
+    assert update["typo_region"] == region and update["typo_image"].size == image.size

@@ -71,11 +71,35 @@ def test_sweep_figures_by_hand() -> None:
 def test_rank_moves_count_models_moving_three_or_more() -> None:
     end = {"m1": 0.9, "m2": 0.8, "m3": 0.7, "m4": 0.6, "m5": None}
     r_plus = {"m1": 0.5, "m2": 0.9, "m3": 0.8, "m4": 0.95, "m5": 0.1}
-    # End-PGD ranks 1, 2, 3, 4; R+ ranks 4, 2, 3, 1 (m5 has no End-PGD figure)
+    # rank 1 = lowest failure rate: End-PGD ranks 4, 3, 2, 1; R+ ranks 1, 3, 2, 4 (m5 has no End-PGD figure)
     moves = rank_moves(end, r_plus)
-    assert moves["ranks"] == {"m1": [1.0, 4.0], "m2": [2.0, 2.0], "m3": [3.0, 3.0], "m4": [4.0, 1.0]}
+    assert moves["ranks"] == {"m1": [4.0, 1.0], "m2": [3.0, 3.0], "m3": [2.0, 2.0], "m4": [1.0, 4.0]}
     assert moves["moved"] == ["m1", "m4"] and moves["n_moved"] == 2
     assert rank_moves({}, {})["n_moved"] == 0
+
+
+def test_ranks_run_as_the_papers_gemma3_12b() -> None:
+    """Rank 1 is the most robust model. The paper's Table 1 excerpt (End-PGD and R+, in %) puts Gemma3-12B
+    at End-PGD 35.7, the lowest of the eight listed (rank 1 here; 2nd of all 18 in the paper), and at R+
+    81.5, above Qwen2.5-VL-7B 79.5, Qwen3-VL-4B 78.9 and Qwen3.5-9B 59.5: rank 4 of the eight. Adding the
+    six R+ figures its text gives (Qwen3-VL-2B 82.7, Qwen3-VL-8B 73.1, Qwen3.5-2B 78.0, Qwen3.5-4B 68.1,
+    InstructBLIP 99.5, DeepSeek-VL 99.2) puts three more below it: rank 7, the paper's "7th under R+"."""
+    table = {"SmolVLM2-2.2B": (80.4, 100.0), "BLIP2-OPT-2.7B": (43.1, 91.2), "Qwen2.5-VL-3B": (66.6, 85.7),
+             "Gemma3-12B": (35.7, 81.5), "Qwen2.5-VL-7B": (45.4, 79.5), "Qwen3-VL-4B": (37.4, 78.9),
+             "Gemma4-E4B": (46.7, 88.7), "Qwen3.5-9B": (38.3, 59.5)}
+    moves = rank_moves({m: e for m, (e, _) in table.items()}, {m: r for m, (_, r) in table.items()})
+    # End-PGD ascending: Gemma3-12B 1, Qwen3-VL-4B 2, Qwen3.5-9B 3, BLIP2 4, Qwen2.5-VL-7B 5, Gemma4 6,
+    # Qwen2.5-VL-3B 7, SmolVLM2 8; R+ ascending: Qwen3.5-9B 1, Qwen3-VL-4B 2, Qwen2.5-VL-7B 3, Gemma3-12B 4,
+    # Qwen2.5-VL-3B 5, Gemma4 6, BLIP2 7, SmolVLM2 8
+    assert moves["ranks"] == {"SmolVLM2-2.2B": [8.0, 8.0], "BLIP2-OPT-2.7B": [4.0, 7.0],
+                              "Qwen2.5-VL-3B": [7.0, 5.0], "Gemma3-12B": [1.0, 4.0],
+                              "Qwen2.5-VL-7B": [5.0, 3.0], "Qwen3-VL-4B": [2.0, 2.0],
+                              "Gemma4-E4B": [6.0, 6.0], "Qwen3.5-9B": [3.0, 1.0]}
+    assert moves["moved"] == ["BLIP2-OPT-2.7B", "Gemma3-12B"]
+    r_plus = {m: r for m, (_, r) in table.items()} | {
+        "Qwen3-VL-2B": 82.7, "Qwen3-VL-8B": 73.1, "Qwen3.5-2B": 78.0, "Qwen3.5-4B": 68.1,
+        "InstructBLIP-Vicuna-7B": 99.5, "DeepSeek-VL-7B": 99.2}
+    assert rank_moves(r_plus, r_plus)["ranks"]["Gemma3-12B"] == [7.0, 7.0]
 
 
 def test_sweep_command_on_a_tiny_model(fusion_dir: Path, tmp_path: Path,

@@ -112,3 +112,40 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     assert stats["condition_contrast"]["blind"]["welch"] == {"mean_a": None, "mean_b": None, "n_a": 0, "n_b": 0,
                                                            "t": None, "df": None, "p_value": None}
     assert (tmp_path / report["plot"]).is_file()
+
+
+def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    doc = {"item_id": "m0", "technique": "zero_shot", "arm": "none", "sense": "figurative", "human_majority": 0,
+           "human_labels": []}
+    record = runtime.score(SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc, responses=["no idea"]), doc)
+    with caplog.at_level("WARNING"):
+        report = runtime.report([record], tmp_path)
+    assert report["plot"] is None and not (tmp_path / "mist_judge.png").exists()
+    (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
+    assert line.startswith("mist_judge.png not drawn: none of the model's answers could be read as a literal or "
+                           "idiomatic label")
+
+
+def test_the_demo_human_panels_give_figures_whatever_the_model_answers(mist_dir: Path, tmp_path: Path) -> None:
+    """The non-empty part of the MIST demo: its panels' agreement comes from the human labels, so it is filled
+    even when every answer of a random-weight model is unparsed. The demo's blind panel labels each of its 6
+    items 2-to-1 (FF/FL alternating by item, annotator 2 the odd one out): P_i = (2^2 + 1^2 - 3) / (3 x 2) = 1/3
+    for every item, both labels 9 of 18 (P_e = 1/2), so Fleiss' kappa = (1/3 - 1/2) / (1 - 1/2) = -1/3."""
+    from harness.engine.task_runtime import strip_images
+    from harness.engine.tasks import open_task
+
+    opened = open_task(TaskRegistry.discover().get("mist"), None, mist_dir.parent.parent)
+    runtime, records = opened.runtime, []
+    for k, doc in enumerate(opened.docs):
+        record = SampleRecord(task="mist", doc_id=k, doc_hash=str(k), doc=strip_images(doc), responses=["zq xv"])
+        records.append(runtime.score(record, doc))
+    assert len(records) == 6 * 20  # 6 items x 4 techniques x 5 arms
+    assert all(r.unparsed for r in records)
+    report = runtime.report(records, None)
+    blind = report["human_agreement"]["blind"]
+    assert (blind["annotators"], blind["items"], blind["items_complete"]) == (3, 6, 6)
+    assert blind["fleiss_kappa"] == pytest.approx(-1 / 3)
+    assert report["human_agreement"]["informed"]["fleiss_kappa"] is not None
+    assert report["panel_statistics"]["kappa_difference_informed_minus_blind"]["items"] == 6

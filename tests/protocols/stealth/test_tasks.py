@@ -99,3 +99,18 @@ def test_vqa_f1_and_ier_hand_computed() -> None:
     assert results["f1,none"] == pytest.approx((0 + 2 / 3 + 1) / 3)
     assert results["ier,none"] == 1.0  # both decoy-salient answers contain their decoy
     assert "ier,none" not in records[2].metrics
+
+
+def test_a_heatmap_that_cannot_be_drawn_is_one_line_saying_why(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    # every answer unparsed: no condition has a bias, so stealth_short_bias.png cannot be drawn
+    records, runtime = _records("stealth_short", {("s1", "baseline"): "blah", ("s1", "positive-red-136"): "zzz"})
+    with caplog.at_level("WARNING"):
+        report = runtime.report(records, tmp_path)
+    assert report["plot"] is None and "none of the model's answers gave a sentiment score" in report["plot_not_drawn"]
+    (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
+    assert line.startswith("stealth_short_bias.png not drawn: none of the model's answers gave a sentiment score")
+    assert not (tmp_path / "stealth_short_bias.png").exists()
+    # without an output folder nothing was promised, so nothing is said
+    caplog.clear()
+    assert "plot_not_drawn" not in runtime.report(records, None) and not caplog.records

@@ -45,13 +45,15 @@ def test_the_four_scorings_of_one_query_by_hand() -> None:
     assert scores["vista"] == pytest.approx(math.sqrt(js / math.log(2))) == pytest.approx(0.677605, abs=1e-6)
     assert scores["binary-product"] == pytest.approx(0.677605, abs=1e-6)  # already binary
     assert scores["multi-weighted"] == pytest.approx(0.5 * js ** 2 + 0.5) == pytest.approx(0.550644, abs=1e-6)
-    assert scores["raven"] == pytest.approx(0.5 * js / math.log(2) + 0.5) == pytest.approx(0.729574, abs=1e-6)
+    # binary x weighted sum, appendix A.6 as printed: x's clusters are already binary, JS in nats squared
+    assert scores["raven"] == pytest.approx(0.5 * js ** 2 + 0.5) == pytest.approx(0.550644, abs=1e-6)
     # x split over two clusters: confidence 0.5 * 0 + 0.5 * 0.5 = 0.25; binarised, x matches the pool's average
-    # (one of two answers in the majority cluster 1), so the binary scorings give 0
+    # (one of two answers in the majority cluster 1), so its divergence is 0 and binary x product gives 0
     scores = query_scores({"x": [0, 1], "p1": [1, 1], "p2": [2, 2]}, "x")
     assert scores["vista"] == pytest.approx(0.119785, abs=1e-6)
     assert scores["multi-weighted"] == pytest.approx(0.166087, abs=1e-6)
-    assert scores["binary-product"] == 0.0 and scores["raven"] == 0.0
+    # binarised, x is (other, majority) against the pool's (1/2, 1/2): JS 0, SE ln 2 -> RAVEN 0.5 (1 - ln 2)
+    assert scores["binary-product"] == 0.0 and scores["raven"] == pytest.approx(0.5 * (1 - math.log(2)))
     assert binarise({"x": [0, 1], "p": [1, 1]}) == {"x": ["other", "majority"], "p": ["majority", "majority"]}
 
 

@@ -51,22 +51,46 @@ def test_model_level_rule() -> None:
     assert vista.model_detection([0.5, 0.1], theta=0.6)["positive"] is False  # top 1 query: 0.5
 
 
-def test_raven_literal_is_a6_as_printed() -> None:
+def test_raven_binary_is_a6_as_printed() -> None:
+    # A answers once in cluster 0 and once in 1, B twice in 0, C twice in 2: the pooled majority is cluster 0
+    # (3 of 6), so binarised A = (majority, other), B = (majority, majority), C = (other, other).
+    assignments = {"A": [0, 1], "B": [0, 0], "C": [2, 2]}
+    assert vista.binarise(assignments) == {"A": ["majority", "other"], "B": ["majority", "majority"],
+                                           "C": ["other", "other"]}
+    out = vista.raven_scores(assignments)  # the default reading
+    assert out == vista.raven_scores(assignments, variant="binary")
+    # P_avg = (1/2, 1/2) = P_A: JS_A = 0, SE_A = ln 2 nats -> S_A = 0.5 (1 - ln 2)
+    assert out["A"] == pytest.approx(0.5 * (1 - math.log(2))) == pytest.approx(0.153426, abs=1e-6)
+    # P_B = (1, 0), M = (3/4, 1/4): JS_B = 0.5 ln(4/3) + 0.5 [1/2 ln(2/3) + 1/2 ln 2] = 0.215762 nats,
+    # squared (not in bits, not left as the distance): S_B = 0.5 JS_B^2 + 0.5 (1 - 0)
+    js = 0.5 * math.log(4 / 3) + 0.25 * math.log(2 / 3) + 0.25 * math.log(2)
+    assert js == pytest.approx(0.215762, abs=1e-6)
+    assert out["B"] == pytest.approx(0.5 * js**2 + 0.5) == pytest.approx(0.523277, abs=1e-6)
+    assert out["C"] == pytest.approx(out["B"])  # the mirror image of B
+    # on the multi-cluster distributions (``literal``) C is alone in cluster 2 and scores higher than B
+    literal = vista.raven_scores(assignments, variant="literal")
+    assert literal["B"] == pytest.approx(out["B"]) and literal["C"] == pytest.approx(0.550644, abs=1e-6)
+    # the normalised reading: JS in bits, SE / ln 2 -> A 0, B 0.5 JS / ln 2 + 0.5
+    normalised = vista.raven_scores(assignments, variant="normalised")
+    assert normalised["A"] == 0.0 and normalised["B"] == pytest.approx(0.5 * js / math.log(2) + 0.5)
+
+
+def test_raven_literal_is_the_formula_on_multi_clusters() -> None:
     # Query 1: A and C all in cluster 0, B all in cluster 1. P_A = (1, 0), P_avg = (2/3, 1/3), M = (5/6, 1/6).
     # JS = 0.5 ln(6/5) + 0.5 [2/3 ln(4/5) + 1/3 ln 2] = 0.13230 nats; SE_A = 0 -> S = 0.5 JS^2 + 0.5.
-    out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]})
+    out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]}, variant="literal")
     js = 0.5 * math.log(6 / 5) + 0.5 * (2 / 3 * math.log(4 / 5) + 1 / 3 * math.log(2))
     assert js == pytest.approx(0.132304, abs=1e-6)
     assert out["A"] == pytest.approx(0.5 * js**2 + 0.5) and out["A"] == pytest.approx(0.508752, abs=1e-6)
     # Query 2: A splits over clusters 0 and 1, B all in 0. P_A = (1/2, 1/2), P_avg = (3/4, 1/4),
     # M = (5/8, 3/8). SE_A = ln 2 nats, unnormalised: 1 - SE_A = 0.30685.
-    out = vista.raven_scores({"A": [0, 1], "B": [0, 0]})
+    out = vista.raven_scores({"A": [0, 1], "B": [0, 0]}, variant="literal")
     js = 0.5 * (0.5 * math.log(0.5 / 0.625) + 0.5 * math.log(0.5 / 0.375)) \
         + 0.5 * (0.75 * math.log(0.75 / 0.625) + 0.25 * math.log(0.25 / 0.375))
     assert out["A"] == pytest.approx(0.5 * js**2 + 0.5 * (1 - math.log(2)))
     assert out["A"] == pytest.approx(0.153998, abs=1e-6)
     # Unnormalised SE: ten answers in ten clusters give 1 - ln 10 < 0 for the second term.
-    spread = vista.raven_scores({"A": list(range(10)), "B": list(range(10))})
+    spread = vista.raven_scores({"A": list(range(10)), "B": list(range(10))}, variant="literal")
     assert spread["A"] == pytest.approx(0.5 * (1 - math.log(10)))
 
 
@@ -74,7 +98,7 @@ def test_raven_normalised_option() -> None:
     out = vista.raven_scores({"A": [0, 0], "B": [1, 1], "C": [0, 0]}, variant="normalised")
     # majority cluster 0: A binary all majority (SE 0), reference (2/3, 1/3); JS in bits
     assert out["A"] == pytest.approx(0.5 * (jensenshannon([1, 0], [2 / 3, 1 / 3], base=2) ** 2) + 0.5)
-    with pytest.raises(HarnessError, match="variant must be one of literal, normalised"):
+    with pytest.raises(HarnessError, match="variant must be one of binary, literal, normalised"):
         vista.raven_scores({"A": [0]}, variant="squared")
 
 

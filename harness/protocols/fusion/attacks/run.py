@@ -143,7 +143,7 @@ def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem],
         batches = [items[i: i + opts.batch_size] for i in range(0, len(items), opts.batch_size)]
         work = partial(_attack_shard, attack, params, opts)
         for done in tqdm(map_shards(work, batches, wb, folder, pool), total=len(batches), desc=attack,
-                         unit="batch", disable=not opts.show_progress):
+                         unit="batch", disable=not opts.show_progress or not batches):
             outcomes.extend(done)
         timings[attack] = round(time.time() - started, 3)
     diagnostics = _diagnostics(wb, items, outcomes, params, opts, run_dir)
@@ -232,7 +232,7 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutc
 
     rows: list[Diagnostic] = []
     if "oar" in opts.diagnostics:
-        for it in tqdm(items, desc="oar", unit="item", disable=not opts.show_progress):
+        for it in tqdm(items, desc="oar", unit="item", disable=not opts.show_progress or not items):
             typo = it.doc.get("typo_image")
             if typo is None or not it.doc.get("typo_region"):
                 continue
@@ -247,7 +247,8 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutc
         by_item = {it.item: it for it in items}
         flips = sorted((o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None),
                        key=lambda o: o.item)[:opts.restoration_items]
-        for o in tqdm(flips, desc="restoration", unit="item", disable=not opts.show_progress):
+        for o in tqdm(flips, desc="restoration", unit="item",
+                      disable=not opts.show_progress or not flips):
             it = by_item[o.item]
             with Image.open(run_dir / str(o.image)) as im:
                 adversarial = _replace_image(it.messages, im.convert("RGB"))
