@@ -21,7 +21,7 @@ from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
-from harness.metrics.lmms_builtin import BUILTIN_METRICS, CHOICE_METRICS
+from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
 from harness.models.base import SCORING_TYPES, Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
@@ -165,7 +165,7 @@ class TaskRuntime:
         type (``exact_match``, ``anls``, ... for generate_until); anything else could never get a value."""
         if self._process_results is not None or self.config.output_type == MULTI_ROUND:
             return
-        known = CHOICE_METRICS.get(self.config.output_type, tuple(BUILTIN_METRICS))
+        known = builtin_metric_names(self.config.output_type)
         for spec in self.config.metric_list:
             if spec.metric not in known:
                 raise TaskConfigError(

@@ -77,3 +77,8 @@ BUILTIN_METRICS: dict[str, tuple[Callable[..., Any], str]] = {
 }
 #: metrics computed without process_results for these output types (lmms-eval's per-type scoring)
 CHOICE_METRICS = {"multiple_choice": ("acc", "acc_norm", "exact_match"), "loglikelihood": ("perplexity", "acc")}
+
+
+def builtin_metric_names(output_type: str) -> tuple[str, ...]:
+    """The metrics lmms-eval computes by itself, without ``process_results``, for ``output_type``."""
+    return CHOICE_METRICS.get(output_type, tuple(BUILTIN_METRICS))

@@ -238,7 +238,7 @@ class TaskConfig:
             **fewshot,
             process_results=raw.get("process_results"),
             process_results_use_image=bool(raw.get("process_results_use_image", False)),
-            metric_list=_parse_metrics(raw.get("metric_list"), where),
+            metric_list=_parse_metrics(raw.get("metric_list"), where, output_type),
             filters=_parse_filters(raw.get("filter_list"), where),
             generation_kwargs=dict(gen),
             repeats=repeats,
@@ -320,9 +320,15 @@ def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
     return {"harness_turns": tuple(turns), "harness_report": report, "harness_audit": audit}
 
 
-def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
+#: The metrics a task without ``metric_list`` reports (lmms-eval's ``DEFAULT_METRIC_REGISTRY``).
+DEFAULT_METRICS = {"loglikelihood": ("perplexity", "acc"), "multiple_choice": ("acc", "acc_norm"),
+                   "generate_until": ("exact_match",), "generate_until_multi_round": ("exact_match",)}
+
+
+def _parse_metrics(value: Any, where: str, output_type: str) -> tuple[MetricSpec, ...]:
     if value is None:
-        return ()
+        return tuple(MetricSpec(m, DEFAULT_AGGREGATION.get(m, "mean"), m != "perplexity")
+                     for m in DEFAULT_METRICS.get(output_type, ()))
     if not isinstance(value, list):
         raise TaskConfigError(f"{where}: metric_list must be a list")
     specs = []
