@@ -28,8 +28,14 @@ def _top_level_names(path: Path) -> frozenset[str] | None:
     except (OSError, SyntaxError, ValueError):
         return None
     names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+    body = list(tree.body)
+    while body:  # top-level statements, and those inside top-level if/try/with blocks
+        node = body.pop()
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            body.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            for handler in getattr(node, "handlers", []):
+                body.extend(handler.body)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -41,12 +47,22 @@ def _top_level_names(path: Path) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def _module_file(ref: FunctionRef) -> Path | None:
+    """The file ``ref``'s module is read from: beside the YAML, else a dotted module's file found under a
+    folder above the YAML (``lmms_eval.tasks.phyx.utils`` from inside lmms-eval's package), else None."""
+    module = ref.name.rpartition(".")[0]
+    relative = Path(module.replace(".", "/") + ".py")
+    if (ref.yaml_dir / relative).is_file():
+        return ref.yaml_dir / relative
+    return next((p / relative for p in ref.yaml_dir.parents if (p / relative).is_file()), None)
+
+
 def defines(ref: FunctionRef) -> bool:
-    """Whether ``ref`` names something its file defines (or, for a dotted module, a module that exists)."""
+    """Whether ``ref`` names something its file defines (or, for a module found by import, that it exists)."""
     module, _, attr = ref.name.rpartition(".")
-    local = ref.yaml_dir / (module.replace(".", "/") + ".py")
-    if local.is_file():
-        names = _top_level_names(local)
+    path = _module_file(ref)
+    if path is not None:
+        names = _top_level_names(path)
         return names is None or attr in names
     try:
         return bool(module) and importlib.util.find_spec(module) is not None
