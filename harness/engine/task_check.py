@@ -1,6 +1,6 @@
 """Whether a task's filters, metrics and aggregations all resolve, read without running any task code.
 
-``harness tasks`` and the lmms-eval corpus figure use it: a config can parse yet name a filter, metric or
+The lmms-eval corpus figure counts with it: a config can parse yet name a filter, metric or
 aggregation nothing computes (a metric with no ``process_results`` that is no built-in, an aggregation name
 lmms-eval never registered, a ``!function`` its file does not define). Task files are parsed, not imported,
 so the check needs none of the libraries they import.
