@@ -229,3 +229,15 @@ def test_fitted_answers_make_the_compared_metrics_non_trivial(
                       ("chartqa", "relaxed_overall,none"), ("ocrbench", "ocrbench_accuracy,none"),
                       ("seedbench_ppl", "acc,none")):
         assert theirs["results"][task][key] > 0, (task, theirs["results"][task])
+
+
+def test_the_run_records_the_lmms_eval_defaults_it_applied(both_runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """TextVQA sets no answer length: llava_hf's 1024 applies, and with --lmms-model llava_hf no task's
+    ``until`` does (llava_hf ignores it); both are in the run's config and its generation settings."""
+    _, mine = both_runs
+    config, generation = mine["results"]["config"], mine["results"]["provenance"]["generation"]
+    assert config["lmms_model"] == "llava_hf"
+    assert config["applied_defaults"]["textvqa_val"]["max_new_tokens"] == {"value": 1024,
+                                                                           "from": "lmms-eval model llava_hf"}
+    assert generation["textvqa_val"]["max_new_tokens"] == 1024 and generation["chartqa"]["max_new_tokens"] == 16
+    assert generation["textvqa_val"]["until"] == [] and "max_new_tokens" not in config["applied_defaults"]["chartqa"]
