@@ -307,7 +307,7 @@ class TaskRuntime:
             gold = _not_null(doc[spec]) if spec in doc else _list_literal(_render_field(spec, doc))
         else:
             gold = spec
-        if self.config.doc_to_choice is not None:
+        if self.config.doc_to_choice is not None and isinstance(gold, int):
             return self.choices(doc)[gold]
         return gold
 
