@@ -77,6 +77,15 @@ metric_list:
     several = _config(tmp_path / "any", "any", "doc_to_target: answers\nmetric_list:\n  - metric: exact_match\n")
     assert _scored(TaskRuntime(several, None), {"question": "q", "answers": ["a", "b"]}, "b").metrics == {
         "exact_match,none": 1.0}
+    # generate_until with doc_to_choice: the target index stands for its choice
+    chosen = _config(tmp_path / "choice", "choice", """\
+doc_to_target: "{{label}}"
+doc_to_choice: ["cat", "dog"]
+metric_list:
+  - metric: exact_match
+""")
+    assert _scored(TaskRuntime(chosen, None), {"question": "q", "label": 1}, "dog ").metrics == {
+        "exact_match,none": 1.0}
 
 
 def test_a_metric_no_code_computes_is_refused_in_one_line(tmp_path: Path) -> None:
