@@ -32,6 +32,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
     ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
     ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
+    ev.add_argument("--lmms-model", metavar="NAME",
+                    help="reproduce lmms-eval's model class NAME (llava_hf, qwen2_vl, gemma3, ...): its prompt "
+                         "blocks, default answer length and stop handling; the run records the defaults applied")
     ev.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name (env HARNESS_DATA_DIR)")
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
@@ -56,7 +59,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         limit=args.limit, seed=args.seed, batch_size=args.batch_size,
         output=Path(args.output) if args.output else None, store_path=response_store(args),
         use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=parse_gen_kwargs(args.gen_kwargs),
-        repeats=args.repeats, show_progress=show_progress(args),
+        repeats=args.repeats, show_progress=show_progress(args), lmms_model=args.lmms_model,
     )
 
 

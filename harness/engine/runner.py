@@ -17,6 +17,8 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
+from harness.engine.lmms_args import aggregation_args
+from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
 from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.multi_round import Generate, Rounds, run_rounds
 from harness.engine.requests import make_request
@@ -70,6 +72,7 @@ class EvalOptions:
     gen_overrides: dict[str, Any] = field(default_factory=dict)
     repeats: int | None = None
     show_progress: bool = True
+    lmms_model: str | None = None  # the lmms-eval model class whose behaviour the run reproduces
 
 
 @dataclass
@@ -83,6 +86,7 @@ class _PreparedTask:
     # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
     conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
     scoring: list[LoglikelihoodRequest] = field(default_factory=list)  # multiple_choice tasks
+    applied_defaults: dict[str, Any] = field(default_factory=dict)  # generation defaults taken from lmms-eval
 
 
 def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -99,11 +103,9 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
              loaded: LoadedDataset | None) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
-    params = GenerationParams.from_kwargs(
-        GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
-        where=f"task {config.task} generation_kwargs",
-    )
-    opened = open_task(config, backend.model_family, opts.data_dir, loaded=loaded)
+    kwargs, applied = task_generation_kwargs(config, backend.model_family, opts.gen_overrides, opts.lmms_model)
+    params = GenerationParams.from_kwargs(kwargs, where=f"task {config.task} generation_kwargs")
+    opened = open_task(config, opts.lmms_model or backend.model_family, opts.data_dir, loaded=loaded)
     runtime, docs = opened.runtime, opened.docs
     n = opts.repeats or config.repeats
     if config.output_type == MULTI_ROUND and n > 1:
@@ -144,7 +146,7 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
         if follow_ups:
             conversations[doc_id] = (request.key, messages, follow_ups)
     prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations,
-                             scoring)
+                             scoring, applied)
     return prepared, requests
 
 
@@ -325,6 +327,9 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
+    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
+    args = aggregation_args(run_dir, model_spec, opts.tasks, limit=opts.limit, seed=opts.seed,
+                            batch_size=opts.batch_size, gen_kwargs=opts.gen_overrides, include_paths=opts.include_paths)
     for task in prepared:
         final = []
         for record, doc in zip(task.records, task.docs, strict=True):
@@ -345,9 +350,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
                     record = task.runtime.score(record, doc)
             final.append(record)
         samples[task.config.task] = final
-        results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
+        results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final, args)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
-    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
     reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
     wall = time.time() - started
     run = RunResults(
@@ -363,7 +367,9 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         config=RunConfig(
             model=model_spec, model_args=model_args or {}, batch_size=opts.batch_size, limit=opts.limit,
             seed=opts.seed, tasks=opts.tasks, include_paths=[str(Path(p).resolve()) for p in opts.include_paths],
-            gen_overrides=opts.gen_overrides, repeats=opts.repeats, use_cache=opts.use_cache, refresh=opts.refresh),
+            gen_overrides=opts.gen_overrides, repeats=opts.repeats, use_cache=opts.use_cache, refresh=opts.refresh,
+            lmms_model=opts.lmms_model,
+            applied_defaults={t.config.task: t.applied_defaults for t in prepared if t.applied_defaults}),
         provenance=Provenance(
             **environment(), model=ModelInfo.model_validate(backend.info()),
             datasets={t.config.task: DatasetFingerprint.model_validate(t.fingerprint) for t in prepared},
@@ -406,9 +412,10 @@ def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
 
 
 def rescore_task(config: TaskConfig, model_family: str | None, records: list[SampleRecord],
-                 data_dir: Path | None) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
+                 data_dir: Path | None, args: Any = None,
+                 ) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
     """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
-    the dataset (``data_dir``) for them."""
+    the dataset (``data_dir``) for them. ``args`` goes to aggregations that take it."""
     docs: list[dict[str, Any]] = [r.doc for r in records]
     if config.process_results_use_image:
         opened = open_task(config, model_family, data_dir)
@@ -417,7 +424,7 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
     else:
         runtime = TaskRuntime(config, model_family)
     rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
-    results, counts = runtime.aggregate(rescored)
+    results, counts = runtime.aggregate(rescored, args)
     return runtime, rescored, results, counts
 
 
@@ -441,11 +448,14 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
     runtimes: dict[str, TaskRuntime] = {}
+    check_output(dest)
+    args = aggregation_args(dest, run.config.model, run.config.tasks, limit=run.config.limit, seed=run.config.seed,
+                            batch_size=run.config.batch_size, gen_kwargs=run.config.gen_overrides,
+                            include_paths=run.config.include_paths)
     for task in run.configs:
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
-            registry.get(task), family, read_samples(run_dir, task), data_dir)
+            registry.get(task), family, read_samples(run_dir, task), data_dir, args)
     groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
-    check_output(dest)
     originals = _keep_originals(run_dir) if in_place else None
     before = _file_stamps(dest)
     reports = _reports(runtimes, samples, dest)
@@ -505,12 +515,13 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     """Check the output folder and every requested task (config, functions, generation settings) and load
     its dataset, so a mistake or a missing dataset fails before a (possibly large) model is loaded."""
     check_output(opts.output)
+    check_lmms_model(opts.lmms_model)
     registry = TaskRegistry.discover(opts.include_paths)
     configs = []
     for name in registry.expand(opts.tasks):
         config = registry.get(name)
-        TaskRuntime(config, None)
-        GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, opts.gen_overrides),
+        TaskRuntime(config, opts.lmms_model)
+        GenerationParams.from_kwargs(task_generation_kwargs(config, None, opts.gen_overrides, opts.lmms_model)[0],
                                      where=f"task {name} generation_kwargs")
         configs.append(config)
     return load_task_datasets(configs, opts.data_dir)

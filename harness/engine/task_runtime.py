@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from harness.engine.filters import apply_pipeline, check_filters
+from harness.engine.filters import Step, apply_pipeline, check_filters, resolve_step
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
+from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
 from harness.models.base import SCORING_TYPES, Message
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
-from harness.taskspec.yaml_loader import FunctionRef
+from harness.taskspec.yaml_loader import FunctionRef, ModuleScope
 
 if TYPE_CHECKING:
     from harness.engine.fewshot import FewShotSampler
@@ -115,30 +116,37 @@ def _call_with_kwargs(fn: Callable[..., Any], doc: Any, kwargs: dict[str, Any] |
 
 
 class TaskRuntime:
-    """Resolved functions and settings of one task for one model family."""
+    """Resolved functions and settings of one task for one model family.
+
+    Each runtime executes the task's code afresh (its own :class:`ModuleScope`), so state a task's module
+    keeps between calls (OCRBench's aggregation adds into a module-level dict) belongs to one run of one
+    model, never to the next model or task evaluated in the same process."""
 
     def __init__(self, config: TaskConfig, model_family: str | None) -> None:
         self.config = config
         self.specific_kwargs = config.specific_kwargs(model_family)
+        self.target_kwargs = config.target_kwargs(model_family)
+        self.modules = ModuleScope()
         self._warned_literal = False
-        check_filters(config.filters, str(config.source))
+        where = str(config.source)
+        check_filters(config.filters, where)
         self._doc_to_visual = self._fn(config.doc_to_visual, "doc_to_visual")
         self._doc_to_messages = self._fn(config.doc_to_messages, "doc_to_messages")
         self._process_results = self._fn(config.process_results, "process_results")
         self._process_docs = self._fn(config.process_docs, "process_docs")
         # doc_to_text / doc_to_target may be a !function or a field/template: resolve functions once.
-        self._doc_to_text = config.doc_to_text.resolve() if isinstance(config.doc_to_text, FunctionRef) else None
-        self._doc_to_target = (config.doc_to_target.resolve() if isinstance(config.doc_to_target, FunctionRef)
-                               else None)
-        self._doc_to_choice = (config.doc_to_choice.resolve() if isinstance(config.doc_to_choice, FunctionRef)
-                               else None)
+        self._doc_to_text = self._maybe_fn(config.doc_to_text)
+        self._doc_to_target = self._maybe_fn(config.doc_to_target)
+        self._doc_to_choice = self._maybe_fn(config.doc_to_choice)
+        self._pipelines: list[tuple[str, list[Step]]] = [
+            (pipe.name, [resolve_step(step, where, self.modules) for step in pipe.steps]) for pipe in config.filters]
         self._report = _report_function(config)
         self.fewshot: FewShotSampler | None = None  # set by open_task for num_fewshot > 0
-        self._aggregations: dict[str, Callable[[list[Any]], Any]] = {}
+        self._aggregations: dict[str, Callable[..., Any]] = {}
         for spec in config.metric_list:
             agg = spec.aggregation
             if isinstance(agg, FunctionRef):
-                self._aggregations[spec.metric] = agg.resolve()
+                self._aggregations[spec.metric] = agg.resolve(self.modules)
             elif agg in AGGREGATIONS:
                 self._aggregations[spec.metric] = AGGREGATIONS[agg]
             else:
@@ -150,14 +158,29 @@ class TaskRuntime:
             raise TaskConfigError(f"{config.source}: task {config.task} has no metric_list")
         if self._doc_to_messages is None and config.doc_to_text is None:
             raise TaskConfigError(f"{config.source}: task {config.task} needs doc_to_text or doc_to_messages")
+        self._check_builtin_metrics()
 
-    @staticmethod
-    def _fn(value: Any, key: str) -> Callable[..., Any] | None:
+    def _check_builtin_metrics(self) -> None:
+        """Without ``process_results`` every metric must be one lmms-eval computes by itself for the output
+        type (``exact_match``, ``anls``, ... for generate_until); anything else could never get a value."""
+        if self._process_results is not None or self.config.output_type == MULTI_ROUND:
+            return
+        known = builtin_metric_names(self.config.output_type)
+        for spec in self.config.metric_list:
+            if spec.metric not in known:
+                raise TaskConfigError(
+                    f"{self.config.source}: metric {spec.metric!r} needs a process_results (the task has none, and "
+                    f"lmms-eval's built-in metrics for {self.config.output_type} are {', '.join(known)})")
+
+    def _fn(self, value: Any, key: str) -> Callable[..., Any] | None:
         if value is None:
             return None
         if isinstance(value, FunctionRef):
-            return value.resolve()
+            return value.resolve(self.modules)
         raise TaskConfigError(f"{key} must be a !function reference, got {value!r}")
+
+    def _maybe_fn(self, value: Any) -> Callable[..., Any] | None:
+        return value.resolve(self.modules) if isinstance(value, FunctionRef) else None
 
     def process_docs(self, docs: Any) -> Any:
         """The task's ``process_docs`` over the whole dataset; failing there is the task's error, in one line."""
@@ -255,7 +278,7 @@ class TaskRuntime:
                 return _choice_target(spec, doc)
         with doc_step("doc_to_target"):
             if self._doc_to_target is not None:
-                return _call_with_kwargs(self._doc_to_target, doc, self.specific_kwargs)
+                return self._call_target(doc)
             if isinstance(spec, int):
                 return spec
             if isinstance(spec, str) and spec not in doc and not _is_template(spec) and not self._warned_literal:
@@ -263,6 +286,30 @@ class TaskRuntime:
                 log.warning("task %s: doc_to_target %r names no column and is no template; every doc gets it "
                             "as a literal target", self.config.task, spec)
             return _render_field(spec, doc)
+
+    def _call_target(self, doc: dict[str, Any]) -> Any:
+        """A ``doc_to_target`` function called as lmms-eval calls it: with the model's
+        ``model_specific_target_kwargs`` value when the task sets one, else with the doc alone."""
+        assert self._doc_to_target is not None
+        if self.target_kwargs is not None:
+            return self._doc_to_target(doc, self.target_kwargs)
+        return self._doc_to_target(doc)
+
+    def gold(self, doc: dict[str, Any]) -> Any:
+        """The reference(s) lmms-eval's built-in metrics compare with: ``doc_to_target``'s value as lmms-eval
+        reads it (a column's value as it is, a list kept a list), a choice index turned into its choice."""
+        spec = self.config.doc_to_target
+        if self._doc_to_target is not None:
+            gold = self._call_target(doc)
+        elif isinstance(spec, str) and self.config.doc_to_choice is not None:
+            gold = _choice_target(spec, doc)
+        elif isinstance(spec, str):
+            gold = _not_null(doc[spec]) if spec in doc else _list_literal(_render_field(spec, doc))
+        else:
+            gold = spec
+        if self.config.doc_to_choice is not None and isinstance(gold, int):
+            return self.choices(doc)[gold]
+        return gold
 
     def follow_ups(self, doc: dict[str, Any]) -> list[str]:
         """The user turns that follow the answer, from ``metadata: {harness_turns: [...]}`` (each a doc
@@ -294,19 +341,21 @@ class TaskRuntime:
             return self._score_choices(record, scoring_doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
-        for pipe in self.config.filters:
+        for name, steps in self._pipelines:
             # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
             answers = [tuple(record.responses)] if self.config.output_type == MULTI_ROUND \
-                else apply_pipeline(pipe.steps, record.responses)
-            filtered[pipe.name] = answers[0] if len(answers) == 1 else answers
+                else apply_pipeline(steps, record.responses, scoring_doc)
+            filtered[name] = answers[0] if len(answers) == 1 else answers
+            if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
+                answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
             if self._process_results is not None:
                 values = self._process_results(scoring_doc, answers)
             else:
-                values = {"exact_match": float(str(answers[0]).strip() == str(record.target).strip())}
+                values = self._builtin_metrics(scoring_doc, answers)
             if not isinstance(values, dict):
                 raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
             for spec in self.config.metric_list:
-                key = f"{spec.metric},{pipe.name}"
+                key = f"{spec.metric},{name}"
                 if spec.metric not in values:
                     continue  # not applicable to this doc (as in lmms-eval); never counted
                 value = to_jsonable(values[spec.metric])
@@ -314,6 +363,22 @@ class TaskRuntime:
                 if value is None:
                     unparsed.append(key)
         return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
+
+    def _builtin_metrics(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
+        """lmms-eval's scoring of a generate_until task without ``process_results``: each metric_list entry's
+        built-in metric, called with the entry's options, against the doc's reference(s). Several references
+        (a list target) score 1.0 when any one matches, except for ``anls``, which takes its best reference."""
+        gold = self.gold(doc)
+        values: dict[str, Any] = {}
+        for spec in self.config.metric_list:
+            fn = BUILTIN_METRICS[spec.metric][0]
+            if isinstance(gold, list) and spec.metric != "anls":
+                hits = [fn(references=[g], predictions=answers, **spec.options) for g in gold]
+                values[spec.metric] = 1.0 if any(hits) else 0.0
+            else:
+                values[spec.metric] = fn(references=gold if isinstance(gold, list) else [gold], predictions=answers,
+                                         **spec.options)
+        return values
 
     def _score_choices(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
         """lmms-eval's scoring of loglikelihood requests: ``process_results(doc, [(loss, is_greedy), ...])``
@@ -333,12 +398,14 @@ class TaskRuntime:
         else:
             choices = [c.continuation[len(self.config.target_delimiter):] for c in record.choices]
             values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)
-        metrics = {f"{spec.metric},{pipe.name}": to_jsonable(values[spec.metric])
-                   for pipe in self.config.filters for spec in self.config.metric_list if spec.metric in values}
+        metrics = {f"{spec.metric},{name}": to_jsonable(values[spec.metric])
+                   for name, _ in self._pipelines for spec in self.config.metric_list if spec.metric in values}
         return {"filtered": {}, "metrics": metrics, "unparsed": [k for k, v in metrics.items() if v is None]}
 
-    def aggregate(self, records: list[SampleRecord]) -> tuple[dict[str, Any], TaskCounts]:
-        """Task-level values: each metric's aggregation (errors and unparsed samples excluded)."""
+    def aggregate(self, records: list[SampleRecord], args: Any = None) -> tuple[dict[str, Any], TaskCounts]:
+        """Task-level values: each metric's aggregation (errors and unparsed samples excluded). An aggregation
+        function that takes ``args`` gets ``args`` (lmms-eval passes its command line's namespace; see
+        :func:`harness.engine.lmms_args.aggregation_args`)."""
         scored = [r for r in records if r.error is None]
         results: dict[str, Any] = {"alias": self.config.task}
         unparsed: dict[str, int] = {}
@@ -348,7 +415,7 @@ class TaskRuntime:
                 values = [r.metrics[key] for r in scored if key in r.metrics]
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
-                results[key] = self._aggregate(key, spec.metric, present) if present else None
+                results[key] = self._aggregate(key, spec.metric, present, args) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
@@ -357,11 +424,18 @@ class TaskRuntime:
         )
         return results, counts
 
-    def _aggregate(self, key: str, metric: str, values: list[Any]) -> Any:
+    def _aggregate(self, key: str, metric: str, values: list[Any], args: Any) -> Any:
         """One metric's aggregate; aggregation code that fails (lmms-eval's MME asserts whole pairs, which a
         ``--limit`` can split) leaves that value null with one warning, and the run and its samples are kept."""
+        fn = self._aggregations[metric]
         try:
-            return to_jsonable(self._aggregations[metric](values))
+            if not _takes_args(fn):
+                return to_jsonable(fn(values))
+            if args is None:  # a caller with no run (re-scoring on a server): task files go to a temporary folder
+                from harness.engine.lmms_args import aggregation_args
+
+                args = aggregation_args(None, "", [self.config.task])
+            return to_jsonable(fn(values, args=args))
         except Exception as exc:
             log.warning("task %s: aggregation of %s failed (%s: %s); its value is null",
                         self.config.task, key, type(exc).__name__, exc)
@@ -379,6 +453,14 @@ class TaskRuntime:
             return None
         report: dict[str, Any] | None = to_jsonable(self._report(records, out_dir, self.config.metadata))
         return report
+
+
+def _takes_args(fn: Callable[..., Any]) -> bool:
+    """Whether an aggregation function has an ``args`` parameter (lmms-eval's test for passing it)."""
+    try:
+        return "args" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _report_function(config: TaskConfig) -> ReportFunction | None:
@@ -406,8 +488,11 @@ def _choice_target(spec: str, doc: dict[str, Any]) -> Any:
     if spec in doc:
         return _not_null(doc[spec])
     text = _render_field(spec, doc)
-    if text.isdigit():
-        return int(text)
+    return int(text) if text.isdigit() else _list_literal(text)
+
+
+def _list_literal(text: str) -> Any:
+    """A rendered target that reads as a Python list literal, as that list (lmms-eval's reading)."""
     if len(text) >= 2 and text[0] == "[" and text[-1] == "]":
         try:
             return ast.literal_eval(text)

@@ -50,7 +50,10 @@ def open_run_task(run: RunResults, task: str, data_dir: Path | None) -> OpenTask
 
 
 def model_family_of(run: RunResults) -> str | None:
-    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``)."""
+    """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``): the
+    ``--lmms-model`` it reproduced, else its model's family."""
+    if run.config.lmms_model:
+        return run.config.lmms_model
     model = run.provenance.model
     if model.model_family:
         return model.model_family

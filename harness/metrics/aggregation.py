@@ -48,8 +48,13 @@ def perplexity(values: Sequence[Any]) -> float | None:
     return math.exp(-sum(xs) / len(xs)) if xs else None
 
 
+def bypass(values: Sequence[Any]) -> int:
+    """lmms-eval's placeholder aggregation of a metric kept for the samples only: always 999."""
+    return 999
+
+
 AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean, "median": median, "sum": total,
-                                                          "perplexity": perplexity}
+                                                          "perplexity": perplexity, "bypass": bypass}
 STDERRS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean_stderr}
 
 

@@ -104,6 +104,10 @@ class RunConfig(_Record):
     repeats: int | None = None
     use_cache: bool = True
     refresh: bool = False
+    lmms_model: str | None = Field(default=None, description="the lmms-eval model class the run reproduced "
+                                                              "(--lmms-model)")
+    applied_defaults: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per task, each generation default taken from lmms-eval and its source")
 
 
 class ModelInfo(_Record):

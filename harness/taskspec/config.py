@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 _PASSIVE_KEYS = {
     "task_alias", "group_alias", "should_decontaminate",
     "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
-    "model_specific_prompt_kwargs", "model_specific_target_kwargs",
+    "model_specific_prompt_kwargs",
 }
 #: The aggregation a metric gets when its metric_list entry names none (lmms-eval's registered default;
 #: harness.metrics.aggregation holds it). Written out here: loading a config imports no metric code.
@@ -61,13 +61,15 @@ class MetricSpec:
     metric: str
     aggregation: str | FunctionRef = "mean"
     higher_is_better: bool = True
+    #: the entry's other keys: options of lmms-eval's built-in metric (exact_match's ``ignore_case``, ...)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class FilterStep:
-    """One step of a ``filter_list`` pipeline (lm-eval's filter names)."""
+    """One step of a ``filter_list`` pipeline: a built-in filter's name or a ``!function`` filter class."""
 
-    function: str
+    function: str | FunctionRef
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -150,6 +152,8 @@ class TaskConfig:
     repeats: int = 1
     tags: tuple[str, ...] = ()
     lmms_eval_specific_kwargs: dict[str, Any] = field(default_factory=dict)
+    model_specific_target_kwargs: dict[str, Any] = field(default_factory=dict)
+    model_specific_generation_kwargs: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     harness_turns: tuple[str, ...] = ()
     harness_report: str | None = None
@@ -170,6 +174,23 @@ class TaskConfig:
         if model_family and model_family in blocks:
             return dict(blocks[model_family])
         return dict(blocks.get("default", {}))
+
+    def target_kwargs(self, model_family: str | None) -> Any:
+        """The ``model_specific_target_kwargs`` value for a model (lmms-eval: the model's entry, else
+        ``default``, else none), which a ``doc_to_target`` function gets as its second argument."""
+        blocks = self.model_specific_target_kwargs
+        if not blocks:
+            return None
+        return blocks[model_family] if model_family and model_family in blocks else blocks.get("default")
+
+    def generation_kwargs_for(self, model_family: str | None) -> dict[str, Any]:
+        """``generation_kwargs`` updated with the model's ``model_specific_generation_kwargs`` entry (else
+        its ``default`` entry), as lmms-eval prepares a task for a model."""
+        blocks = self.model_specific_generation_kwargs
+        if not blocks:
+            return dict(self.generation_kwargs)
+        extra = blocks[model_family] if model_family and model_family in blocks else blocks.get("default", {})
+        return {**self.generation_kwargs, **(extra or {})}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], source: Path) -> TaskConfig:
@@ -217,12 +238,14 @@ class TaskConfig:
             **fewshot,
             process_results=raw.get("process_results"),
             process_results_use_image=bool(raw.get("process_results_use_image", False)),
-            metric_list=_parse_metrics(raw.get("metric_list"), where),
+            metric_list=_parse_metrics(raw.get("metric_list"), where, output_type),
             filters=_parse_filters(raw.get("filter_list"), where),
             generation_kwargs=dict(gen),
             repeats=repeats,
             tags=_as_tuple(raw.get("tag")),
             lmms_eval_specific_kwargs=dict(raw.get("lmms_eval_specific_kwargs") or {}),
+            model_specific_target_kwargs=_mapping(raw, "model_specific_target_kwargs", where),
+            model_specific_generation_kwargs=_mapping(raw, "model_specific_generation_kwargs", where),
             metadata=metadata,
             **_harness_hooks(metadata, where),
             raw=raw,
@@ -248,6 +271,13 @@ def _fewshot(raw: dict[str, Any], where: str) -> dict[str, Any]:
         raise TaskConfigError(f"{where}: fewshot_delimiter must be a string, got {delimiter!r}")
     return {"num_fewshot": shots, "fewshot_split": raw.get("fewshot_split"), "fewshot_delimiter": delimiter,
             "fewshot_sampler": sampler}
+
+
+def _mapping(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = raw.get(key) or {}
+    if not isinstance(value, dict):
+        raise TaskConfigError(f"{where}: {key} must be a mapping of model names to values")
+    return dict(value)
 
 
 def _as_tuple(value: Any) -> tuple[str, ...]:
@@ -290,9 +320,15 @@ def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
     return {"harness_turns": tuple(turns), "harness_report": report, "harness_audit": audit}
 
 
-def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
+#: The metrics a task without ``metric_list`` reports (lmms-eval's ``DEFAULT_METRIC_REGISTRY``).
+DEFAULT_METRICS = {"loglikelihood": ("perplexity", "acc"), "multiple_choice": ("acc", "acc_norm"),
+                   "generate_until": ("exact_match",), "generate_until_multi_round": ("exact_match",)}
+
+
+def _parse_metrics(value: Any, where: str, output_type: str) -> tuple[MetricSpec, ...]:
     if value is None:
-        return ()
+        return tuple(MetricSpec(m, DEFAULT_AGGREGATION.get(m, "mean"), m != "perplexity")
+                     for m in DEFAULT_METRICS.get(output_type, ()))
     if not isinstance(value, list):
         raise TaskConfigError(f"{where}: metric_list must be a list")
     specs = []
@@ -304,6 +340,7 @@ def _parse_metrics(value: Any, where: str) -> tuple[MetricSpec, ...]:
                 metric=str(entry["metric"]),
                 aggregation=entry.get("aggregation", DEFAULT_AGGREGATION.get(str(entry["metric"]), "mean")),
                 higher_is_better=bool(entry.get("higher_is_better", True)),
+                options={k: v for k, v in entry.items() if k not in ("metric", "aggregation", "higher_is_better")},
             )
         )
     return tuple(specs)
@@ -318,7 +355,11 @@ def _parse_filters(value: Any, where: str) -> tuple[FilterPipeline, ...]:
             raise TaskConfigError(f"{where}: each filter_list entry needs a 'name'")
         steps = []
         for step in entry.get("filter") or []:
+            if not isinstance(step, dict):
+                raise TaskConfigError(f"{where}: filter {entry['name']!r}: each step must be a mapping with a "
+                                      f"'function', got {step!r}")
             kwargs = {k: v for k, v in step.items() if k != "function"}
-            steps.append(FilterStep(str(step.get("function")), kwargs))
+            function = step.get("function")
+            steps.append(FilterStep(function if isinstance(function, FunctionRef) else str(function), kwargs))
         pipelines.append(FilterPipeline(str(entry["name"]), tuple(steps)))
     return tuple(pipelines)

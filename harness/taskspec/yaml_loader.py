@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,14 +27,16 @@ class FunctionRef:
     name: str
     yaml_dir: Path
 
-    def resolve(self) -> Callable[..., Any]:
-        """Find ``module.py`` beside the YAML first, then fall back to a dotted import."""
+    def resolve(self, modules: ModuleScope | None = None) -> Callable[..., Any]:
+        """Find ``module.py`` beside the YAML first, then fall back to a dotted import. With ``modules`` (one
+        run's scope) a task file is executed afresh for that scope, so module-level state a task keeps (OCRBench's
+        score dict) never carries over from another run in the same process."""
         module_name, _, attr = self.name.rpartition(".")
         if not module_name or not attr:
             raise TaskConfigError(f"!function {self.name!r} in {self.yaml_dir}: expected 'module.function'")
         local = self.yaml_dir / (module_name.replace(".", "/") + ".py")
         if local.is_file():
-            module = _import_file(local)
+            module = _import_file(local) if modules is None else modules.load(local)
         else:
             try:
                 module = importlib.import_module(module_name)
@@ -47,9 +50,27 @@ class FunctionRef:
         return cast(Callable[..., Any], fn)
 
 
-def _import_file(path: Path) -> Any:
-    """Import a task's ``utils.py`` under a unique module name so two tasks' utils never clash."""
-    key = f"harness_task_utils_{abs(hash(str(path.resolve())))}"
+class ModuleScope:
+    """The task files one run has loaded: each executed once per scope, apart from every other scope."""
+
+    _ids = itertools.count()
+
+    def __init__(self) -> None:
+        self._modules: dict[Path, Any] = {}
+
+    def load(self, path: Path) -> Any:
+        """``path`` executed as a module of this scope (once; later calls return the same module)."""
+        path = path.resolve()
+        if path not in self._modules:
+            self._modules[path] = _import_file(path, f"_{next(self._ids)}")
+        return self._modules[path]
+
+
+def _import_file(path: Path, scope: str = "") -> Any:
+    """Import a task's ``utils.py`` under a unique module name so two tasks' utils never clash (nor two
+    scopes' copies of one file). Task code that imports lmms-eval fails, without it, in one line naming the
+    extra that installs it."""
+    key = f"harness_task_utils_{abs(hash(str(path.resolve())))}{scope}"
     if key in sys.modules:
         return sys.modules[key]
     spec = importlib.util.spec_from_file_location(key, path)
@@ -61,6 +82,11 @@ def _import_file(path: Path) -> Any:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[key]
+        if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "lmms_eval":
+            from harness.extras import install_hint
+
+            raise TaskConfigError(f"{path}: this task's code imports lmms_eval, which is not installed: "
+                                  f"{install_hint('lmms')}") from None
         raise TaskConfigError(f"{path}: importing task code failed: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(str(path.parent))
