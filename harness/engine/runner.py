@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +21,7 @@ from harness.engine.multi_round import Rounds, run_rounds
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
-from harness.engine.tasks import model_family_of, open_task
+from harness.engine.tasks import model_family_of, open_task, run_include_paths
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
@@ -407,9 +407,13 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
     return runtime, rescored, results, counts
 
 
-def score_run(run_dir: Path, data_dir: Path | None = None,
-              output: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
+def score_run(run_dir: Path, data_dir: Path | None = None, output: Path | None = None,
+              include_paths: Sequence[str | Path] = (), trust_run_include_paths: bool = False,
+              ) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
     """Recompute every per-sample metric and aggregate from saved samples; no model is loaded.
+
+    Tasks come from the bundled tasks plus ``include_paths``; the run's recorded include paths only with
+    ``trust_run_include_paths`` (:func:`harness.engine.tasks.run_include_paths`).
 
     The run's claim is never lost: with ``output`` (another folder) the rescored results, samples and
     reports go there and the run folder is untouched; in place, the files about to be replaced are first
@@ -421,7 +425,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     in_place = dest.resolve() == run_dir.resolve()
     if not in_place and (dest / "results.json").exists():
         raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
-    registry = TaskRegistry.discover(run.config.include_paths)
+    registry = TaskRegistry.discover(run_include_paths(run, run_dir, include_paths, trust_run_include_paths))
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
