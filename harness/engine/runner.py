@@ -16,6 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
+from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.multi_round import Rounds, run_rounds
 from harness.engine.requests import make_request
@@ -38,6 +39,7 @@ from harness.results.schema import (
     Rescoring,
     RunConfig,
     RunResults,
+    RunWriteError,
     SampleRecord,
     SeedPolicy,
     TaskCounts,
@@ -333,8 +335,8 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
-    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
-    reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
+    run_dir, reports, failure = _run_folder(opts.output, model_spec, started,
+                                            {t.config.task: t.runtime for t in prepared}, samples)
     wall = time.time() - started
     run = RunResults(
         results=results, groups=groups, group_subtasks=group_subtasks,
@@ -362,9 +364,49 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
             requests=stats,
         ),
     )
-    if run_dir is not None:
-        write_run(run_dir, run, samples)
+    if opts.output is not None:
+        try:
+            if failure is not None:
+                raise failure
+            assert run_dir is not None
+            write_run(run_dir, run, samples)
+        except RunWriteError as exc:
+            raise _unsaved(exc, run_dir or opts.output, run, samples, opts) from None
     return run, samples, run_dir
+
+
+def _run_folder(output: Path | None, model_spec: str, started: float, runtimes: dict[str, TaskRuntime],
+                samples: dict[str, list[SampleRecord]],
+                ) -> tuple[Path | None, dict[str, dict[str, Any]], RunWriteError | None]:
+    """The new run folder under ``output`` and the tasks' reports (plots written there); a full disk is
+    returned as the failure, with the reports made without their plots, so the run can be saved elsewhere."""
+    run_dir = None
+    try:
+        run_dir = new_run_dir(output, model_spec, started) if output is not None else None
+        return run_dir, _reports(runtimes, samples, run_dir), None
+    except OSError as exc:
+        if not is_disk_error(exc):
+            raise
+        return run_dir, _reports(runtimes, samples, None), RunWriteError(failed_path(exc, output or Path()), exc, 0)
+
+
+def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: dict[str, list[SampleRecord]],
+             opts: EvalOptions) -> HarnessError:
+    """The one-line error of an eval whose run folder cannot be written: the whole run is saved in a
+    temporary folder instead (another file system, usually), to be finished with ``harness score``."""
+    rescore = "".join(f" --include-path {p}" for p in opts.include_paths)
+    fallback = Path(tempfile.mkdtemp(prefix="harness-unsaved-run-"))
+    try:
+        write_run(fallback, run, samples)
+    except RunWriteError as again:
+        shutil.rmtree(fallback, ignore_errors=True)
+        kept = (f"the answers are in the response store {opts.store_path}: free space and rerun the same command, "
+                "which generates nothing again") if opts.use_cache and opts.store_path else \
+            "the answers could not be kept (no response store): free space and rerun the command"
+        return HarnessError(f"cannot write the run folder: {failure}; nor a copy elsewhere ({again}); {kept}")
+    return HarnessError(f"cannot write the run folder: {failure}; the samples files written before are kept, and "
+                        f"the whole run is saved in {fallback}: free space, then `harness score {fallback} --output "
+                        f"{run_dir}{rescore}` writes it there")
 
 
 def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
@@ -436,19 +478,29 @@ def score_run(run_dir: Path, data_dir: Path | None = None, output: Path | None =
             registry.get(task), family, read_samples(run_dir, task), data_dir)
     groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
     check_output(dest)
-    originals = _keep_originals(run_dir) if in_place else None
-    before = _file_stamps(dest)
-    reports = _reports(runtimes, samples, dest)
-    written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
-                      *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
-    updated = run.model_copy(update={
-        "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
-        "reports": reports,
-        "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
-            **environment(), source=str(run_dir.resolve()), files=written,
-            originals=None if originals is None else str(originals))}),
-    })
-    write_run(dest, updated, samples)
+    originals = None
+    try:
+        originals = _keep_originals(run_dir) if in_place else None
+        before = _file_stamps(dest)
+        reports = _reports(runtimes, samples, dest)
+        written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
+                          *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
+        updated = run.model_copy(update={
+            "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
+            "reports": reports,
+            "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
+                **environment(), source=str(run_dir.resolve()), files=written,
+                originals=None if originals is None else str(originals))}),
+        })
+        write_run(dest, updated, samples)
+    except (OSError, RunWriteError) as exc:
+        if isinstance(exc, OSError) and not is_disk_error(exc):
+            raise
+        problem = exc if isinstance(exc, RunWriteError) else disk_problem(failed_path(exc, dest), exc)
+        kept = (f"the run's files as first written are in {originals}" if originals is not None
+                else f"{run_dir} is unchanged" if not in_place else "the run's files are unchanged")
+        raise HarnessError(f"cannot write the rescored run: {problem}; {kept}: free space and rerun harness score"
+                           ) from None
     return updated, samples
 
 
@@ -467,11 +519,15 @@ def _keep_originals(run_dir: Path) -> Path:
         return kept
     tmp = run_dir / f".{_ORIGINALS}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    for path in run_dir.iterdir():
-        if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
-                               or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
-            shutil.copy2(path, tmp / path.name)
+    try:
+        tmp.mkdir()
+        for path in run_dir.iterdir():
+            if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
+                                   or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
+                shutil.copy2(path, tmp / path.name)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk: no half copy is left
+        raise
     shutil.rmtree(kept, ignore_errors=True)  # an incomplete copy (no results.json) is replaced
     os.replace(tmp, kept)
     return kept
