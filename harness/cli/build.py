@@ -152,7 +152,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             raise
         where = request.out or Path(".")
         raise HarnessError(f"harness build {request.name}: cannot write {disk_problem(failed_path(exc, where), exc)}; "
-                           f"free space or choose another --out, then rerun it (the partial build is replaced)"
+                           "free space or choose another --out, then rerun it"
                            ) from None
     print(f"built {request.name}: {out}")
     return 0
@@ -161,6 +161,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _interrupted(args: argparse.Namespace) -> str:
     """What Ctrl-C during a build left: the build's name, and that rerunning it rebuilds the folder."""
     request: BuildRequest = args.request
-    where = f" in {request.out}" if request.out else ""
-    return (f"interrupted: harness build {request.name} was stopped; a partial build may be left{where}: rerun "
-            "the same command to build it again")
+    where = f" --out {request.out}" if request.out else ""
+    return (f"interrupted: harness build {request.name}{where} was stopped before it finished; rerun the same "
+            "command to build it")
