@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from harness.errors import TaskConfigError
 from harness.models import create_backend
 from harness.results import read_run
 from harness.taskspec.registry import TaskRegistry, bundled_tasks_dir
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_harness
 
 
 @pytest.fixture(scope="module")
@@ -56,19 +53,13 @@ def received_run(tmp_path: Path, files: dict[str, bytes], include_paths: list[st
     return run_dir
 
 
-def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=env)
-
-
 @pytest.mark.parametrize("recorded", ["relative", "absolute", "root"])
 def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, run_files: dict[str, bytes],
                                                      recorded: str) -> None:
     folder, marker = hostile_tasks(tmp_path)
     paths = {"relative": ["evil"], "absolute": [str(folder)], "root": ["/"]}[recorded]
     run_dir = received_run(tmp_path, run_files, paths)
-    done = harness("score", str(run_dir), cwd=tmp_path)  # "evil" would resolve against this folder
+    done = run_harness("score", str(run_dir), cwd=tmp_path)  # "evil" would resolve against this folder
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     warnings = [line for line in done.stderr.splitlines() if "not used" in line]
@@ -82,7 +73,7 @@ def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(tmp_path: 
                                                                       run_files: dict[str, bytes]) -> None:
     folder, marker = hostile_tasks(tmp_path)
     run_dir = received_run(tmp_path, run_files, [str(folder)])
-    done = harness("score", str(run_dir), "--trust-run-include-paths", cwd=tmp_path)
+    done = run_harness("score", str(run_dir), "--trust-run-include-paths", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert marker.exists()  # asked for: the run's folder is used, and said so
     lines = done.stderr.splitlines()
