@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -394,7 +395,7 @@ def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: di
              opts: EvalOptions) -> HarnessError:
     """The one-line error of an eval whose run folder cannot be written: the whole run is saved in a
     temporary folder instead (another file system, usually), to be finished with ``harness score``."""
-    rescore = "".join(f" --include-path {p}" for p in opts.include_paths)
+    rescore = "".join(f" --include-path {shlex.quote(str(p))}" for p in opts.include_paths)
     fallback = Path(tempfile.mkdtemp(prefix="harness-unsaved-run-"))
     try:
         write_run(fallback, run, samples)
@@ -404,9 +405,10 @@ def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: di
                 "which generates nothing again") if opts.use_cache and opts.store_path else \
             "the answers could not be kept (no response store): free space and rerun the command"
         return HarnessError(f"cannot write the run folder: {failure}; nor a copy elsewhere ({again}); {kept}")
-    return HarnessError(f"cannot write the run folder: {failure}; the samples files written before are kept, and "
-                        f"the whole run is saved in {fallback}: free space, then `harness score {fallback} --output "
-                        f"{run_dir}{rescore}` writes it there")
+    kept = "the samples files written there are kept, and " if any(run_dir.glob("samples_*.jsonl")) else ""
+    finish = f"harness score {shlex.quote(str(fallback))} --output {shlex.quote(str(run_dir))}{rescore}"
+    return HarnessError(f"cannot write the run folder: {failure}; {kept}the whole run is saved in {fallback}: free "
+                        f"space, then `{finish}` writes it there")
 
 
 def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
