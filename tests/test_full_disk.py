@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,6 +154,7 @@ def test_an_eval_whose_results_do_not_fit_keeps_its_samples_and_finishes_with_ha
     assert finish.returncode == 0, finish.stderr
     finished = json.loads((run_dir / "results.json").read_text())
     assert finished["results"] == json.loads((first / "results.json").read_text())["results"]
+    shutil.rmtree(command.group(1).split()[2])
 
 
 def test_an_eval_on_a_full_output_disk_saves_the_whole_run_elsewhere(
@@ -165,6 +167,7 @@ def test_an_eval_on_a_full_output_disk_saves_the_whole_run_elsewhere(
     assert "samples_shapes_color.jsonl: No space left on device" in line and no_tmp_files(disk)
     saved = re.search(r"saved in (\S+):", line)
     assert saved is not None and (Path(saved.group(1)) / "results.json").is_file()
+    shutil.rmtree(saved.group(1))
 
 
 def test_harness_score_on_a_full_disk_changes_nothing_and_says_so(
