@@ -212,3 +212,23 @@ def test_ctrl_c_during_a_build_names_the_build(tmp_path: Path) -> None:
     assert err.strip().splitlines()[-1] == (f"interrupted: harness build shapes --out {out} was stopped before it "
                                             "finished; rerun the same command to build it")
     assert "response store" not in err and not out.exists() and no_tmp_files(tmp_path)
+
+
+def test_an_eval_whose_store_fills_up_mid_run_finishes_and_names_the_cause(
+        disk: Path, tmp_path: Path, data_dir: Path) -> None:
+    path = disk / "responses.sqlite"
+    holder = ResponseStore(path)  # another process's open store: its log and index files stay in place
+    holder.put("m", "before", 0, ["kept"])
+    fillers = fill(disk)
+    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3", "--cache",
+                       str(path), "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "cannot rollback" not in done.stderr and "still locked" not in done.stderr
+    assert "Traceback" not in done.stderr
+    full = [line for line in done.stderr.splitlines() if "generation goes on" in line]
+    assert len(full) == 1 and str(path) in full[0] and "full" in full[0]
+    (samples,) = (tmp_path / "out").rglob("samples_shapes_color.jsonl")
+    assert all(json.loads(line)["responses"] for line in samples.read_text().splitlines())  # nothing lost
+    free(fillers)
+    assert holder.get("m", "before", 0, 1) == ["kept"]
+    holder.close()
