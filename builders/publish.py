@@ -46,13 +46,17 @@ def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[st
     card.data.configs = split_configs(list(dataset))
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "data").mkdir(parents=True)
-    for split, ds in dataset.items():  # images given as file paths are embedded: the folder stands alone
-        embedded = ds.with_format("arrow").map(embed_table_storage, batched=True, keep_in_memory=True)
-        embedded.to_parquet(str(tmp / "data" / f"{split}-00000-of-00001.parquet"))
-    card.save(str(tmp / "README.md"))
-    for name, blob in (extra_files or {}).items():
-        (tmp / name).write_bytes(blob)
+    try:
+        (tmp / "data").mkdir(parents=True)
+        for split, ds in dataset.items():  # images given as file paths are embedded: the folder stands alone
+            embedded = ds.with_format("arrow").map(embed_table_storage, batched=True, keep_in_memory=True)
+            embedded.to_parquet(str(tmp / "data" / f"{split}-00000-of-00001.parquet"))
+        card.save(str(tmp / "README.md"))
+        for name, blob in (extra_files or {}).items():
+            (tmp / name).write_bytes(blob)
+    except BaseException:  # a full disk or Ctrl-C: no half-written folder is left, the previous build stays
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     shutil.rmtree(out, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out)

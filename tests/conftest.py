@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,10 @@ def fusion_dir(data_dir: Path) -> Path:
     from builders import build_dataset
 
     return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", demo=True)
+
+
+def run_harness(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m harness.cli ARGS`` in a fresh process from ``cwd``, importing this checkout's code."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)

@@ -252,6 +252,6 @@ def test_harness_score_rescores_saved_choices(tmp_path: Path, text_backend: HFBa
         tasks=["arc_tiny"], include_paths=[str(tasks)], use_cache=False, show_progress=False,
         output=tmp_path / "out"))
     assert run_dir is not None
-    rescored, samples = score_run(run_dir, output=tmp_path / "rescored")
+    rescored, samples = score_run(run_dir, output=tmp_path / "rescored", include_paths=[tasks])
     assert rescored.results["arc_tiny"] == run.results["arc_tiny"]
     assert all(len(r.choices) == len(ARC_ROWS["choices"][r.doc_id]["text"]) for r in samples["arc_tiny"])

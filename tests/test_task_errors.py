@@ -149,7 +149,7 @@ def test_rescoring_retries_a_sample_whose_scoring_failed(tmp_path: Path, data_di
     utils = folder / "utils.py"
     utils.write_text(utils.read_text().replace('raise ZeroDivisionError("scoring bug")', "pass"))
     (folder / "fragile.yaml").write_text((folder / "fragile.yaml").read_text().replace("fails_on_one", "scores"))
-    rescored, samples = score_run(run_dir)
+    rescored, samples = score_run(run_dir, include_paths=[folder])
     assert all(r.error is None for r in samples["fragile"]) and rescored.counts["fragile"].errors == 0
 
 

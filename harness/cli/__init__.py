@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from harness import __version__
 from harness.cli import audit, build, leaderboard, score, submit, tasks
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     """The ``harness`` entry point: runs the parsed command and returns its exit status; a harness error
     (or a missing extra) is printed in one line with status 2 unless ``--verbosity debug``, Ctrl-C is 130."""
     verbosity = "info"
+    args = None
     try:  # parsing too: it loads the protocols and, for harness build NAME, that builder's options
         args = build_parser().parse_args(argv)
         verbosity = args.verbosity = getattr(args, "verbosity", "info")
@@ -47,15 +49,31 @@ def main(argv: list[str] | None = None) -> int:
 
             offline_reason()
         return args.func(args)
-    except (HarnessError, ModuleNotFoundError) as exc:
-        from harness.extras import missing_extra
-
-        error = missing_extra(exc) if isinstance(exc, ModuleNotFoundError) else exc
+    except (HarnessError, ModuleNotFoundError, OSError) as exc:
+        error = _one_line(exc)
         if error is None or verbosity == "debug":
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted: finished requests are in the response store; rerun the same command to resume",
+        interrupted = getattr(args, "interrupted", None)
+        print("\n" + (interrupted(args) if interrupted is not None else
+                      "interrupted: finished requests are in the response store; rerun the same command to resume"),
               file=sys.stderr)
         return 130
+
+
+def _one_line(exc: Exception) -> object | None:
+    """The line to print for an error the user can act on (a harness error, a missing extra, a full or
+    read-only disk), or None for a bug, which keeps its traceback."""
+    from harness.disk import disk_problem, failed_path, is_disk_error
+
+    if isinstance(exc, HarnessError):
+        return exc
+    if isinstance(exc, ModuleNotFoundError):
+        from harness.extras import missing_extra
+
+        return missing_extra(exc)
+    if isinstance(exc, OSError) and is_disk_error(exc):
+        return disk_problem(failed_path(exc, Path.cwd()), exc)
+    return None

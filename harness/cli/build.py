@@ -39,7 +39,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     bd.add_argument("name", help="the builder (listed below)")
     bd.add_argument("request", nargs=argparse.REMAINDER, action=_BuilderArguments, metavar="OPTION",
                     help="the builder's options (harness build NAME --help)")
-    bd.set_defaults(func=_cmd_build)
+    bd.set_defaults(func=_cmd_build, interrupted=_interrupted)
 
 
 class _BuilderArguments(argparse.Action):
@@ -139,10 +139,28 @@ def _assign(builder: Builder, specs: Sequence[OptionSpec], values: dict[str, Any
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    """Builds the requested dataset (and pushes it to the Hub if asked), printing where it was written."""
+    """Builds the requested dataset (and pushes it to the Hub if asked), printing where it was written; a
+    full, over-quota or read-only disk is one line naming the build and the path."""
     from builders import build_dataset
+    from harness.disk import disk_problem, failed_path, is_disk_error
 
     request: BuildRequest = args.request
-    out = build_dataset(request.name, request.out, push_to_hub=request.push_to_hub, **request.values)
+    try:
+        out = build_dataset(request.name, request.out, push_to_hub=request.push_to_hub, **request.values)
+    except OSError as exc:
+        if not is_disk_error(exc):
+            raise
+        where = request.out or Path(".")
+        raise HarnessError(f"harness build {request.name}: cannot write {disk_problem(failed_path(exc, where), exc)}; "
+                           "free space or choose another --out, then rerun it"
+                           ) from None
     print(f"built {request.name}: {out}")
     return 0
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C during a build left: the build's name, and that rerunning it rebuilds the folder."""
+    request: BuildRequest = args.request
+    where = f" --out {request.out}" if request.out else ""
+    return (f"interrupted: harness build {request.name}{where} was stopped before it finished; rerun the same "
+            "command to build it")

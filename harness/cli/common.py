@@ -79,6 +79,17 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
     return out
 
 
+def add_run_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--include-path`` and ``--trust-run-include-paths`` for commands that score saved runs: tasks come
+    from the bundled tasks and the folders named here, never from the run's recorded ones by default."""
+    parser.add_argument("--include-path", action="append", default=[],
+                        help="extra task folder whose code you trust (repeatable); a run's recorded include "
+                             "paths are not used")
+    parser.add_argument("--trust-run-include-paths", action="store_true",
+                        help="also import task code from the include paths the run records (only for runs "
+                             "you made or trust)")
+
+
 def audit_folder(output: str | None, run_dirs: Sequence[Path], protocol: str) -> Path:
     """``--output``, else a stamped ``audit-<protocol>-<UTC time>`` folder beside the runs' model folders."""
     from harness.paths import audit_dir

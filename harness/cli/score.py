@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_run_task_arguments
+
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness score RUN_DIR``: rescoring in place, or into ``--output``."""
@@ -14,6 +16,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
                     "(in place, the run's first files are kept in RUN_DIR/original/)")
+    add_run_task_arguments(sc)
     sc.set_defaults(func=_cmd_score)
 
 
@@ -23,7 +26,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from harness.engine.runner import score_run
 
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
-                       Path(args.output) if args.output else None)
+                       Path(args.output) if args.output else None, args.include_path, args.trust_run_include_paths)
     print(summary_table(run, Path(args.output or args.run_dir)))
     rescored = run.provenance.rescored
     assert rescored is not None  # score_run always records its rescoring

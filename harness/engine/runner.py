@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from harness.data import LoadedDataset, load_task_datasets
+from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
 from harness.engine.loglikelihood import answer_choices, choice_request
@@ -24,7 +26,7 @@ from harness.engine.multi_round import Generate, Rounds, run_rounds
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
-from harness.engine.tasks import model_family_of, open_task
+from harness.engine.tasks import model_family_of, open_task, run_include_paths
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
@@ -41,6 +43,7 @@ from harness.results.schema import (
     Rescoring,
     RunConfig,
     RunResults,
+    RunWriteError,
     SampleRecord,
     SeedPolicy,
     TaskCounts,
@@ -327,7 +330,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
-    run_dir = new_run_dir(opts.output, model_spec, started) if opts.output is not None else None
+    run_dir, failure = _new_run_folder(opts.output, model_spec, started)
     args = aggregation_args(run_dir, model_spec, opts.tasks, limit=opts.limit, seed=opts.seed,
                             batch_size=opts.batch_size, gen_kwargs=opts.gen_overrides, include_paths=opts.include_paths)
     for task in prepared:
@@ -352,7 +355,7 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final, args)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
-    reports = _reports({t.config.task: t.runtime for t in prepared}, samples, run_dir)
+    reports, failure = _run_reports({t.config.task: t.runtime for t in prepared}, samples, run_dir, failure)
     wall = time.time() - started
     run = RunResults(
         results=results, groups=groups, group_subtasks=group_subtasks,
@@ -382,9 +385,62 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
             requests=stats,
         ),
     )
-    if run_dir is not None:
-        write_run(run_dir, run, samples)
+    if opts.output is not None:
+        try:
+            if failure is not None:
+                raise failure
+            assert run_dir is not None
+            write_run(run_dir, run, samples)
+        except RunWriteError as exc:
+            raise _unsaved(exc, run_dir or opts.output, run, samples, opts) from None
     return run, samples, run_dir
+
+
+def _new_run_folder(output: Path | None, model_spec: str, started: float) -> tuple[Path | None, RunWriteError | None]:
+    """The new run folder under ``output`` (None without one); a full disk is returned as the failure, so the
+    run can still be saved elsewhere."""
+    if output is None:
+        return None, None
+    try:
+        return new_run_dir(output, model_spec, started), None
+    except OSError as exc:
+        if not is_disk_error(exc):
+            raise
+        return None, RunWriteError(failed_path(exc, output), exc, 0)
+
+
+def _run_reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]], run_dir: Path | None,
+                 failure: RunWriteError | None) -> tuple[dict[str, dict[str, Any]], RunWriteError | None]:
+    """The tasks' reports, their plots written in ``run_dir``; a full disk while writing them becomes the
+    failure, and the reports are made again without their plots."""
+    if run_dir is not None and failure is None:
+        try:
+            return _reports(runtimes, samples, run_dir), None
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            failure = RunWriteError(failed_path(exc, run_dir), exc, 0)
+    return _reports(runtimes, samples, None), failure
+
+
+def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: dict[str, list[SampleRecord]],
+             opts: EvalOptions) -> HarnessError:
+    """The one-line error of an eval whose run folder cannot be written: the whole run is saved in a
+    temporary folder instead (another file system, usually), to be finished with ``harness score``."""
+    rescore = "".join(f" --include-path {shlex.quote(str(p))}" for p in opts.include_paths)
+    fallback = Path(tempfile.mkdtemp(prefix="harness-unsaved-run-"))
+    try:
+        write_run(fallback, run, samples)
+    except RunWriteError as again:
+        shutil.rmtree(fallback, ignore_errors=True)
+        kept = (f"the answers are in the response store {opts.store_path}: free space and rerun the same command, "
+                "which generates nothing again") if opts.use_cache and opts.store_path else \
+            "the answers could not be kept (no response store): free space and rerun the command"
+        return HarnessError(f"cannot write the run folder: {failure}; nor a copy elsewhere ({again}); {kept}")
+    kept = "the samples files written there are kept, and " if any(run_dir.glob("samples_*.jsonl")) else ""
+    finish = f"harness score {shlex.quote(str(fallback))} --output {shlex.quote(str(run_dir))}{rescore}"
+    return HarnessError(f"cannot write the run folder: {failure}; {kept}the whole run is saved in {fallback}: free "
+                        f"space, then `{finish}` writes it there")
 
 
 def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
@@ -428,9 +484,13 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
     return runtime, rescored, results, counts
 
 
-def score_run(run_dir: Path, data_dir: Path | None = None,
-              output: Path | None = None) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
+def score_run(run_dir: Path, data_dir: Path | None = None, output: Path | None = None,
+              include_paths: Sequence[str | Path] = (), trust_run_include_paths: bool = False,
+              ) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
     """Recompute every per-sample metric and aggregate from saved samples; no model is loaded.
+
+    Tasks come from the bundled tasks plus ``include_paths``; the run's recorded include paths only with
+    ``trust_run_include_paths`` (:func:`harness.engine.tasks.run_include_paths`).
 
     The run's claim is never lost: with ``output`` (another folder) the rescored results, samples and
     reports go there and the run folder is untouched; in place, the files about to be replaced are first
@@ -442,7 +502,7 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
     in_place = dest.resolve() == run_dir.resolve()
     if not in_place and (dest / "results.json").exists():
         raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
-    registry = TaskRegistry.discover(run.config.include_paths)
+    registry = TaskRegistry.discover(run_include_paths(run, run_dir, include_paths, trust_run_include_paths))
     family = model_family_of(run)
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
@@ -456,19 +516,29 @@ def score_run(run_dir: Path, data_dir: Path | None = None,
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
             registry.get(task), family, read_samples(run_dir, task), data_dir, args)
     groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
-    originals = _keep_originals(run_dir) if in_place else None
-    before = _file_stamps(dest)
-    reports = _reports(runtimes, samples, dest)
-    written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
-                      *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
-    updated = run.model_copy(update={
-        "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
-        "reports": reports,
-        "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
-            **environment(), source=str(run_dir.resolve()), files=written,
-            originals=None if originals is None else str(originals))}),
-    })
-    write_run(dest, updated, samples)
+    originals = None
+    try:
+        originals = _keep_originals(run_dir) if in_place else None
+        before = _file_stamps(dest)
+        reports = _reports(runtimes, samples, dest)
+        written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
+                          *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
+        updated = run.model_copy(update={
+            "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
+            "reports": reports,
+            "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
+                **environment(), source=str(run_dir.resolve()), files=written,
+                originals=None if originals is None else str(originals))}),
+        })
+        write_run(dest, updated, samples)
+    except (OSError, RunWriteError) as exc:
+        if isinstance(exc, OSError) and not is_disk_error(exc):
+            raise
+        problem = exc if isinstance(exc, RunWriteError) else disk_problem(failed_path(exc, dest), exc)
+        kept = (f"the run's files as first written are in {originals}" if originals is not None
+                else f"{run_dir} is unchanged" if not in_place else "the run's files are unchanged")
+        raise HarnessError(f"cannot write the rescored run: {problem}; {kept}: free space and rerun harness score"
+                           ) from None
     return updated, samples
 
 
@@ -487,11 +557,15 @@ def _keep_originals(run_dir: Path) -> Path:
         return kept
     tmp = run_dir / f".{_ORIGINALS}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    for path in run_dir.iterdir():
-        if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
-                               or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
-            shutil.copy2(path, tmp / path.name)
+    try:
+        tmp.mkdir()
+        for path in run_dir.iterdir():
+            if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
+                                   or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
+                shutil.copy2(path, tmp / path.name)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # a full disk: no half copy is left
+        raise
     shutil.rmtree(kept, ignore_errors=True)  # an incomplete copy (no results.json) is replaced
     os.replace(tmp, kept)
     return kept

@@ -6,8 +6,8 @@ depends on n. All n samples of a request are written in one transaction, so a ru
 point leaves either all of a request's samples or none of them.
 
 A store that cannot be opened or read (not a database, malformed, a directory) fails in one line that
-names the file and the fix. A store whose write lock another process holds never loses a run: see
-:meth:`ResponseStore.put_many`.
+names the file and the fix. A store whose write lock another process holds, or whose disk is full or
+read-only, never loses a run: see :meth:`ResponseStore.put_many`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.disk import disk_problem, is_disk_error
 from harness.errors import HarnessError
 from harness.results.jsonl import jsonl_lines
 
@@ -61,6 +62,7 @@ class ResponseStore:
         self._db: sqlite3.Connection | None = None
         self._pending: list[Row] = []
         self._locked = False
+        self._unwritable: str | None = None  # why the last write failed on a full or read-only disk
         if path is not None and (self.read or self.write):
             with self._errors():
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,6 +78,9 @@ class ResponseStore:
         fix = "pass --cache with another file, or --no-cache"
         if _is_lock(exc):
             return HarnessError(f"response store {self.path} is locked by another process: let it finish, or {fix}")
+        if is_disk_error(exc):
+            assert self.path is not None
+            return HarnessError(f"response store {disk_problem(self.path, exc)}: free space, or {fix}")
         return HarnessError(f"response store {self.path} cannot be used ({exc}): {fix}, or delete the file if it "
                             "holds nothing you need")
 
@@ -109,15 +114,16 @@ class ResponseStore:
     def put_many(self, model: str, rows: list[tuple[str, int, list[str]]]) -> None:
         """Many (request, seed, texts) in one transaction (also bulk imports of judge decisions).
 
-        When another process holds the write lock for longer than ``BUSY_TIMEOUT_S``, the answers are
-        kept in memory (and served by :meth:`get`), one warning says why, and every later write retries
-        them without waiting, so generation goes on; :meth:`close` waits up to ``LOCK_WAIT_S`` for the lock
-        and then saves what is still kept to a side file beside the store, merged into it the next time
-        the store is opened for writing. Nothing generated is lost, and no run fails for a busy store."""
+        When another process holds the write lock for longer than ``BUSY_TIMEOUT_S``, or the disk is full,
+        over quota or read-only, the answers are kept in memory (and served by :meth:`get`), one warning
+        says why, and every later write retries them without waiting, so generation goes on; :meth:`close`
+        waits up to ``LOCK_WAIT_S`` for a lock and then saves what is still kept to a side file beside the
+        store, merged into it the next time the store is opened for writing. Answers written before the
+        failure stay in the store; nothing generated is lost, and no run fails for a busy or full store."""
         if not self.write or self._db is None:
             return
         self._pending.extend((model, request, seed, texts) for request, seed, texts in rows)
-        self._flush(0.0 if self._locked else BUSY_TIMEOUT_S)
+        self._flush(0.0 if self._locked or self._unwritable else BUSY_TIMEOUT_S)
 
     def _flush(self, wait_s: float) -> bool:
         """Write the kept answers in one transaction, waiting up to ``wait_s`` for the lock; True when written."""
@@ -126,7 +132,14 @@ class ResponseStore:
         self._db.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
         try:
             self._insert(self._pending)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if is_disk_error(exc) and not _is_lock(exc):
+                if self._unwritable is None:
+                    assert self.path is not None
+                    log.warning("response store %s; generation goes on and new answers are kept in memory "
+                                "(answers written before are kept in the store)", disk_problem(self.path, exc))
+                self._unwritable = str(exc)
+                return False
             if not _is_lock(exc):
                 raise self._failure(exc) from None
             if not self._locked:
@@ -134,9 +147,10 @@ class ResponseStore:
                             "on and answers are kept in memory until the lock is released", self.path)
             self._locked = True
             return False
-        if self._locked:
-            log.warning("response store %s: lock released, %d kept request(s) written", self.path, len(self._pending))
-        self._pending, self._locked = [], False
+        if self._locked or self._unwritable:
+            log.warning("response store %s: writable again, %d kept request(s) written", self.path,
+                        len(self._pending))
+        self._pending, self._locked, self._unwritable = [], False, None
         return True
 
     def _insert(self, rows: list[Row]) -> None:
@@ -150,7 +164,8 @@ class ResponseStore:
                                   for i, t in enumerate(texts)])
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite has already rolled back after a full disk or an I/O error
+                self._db.execute("ROLLBACK")
             raise
 
     def _side_files(self) -> list[Path]:
@@ -204,12 +219,18 @@ class ResponseStore:
         for a lock, so the caller can still write its results)."""
         if self._db is None:
             return
-        if self._pending:
+        if self._pending and self._unwritable is None:
             log.warning("response store %s is still locked; waiting up to %gs to write %d kept request(s)",
                         self.path, LOCK_WAIT_S, len(self._pending))
             if not self._flush(LOCK_WAIT_S):
                 self._spill()
-        self._db.close()
+        elif self._pending and not self._flush(0.0):
+            self._spill()
+        try:
+            self._db.close()
+        except sqlite3.DatabaseError as exc:  # a last checkpoint on a full disk: the WAL keeps the answers
+            log.warning("response store %s: closing failed (%s); its write-ahead log keeps the written answers",
+                        self.path, exc)
         self._db = None
 
     def _spill(self) -> None:
@@ -217,12 +238,14 @@ class ResponseStore:
         side = self.path.with_name(f"{self.path.name}.pending-{os.getpid()}-{time.time_ns()}.jsonl")
         lines = "".join(json.dumps({"model": m, "request": r, "seed": s, "texts": t}) + "\n"
                         for m, r, s, t in self._pending)
+        why = f"cannot be written ({self._unwritable})" if self._unwritable else "stayed locked"
         try:
             side.write_text(lines, encoding="utf-8")
         except OSError as exc:
-            log.error("response store %s stayed locked and %s cannot be written (%s): %d request(s) are only in "
-                      "this run's samples files", self.path, side, exc, len(self._pending))
+            side.unlink(missing_ok=True)
+            log.error("response store %s %s and %s: %d request(s) are only in this run's samples files", self.path,
+                      why, disk_problem(side, exc, len(lines.encode())), len(self._pending))
             return
-        log.warning("response store %s stayed locked: %d request(s) saved to %s, merged into "
-                    "the store the next time it is opened", self.path, len(self._pending), side)
+        log.warning("response store %s %s: %d request(s) saved to %s, merged into the store the next time it is "
+                    "opened", self.path, why, len(self._pending), side)
         self._pending = []

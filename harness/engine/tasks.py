@@ -6,6 +6,7 @@ here, so each reads the same docs (``process_docs`` applied) that the run's prom
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from harness.engine.task_runtime import TaskRuntime
 from harness.results.schema import RunResults
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,33 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
     return OpenTask(config, runtime, dataset, docs)
 
 
-def open_run_task(run: RunResults, task: str, data_dir: Path | None) -> OpenTask:
-    """A task of a saved run, opened as the run opened it (its include paths, its model's family)."""
-    return open_task(task, model_family_of(run), data_dir, run.config.include_paths)
+def open_run_task(run: RunResults, task: str, data_dir: Path | None,
+                  include_paths: Sequence[str | Path] = ()) -> OpenTask:
+    """A task of a saved run, opened for the run's model family from the bundled tasks plus
+    ``include_paths`` (what :func:`run_include_paths` chose, never the run's own by default)."""
+    return open_task(task, model_family_of(run), data_dir, include_paths)
+
+
+def run_include_paths(run: RunResults, run_dir: Path, given: Sequence[str | Path],
+                      trust_run: bool = False) -> list[str]:
+    """The task folders to score a saved run with: the bundled tasks plus the folders the user names.
+
+    A run folder may come from anyone, and a task folder holds code (``utils.py``), so the include paths
+    a run records are provenance only: when they differ from ``given``, one warning says so and they are
+    not used. ``trust_run`` (``--trust-run-include-paths``) adds them, with a warning naming them."""
+    chosen = [str(p) for p in given]
+    resolved = {str(Path(p).resolve()) for p in given}
+    recorded = [p for p in run.config.include_paths if p not in resolved]
+    if not recorded:
+        return chosen
+    if trust_run:
+        log.warning("%s: trusting the run's include paths: task code is imported from %s", run_dir,
+                    ", ".join(recorded))
+        return [*chosen, *recorded]
+    log.warning("%s: the run was made with include path(s) %s; they are not used (a run folder never runs its "
+                "own task code): pass --include-path for folders you trust, or --trust-run-include-paths",
+                run_dir, ", ".join(recorded))
+    return chosen
 
 
 def model_family_of(run: RunResults) -> str | None:

@@ -308,7 +308,7 @@ async def _security_headers(request: Request, call_next: Any) -> Response:
 def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     """The leaderboard app over ``settings.db_url`` (migrated on open)."""
     db = db or Database(settings.db_url)
-    registry = TaskRegistry.discover(list(settings.include_paths))
+    registry = TaskRegistry.discover(list(settings.include_paths), shadowing="error")
     workers = {name: JobWorker(db, name, job, options) for name, job, options in due_jobs(settings, None)}
     rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
 

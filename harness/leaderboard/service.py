@@ -144,7 +144,7 @@ def submit_files(db: Database, files: dict[str, bytes], submitter: str, settings
     existing = find_submission(db, bundle.content_hash)
     if existing is not None:
         return Outcome(existing.id, existing.status, True, existing.checks, tasks)
-    registry = registry or TaskRegistry.discover(list(settings.include_paths))
+    registry = registry or TaskRegistry.discover(list(settings.include_paths), shadowing="error")
     if pool is not None:
         verification = pool.verify(bundle, registry, settings)
     else:
@@ -162,7 +162,7 @@ def import_runs(db: Database, run_dirs: list[Path], submitter: str,
     """Ingest run folders (a Hub-layout clone), each through the same checks as an upload; a refused run
     is reported and the others go on. Then runs each protocol's after-submission job once if new
     submissions carry its tasks."""
-    registry = TaskRegistry.discover(list(settings.include_paths))
+    registry = TaskRegistry.discover(list(settings.include_paths), shadowing="error")
     outcomes: list[tuple[Path, Outcome | SubmissionError]] = []
     for run_dir in run_dirs:
         try:

@@ -4,13 +4,13 @@ item (``attack_outcomes.jsonl``), one row per diagnostic (``diagnostics.jsonl``)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.disk import write_atomic
 from harness.errors import HarnessError
 from harness.results.jsonl import read_jsonl
 from harness.results.schema import ModelInfo
@@ -69,9 +69,7 @@ class AttackSummary(BaseModel):
 
 
 def _write_lines(path: Path, rows: Sequence[BaseModel]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, "".join(r.model_dump_json() + "\n" for r in rows))
 
 
 def write_attack(run_dir: Path, outcomes: Sequence[AttackOutcome], diagnostics: Sequence[Diagnostic],
@@ -79,9 +77,7 @@ def write_attack(run_dir: Path, outcomes: Sequence[AttackOutcome], diagnostics: 
     """The three files of an attack run, each replaced atomically."""
     _write_lines(run_dir / OUTCOMES_FILE, outcomes)
     _write_lines(run_dir / DIAGNOSTICS_FILE, diagnostics)
-    tmp = run_dir / (SUMMARY_FILE + ".tmp")
-    tmp.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / SUMMARY_FILE)
+    write_atomic(run_dir / SUMMARY_FILE, summary.model_dump_json(indent=2) + "\n")
 
 
 def _read_rows(path: Path, model: type[Any]) -> list[Any]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.jsonl import jsonl_lines
 
@@ -254,19 +254,33 @@ def parse_run(raw: Any) -> RunResults:
     return RunResults.model_validate(raw)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+class RunWriteError(HarnessError):
+    """A run folder's file could not be written for a full, over-quota or read-only disk; the files
+    written before it are whole, and the message names the file and the space still needed."""
+
+    def __init__(self, path: Path, cause: OSError, needed: int) -> None:
+        super().__init__(disk_problem(path, cause, needed))
+        self.path = path
 
 
 def write_run(run_dir: Path, results: RunResults, samples: dict[str, list[SampleRecord]]) -> None:
-    """Write ``samples_<task>.jsonl`` files, then ``results.json`` (each replaced atomically)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for task, records in samples.items():
-        lines = "".join(r.model_dump_json() + "\n" for r in records)
-        _atomic_write(run_dir / f"samples_{task}.jsonl", lines)
-    _atomic_write(run_dir / "results.json", results.to_json() + "\n")
+    """Write ``samples_<task>.jsonl`` files, then ``results.json`` (each replaced atomically); a full disk
+    is a :class:`RunWriteError` and leaves no partial file."""
+    texts = {f"samples_{task}.jsonl": "".join(r.model_dump_json() + "\n" for r in records)
+             for task, records in samples.items()}
+    texts["results.json"] = results.to_json() + "\n"
+    remaining = sum(len(t.encode()) for t in texts.values())
+    path = run_dir
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            path = run_dir / name
+            write_atomic(path, text)
+            remaining -= len(text.encode())
+    except OSError as exc:
+        if not is_disk_error(exc):
+            raise
+        raise RunWriteError(path, exc, remaining) from None
 
 
 def read_run(run_dir: Path) -> RunResults:

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import difflib
+import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from harness.errors import TaskConfigError
 from harness.taskspec.config import AggregateMetric, TaskConfig
+from harness.taskspec.names import name_problem
 from harness.taskspec.yaml_loader import load_yaml_config
+
+log = logging.getLogger(__name__)
+
+#: What a task or group of an include path that has a bundled one's name does: ``warn`` (one line; the
+#: include path's version is used, as in lmms-eval) or ``error`` (the leaderboard: bundled tasks are scored
+#: with the bundled code only).
+Shadowing = Literal["warn", "error"]
+_TOP_LEVEL_NAME = re.compile(r"^(?:task|group):[ \t]*['\"]?([^\s'\"#\[{]+)", re.MULTILINE)
+_warned: set[tuple[str, str]] = set()  # (name, file) shadow warnings already given in this process
 
 
 @dataclass(frozen=True)
@@ -41,43 +54,70 @@ class TaskRegistry:
     _tags: dict[str, list[str]] = field(default_factory=dict)
     broken: list[str] = field(default_factory=list)
     _loaded: dict[str, TaskConfig] = field(default_factory=dict)
+    _broken_names: dict[str, str] = field(default_factory=dict)  # name a broken file defines -> its error
 
     @classmethod
-    def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
-        """Every task, group and tag in the bundled ``tasks/`` and the ``include_paths`` folders."""
+    def discover(cls, include_paths: Sequence[str | Path] | None = None,
+                 shadowing: Shadowing = "warn") -> TaskRegistry:
+        """Every task, group and tag in the bundled ``tasks/`` and the ``include_paths`` folders; a task or
+        group of an include path named like a bundled one is a one-line warning, or with
+        ``shadowing="error"`` refused."""
         paths = [bundled_tasks_dir(), *(Path(p) for p in include_paths or [])]
         for p in paths:
             if not p.is_dir():
                 raise TaskConfigError(f"--include-path {p}: not a folder")
         registry = cls(paths=paths)
-        for root in paths:
+        for yaml_file in sorted(paths[0].rglob("*.yaml")):
+            registry._scan(yaml_file)
+        bundled = {**registry._task_files, **{g: s.source for g, s in registry._groups.items()}}
+        for root in paths[1:]:
             for yaml_file in sorted(root.rglob("*.yaml")):
                 registry._scan(yaml_file)
+        for name, source in bundled.items():
+            now = registry._task_files.get(name) or (registry._groups[name].source if name in registry._groups
+                                                     else source)
+            if now.resolve() != source.resolve():
+                registry._shadowed(name, now, source, shadowing)
         return registry
+
+    @staticmethod
+    def _shadowed(name: str, path: Path, bundled: Path, shadowing: Shadowing) -> None:
+        if shadowing == "error":
+            raise TaskConfigError(f"{path}: task {name!r} has the name of a bundled task ({bundled}); bundled tasks "
+                                  "are scored with their bundled code only: rename it, or drop that include path")
+        if (name, str(path)) not in _warned:
+            _warned.add((name, str(path)))
+            log.warning("%s: task %r shadows the bundled task of that name (%s); the include path's version is used",
+                        path, name, bundled)
 
     def _scan(self, path: Path) -> None:
         try:
             raw = load_yaml_config(path)
+            self._add(raw, path)
         except TaskConfigError as exc:
             self.broken.append(str(exc))
-            return
+            for name in _defined_names(path):
+                self._broken_names.setdefault(name, str(exc))
+
+    def _add(self, raw: dict[str, Any], path: Path) -> None:
+        """Register one file's task or group (its names checked first, so a bad name registers nothing)."""
         task = raw.get("task")
         group = raw.get("group")
         if isinstance(task, list) and isinstance(group, str):
+            _check_name("group", group, path)
             members = tuple(t if isinstance(t, str) else str(t.get("task")) for t in task)
-            try:
-                aggregates = AggregateMetric.parse(raw.get("aggregate_metric_list"), str(path))
-            except TaskConfigError as exc:
-                self.broken.append(str(exc))
-                return
+            aggregates = AggregateMetric.parse(raw.get("aggregate_metric_list"), str(path))
             self._groups[group] = GroupSpec(group, members, path, aggregates)
         elif isinstance(task, str):
-            self._task_files[task] = path  # later folders override bundled tasks, as in lmms-eval
             tags = raw.get("tag") or []
             legacy_group = raw.get("group")  # old schema: group on a task acts as a tag
-            for tag in ([tags] if isinstance(tags, str) else list(tags)) + (
-                [legacy_group] if isinstance(legacy_group, str) else []
-            ):
+            labels = ([tags] if isinstance(tags, str) else list(tags)) + (
+                [legacy_group] if isinstance(legacy_group, str) else [])
+            _check_name("task", task, path)
+            for tag in labels:
+                _check_name("tag", tag, path)
+            self._task_files[task] = path  # later folders override bundled tasks, as in lmms-eval
+            for tag in labels:
                 self._tags.setdefault(str(tag), []).append(task)
 
     @property
@@ -125,8 +165,29 @@ class TaskRegistry:
         return self._loaded[name]
 
     def _unknown(self, name: str) -> TaskConfigError:
+        """The error for a name no readable file defines: the defining file's own error when a file that
+        cannot be read defines it, else close matches."""
+        if name in self._broken_names:
+            return TaskConfigError(f"task {name!r} cannot be loaded: {self._broken_names[name]}")
         known = [*self._task_files, *self._groups, *self._tags]
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `harness tasks` lists them"
-        broken = f" ({len(self.broken)} task file(s) could not be read: {self.broken[0]})" if self.broken else ""
+        broken = (f" ({len(self.broken)} other task file(s) could not be read; `harness tasks` names them)"
+                  if self.broken else "")
         return TaskConfigError(f"unknown task {name!r}{hint}{broken}")
+
+
+def _check_name(kind: str, name: object, path: Path) -> None:
+    problem = name_problem(kind, name)
+    if problem is not None:
+        raise TaskConfigError(f"{path}: {problem}")
+
+
+def _defined_names(path: Path) -> list[str]:
+    """The task or group names a file that cannot be loaded seems to define (its top-level ``task:`` and
+    ``group:`` lines), so asking for one of them shows that file's error."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return _TOP_LEVEL_NAME.findall(text)

@@ -2,6 +2,10 @@
 
 ``!function utils.fn`` becomes a :class:`FunctionRef` that is resolved lazily, so listing tasks
 never imports task code, and a missing function is reported when the task is actually used.
+
+Anchors and aliases are allowed within a budget (:data:`MAX_ALIASES` uses per file, adding at most
+:data:`MAX_ALIAS_NODES` nodes when expanded), checked on the parsed node graph before any Python value is
+built: a file of nested aliases (a "billion laughs" bomb) is refused in one line when it loads.
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ from typing import Any, cast
 import yaml
 
 from harness.errors import TaskConfigError
+
+#: The most alias uses (``*name``, ``<<: *name``) one YAML file may hold.
+MAX_ALIASES = 64
+#: The most nodes the aliases of one file may add when their anchors' content is repeated in place.
+MAX_ALIAS_NODES = 10_000
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,14 @@ def _import_file(path: Path, scope: str = "") -> Any:
 
 def _make_loader(yaml_dir: Path) -> type[yaml.SafeLoader]:
     class _Loader(yaml.SafeLoader):
-        pass
+        aliases = 0
+
+        def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    raise _AliasBudget(f"more than {MAX_ALIASES} aliases")
+            return super().compose_node(parent, index)
 
     def _function(loader: yaml.SafeLoader, node: yaml.Node) -> FunctionRef:
         return FunctionRef(str(loader.construct_scalar(node)), yaml_dir)  # type: ignore[arg-type]
@@ -111,7 +127,12 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise TaskConfigError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        data = yaml.load(text, Loader=_make_loader(path.parent))
+        data = _load_within_budget(text, path.parent)
+    except _AliasBudget as exc:
+        raise TaskConfigError(f"{path}: too many YAML aliases ({exc}; a task file may use {MAX_ALIASES}, adding "
+                              f"at most {MAX_ALIAS_NODES} nodes)") from None
+    except RecursionError:
+        raise TaskConfigError(f"{path}: malformed YAML: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -123,6 +144,69 @@ def read_yaml(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise TaskConfigError(f"{path}: a task YAML must be a mapping, got {type(data).__name__}")
     return data
+
+
+class _AliasBudget(Exception):
+    """A YAML file's aliases go over the budget (module docstring)."""
+
+
+def _load_within_budget(text: str, yaml_dir: Path) -> Any:
+    """Parse ``text`` to nodes, check its aliases against the budget, then build its value."""
+    loader = _make_loader(yaml_dir)(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        added = _expanded_size(node) - _distinct_size(node)
+        if added > MAX_ALIAS_NODES:
+            raise _AliasBudget(f"they expand to {added} more nodes")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _distinct_size(root: yaml.Node) -> int:
+    """How many distinct nodes the graph holds (each anchor's content once)."""
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        for child in _children(stack.pop()):
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return len(seen)
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """How many nodes the document has with every alias replaced by a copy of its anchor's content
+    (post-order over the node graph, each node's size computed once; a node holding itself is refused)."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in _children(node))
+            continue
+        if id(node) in sizes:
+            continue
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_nodes:
+                raise _AliasBudget("an alias refers to a node that holds it")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
 
 
 def load_yaml_config(path: Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:

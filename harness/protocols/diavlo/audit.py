@@ -33,7 +33,7 @@ import itertools
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,8 +174,9 @@ def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
 
 
 def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any, data_dir: Path | None,
-              detector: Any | None = None) -> ModelAudit:
-    """Classes, MI and concept effects for one run folder (module docstring)."""
+              detector: Any | None = None, include_paths: Sequence[str | Path] = ()) -> ModelAudit:
+    """Classes, MI and concept effects for one run folder (module docstring); its tasks are opened from
+    the bundled tasks plus ``include_paths``."""
     run = read_run(run_dir)
     tasks = [t for t in run.configs if t.startswith("diavlo_")]
     if not tasks:
@@ -189,7 +190,7 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
         rows = pair_rows(records, config.thresholds)
         audit.per_source[task] = behaviour_summary(rows, config.mi_estimator, config.mi_resamples, config.seed)
         audit.pairs.extend({**r, "task": task} for r in rows)
-        opened = open_run_task(run, task, data_dir)
+        opened = open_run_task(run, task, data_dir, include_paths)
         runtime, docs = opened.runtime, opened.docs
         params, n = _params(run, task)
         for record in records:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.common import audit_folder, data_dir, response_store
+from harness.cli.common import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
 
 
@@ -42,12 +42,14 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--data-dir", help="where the diavlo dataset is (default: the data dir)")
     dv.add_argument("--cache", help="response store (default ~/.cache/harness/responses.sqlite)")
     dv.add_argument("--output", help="audit folder (default: beside the runs)")
+    add_run_task_arguments(dv)
 
 
 def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
     """Audits each run folder (classes, MI, counterfactual re-runs and concept effects), writes the audit
     folder and prints its summary tables."""
     from harness.engine.store import ResponseStore
+    from harness.engine.tasks import run_include_paths
     from harness.models.base import create_backend, parse_model_args
     from harness.protocols.diavlo.audit import DiavloAuditConfig, audit_run, summary_tables, write_audit
     from harness.protocols.diavlo.concept_effects import PAPER_REPS, QUICK_REPS, DMLSettings
@@ -74,7 +76,9 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
         run = read_run(run_dir)
         spec = args.model or run.config.model
         model_args = parse_model_args(args.model_args) if args.model_args else run.config.model_args
-        audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector))
+        paths = run_include_paths(run, run_dir, args.include_path, args.trust_run_include_paths)
+        audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector,
+                                paths))
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
     print(summary_tables(audits))

@@ -98,7 +98,7 @@ def test_follow_up_turns_continue_each_sample_and_are_cached(tmp_path: Path, dat
     assert again.provenance.requests.generated == 0 and again.provenance.requests.follow_up_generated == 0
     assert [r.turns for r in samples2["two_more_turns"]] == [r.turns for r in records]
     # saved turns reach process_results again when a run is re-scored without the model
-    rescored, _ = score_run(run_dir)
+    rescored, _ = score_run(run_dir, include_paths=[tmp_path / "tasks"])
     assert rescored.results["two_more_turns"]["chains,none"] == 4.0
     assert read_samples(run_dir, "two_more_turns")[0].turns == records[0].turns
 
