@@ -14,6 +14,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
                     "(in place, the run's first files are kept in RUN_DIR/original/)")
+    sc.add_argument("--verify", action="store_true", help="also rebuild every sample's request from the bundled "
+                    "task (prompt, images with --data-dir, generation settings, n, seed) and fail when one differs")
     sc.set_defaults(func=_cmd_score)
 
 
@@ -22,6 +24,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
 
+    if args.verify and not _verified(args):
+        return 1
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
                        Path(args.output) if args.output else None)
     print(summary_table(run))
@@ -33,3 +37,17 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
               f"are kept in {rescored.originals}")
     return 0
+
+
+def _verified(args: argparse.Namespace) -> bool:
+    """Prints each task's request check (one line each); whether every request is the task's own."""
+    from harness.engine.request_check import check_run_requests
+    from harness.taskspec.registry import TaskRegistry
+
+    checks = check_run_requests(Path(args.run_dir), TaskRegistry.discover([]),
+                                Path(args.data_dir) if args.data_dir else None)
+    for check in checks:
+        state = f"modified ({check.differing} of {check.checked}; first: {check.first})" if check.modified else \
+            f"as the task builds them ({check.checked} samples{'' if check.images_checked else ', images not checked'})"
+        print(f"{check.task}: requests {state}")
+    return not any(c.modified for c in checks)

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.engine.loglikelihood import choice_request
 from harness.engine.requests import request_key
 from harness.engine.task_runtime import TaskRuntime, _user_message
-from harness.engine.tasks import OpenTask
+from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.hashing import derive_seed, to_jsonable
 from harness.models.base import SCORING_TYPES, GenerationParams
-from harness.results.schema import GenerationSettings, RunConfig, SampleRecord
+from harness.results.schema import GenerationSettings, RunConfig, SampleRecord, read_run, read_samples
 from harness.taskspec.config import TaskConfig
+from harness.taskspec.registry import TaskRegistry
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,11 @@ def first_difference(submitted: Any, expected: Any, path: str = "") -> str | Non
         if len(submitted) != len(expected):
             return f"{path}: {len(submitted)} item(s), expected {len(expected)}"
         return None
+    if isinstance(submitted, str) and isinstance(expected, str) and submitted != expected:
+        at = next((i for i, (a, b) in enumerate(zip(submitted, expected, strict=False)) if a != b),
+                  min(len(submitted), len(expected)))
+        return (f"{path}: from character {at}, submitted {_short(submitted[at:])}, "
+                f"expected {_short(expected[at:])}")
     if submitted != expected or type(submitted) is not type(expected):
         return f"{path}: submitted {_short(submitted)}, expected {_short(expected)}"
     return None
@@ -154,3 +161,17 @@ def check_requests(config: TaskConfig, family: str | None, records: Sequence[Sam
             first = first or f"doc {record.doc_id}: {found}"
     return RequestCheck(task=config.task, checked=checked, differing=differing, first=first,
                         images_checked=docs is not None)
+
+
+def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | None = None) -> list[RequestCheck]:
+    """``harness score --verify``: each task of a saved run checked against ``registry``'s copy of it (with
+    the dataset from ``data_dir`` when given, else from the samples' own docs)."""
+    run = read_run(run_dir)
+    family = model_family_of(run)
+    checks = []
+    for task in run.configs:
+        config = registry.get(task)
+        opened = open_task(config, family, data_dir) if data_dir is not None else None
+        checks.append(check_requests(config, family, read_samples(run_dir, task), run.config,
+                                     run.provenance.generation.get(task), opened))
+    return checks

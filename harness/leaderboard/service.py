@@ -110,6 +110,7 @@ def _in_child(sender: Connection, job: str, files: dict[str, Path], submitter: s
     """A worker process's job: read the received files, then (``submit``) re-score and store them,
     (``timed out``) store them as unverifiable, or (``lookup``) only find an identical stored submission;
     sends back the outcome (None: no such submission) or the refusal."""
+    reserve = bytearray(16 * 2**20)  # freed before answering, so a worker at its cap can still say so
     try:
         _cap_memory(settings.rescore_memory_mb)
         db = Database(db_url, migrate=False)
@@ -119,11 +120,24 @@ def _in_child(sender: Connection, job: str, files: dict[str, Path], submitter: s
             db.close()
     except SubmissionError as exc:
         sender.send(("refused", (str(exc), exc.status)))
-    except MemoryError:
-        sender.send(("refused", (f"the submission needs more memory to read and re-score than this server "
-                                 f"gives one (--rescore-memory-mb {settings.rescore_memory_mb})", 413)))
     except BaseException as exc:  # reported to the parent as a refusal of this submission
-        sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
+        del reserve
+        if isinstance(exc, MemoryError) or _near_cap(settings.rescore_memory_mb):
+            sender.send(("refused", (f"the submission needs more memory to read and re-score than this server "
+                                     f"gives one worker (--rescore-memory-mb {settings.rescore_memory_mb})", 413)))
+        else:
+            sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
+
+
+def _near_cap(megabytes: int) -> bool:
+    """Whether this process's address space came within 64 MB of its cap: a failure then is the cap's
+    (an allocation refused inside a library surfaces as that library's error, not as MemoryError)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    peak = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:")), 0)
+    return peak * 1024 >= (megabytes - 64) * 2**20
 
 
 def _child_job(db: Database, job: str, files: dict[str, Path], submitter: str, reservation: int | None,
@@ -167,7 +181,9 @@ class RescoringPool:
                     return False, None
                 kind, payload = receiver.recv()
             except EOFError:  # the child died without answering (killed for memory, crashed)
-                raise SubmissionError("re-scoring stopped without an answer; the samples cannot be scored") from None
+                raise SubmissionError(f"re-scoring stopped without an answer (killed, or over its memory budget, "
+                                      f"--rescore-memory-mb {settings.rescore_memory_mb}); the samples cannot be "
+                                      "scored", 422) from None
             finally:
                 child.kill()
                 child.join()
