@@ -151,9 +151,10 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
     )
     with db.session() as session:
         session.add(record)
-        if reservation is not None:
-            session.execute(delete(Reservation).where(Reservation.id == reservation))
         try:
+            session.flush()  # a copy stored meanwhile fails here, on its content hash
+            if reservation is not None:
+                session.execute(delete(Reservation).where(Reservation.id == reservation))
             session.commit()
         except IntegrityError:
             session.rollback()

@@ -217,8 +217,9 @@ def _store(db: Database, bundle: Bundle, verification: Verification, submitter: 
     if verification.status in (FLAGGED, MODIFIED) and settings.on_mismatch == "refuse":
         detail = "; ".join(f"{t}: {c.message}" for t, c in verification.checks.items()
                            if c.status in (MISMATCH, MODIFIED))
-        raise SubmissionError(f"the samples differ from what this server would have asked or scored ({detail})",
-                              409)
+        what = "claimed figures differ from the re-scored samples" if verification.status == FLAGGED else \
+            "the run's requests are not the ones this server's tasks build"
+        raise SubmissionError(f"{what} ({detail})", 409)
     record_id, duplicate = store_submission(db, bundle, verification, submitter, reservation)
     return Outcome(record_id, verification.status, duplicate, checks, tuple(bundle.samples))
 
