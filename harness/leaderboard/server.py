@@ -271,7 +271,7 @@ def _add_api_routes(app: FastAPI, db: Database, settings: Settings, workers: dic
         return JSONResponse(parts.state(found.name, worker.pending if worker else 0))
 
     @app.get("/api/health")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:  # on the event loop: never queued behind the thread pool
         return {"ok": True, "database": db.engine.url.get_backend_name()}
 
 

@@ -118,11 +118,11 @@ def _in_child(sender: Connection, job: str, files: dict[str, Path], submitter: s
             sender.send(("ok", _child_job(db, job, files, submitter, reservation, settings)))
         finally:
             db.close()
-    except SubmissionError as exc:
-        sender.send(("refused", (str(exc), exc.status)))
     except BaseException as exc:  # reported to the parent as a refusal of this submission
         del reserve
-        if isinstance(exc, MemoryError) or _near_cap(settings.rescore_memory_mb):
+        if isinstance(exc, SubmissionError) and "MemoryError" not in str(exc):
+            sender.send(("refused", (str(exc), exc.status)))
+        elif isinstance(exc, MemoryError | SubmissionError) or _near_cap(settings.rescore_memory_mb):
             sender.send(("refused", (f"the submission needs more memory to read and re-score than this server "
                                      f"gives one worker (--rescore-memory-mb {settings.rescore_memory_mb})", 413)))
         else:
