@@ -226,7 +226,7 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
          "samples file(s) missing for task(s) shapes_kind", 400),
         ({**good, "../evil.sh": b"x"}, "unexpected file(s) '../evil.sh'", 400),
         ({**good, "samples_shapes_kind.jsonl": b'{"task": "shapes_kind"}\n'},
-         "samples_shapes_kind.jsonl: doc_id: Field required", 422),
+         "samples_shapes_kind.jsonl line 1: doc_id: Field required", 422),
         ({**good, "samples_shapes_kind.jsonl": b"[1]\n"}, "line 1: a sample record must be a JSON object", 422),
         ({**good, "plot.png": b"GIF89a not a png"}, "plot.png: not a readable PNG image", 422),
     ]
