@@ -47,7 +47,7 @@ def test_migrations_build_the_models_schema_in_a_sqlite_file(tmp_path: Path) -> 
     db = Database(f"sqlite:///{path}")
     with db.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
-        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0002"
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0003"
     db.close()
     Database(f"sqlite:///{path}").close()  # reopening an up-to-date database is a no-op
     assert path.is_file()
@@ -217,7 +217,7 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
     cases = [
         ({k: v for k, v in good.items() if k != "results.json"}, "results.json is missing", 400),
         ({**good, "results.json": b"{not json"}, "results.json: not JSON", 422),
-        ({**good, "results.json": b"[" * 100_000}, "results.json: not JSON (RecursionError)", 422),
+        ({**good, "results.json": b"[" * 100_000}, "results.json: JSON nested deeper than 64 levels; refused", 422),
         ({**good, "results.json": _without(good["results.json"], "counts", "shapes_kind")},
          "results.json: counts has no entry for task(s) shapes_kind", 422),
         ({**good, "results.json": json.dumps({"schema_version": 1, "results": {}}).encode()},
@@ -226,7 +226,7 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
          "samples file(s) missing for task(s) shapes_kind", 400),
         ({**good, "../evil.sh": b"x"}, "unexpected file(s) '../evil.sh'", 400),
         ({**good, "samples_shapes_kind.jsonl": b'{"task": "shapes_kind"}\n'},
-         "samples_shapes_kind.jsonl: doc_id: Field required", 422),
+         "samples_shapes_kind.jsonl line 1: doc_id: Field required", 422),
         ({**good, "samples_shapes_kind.jsonl": b"[1]\n"}, "line 1: a sample record must be a JSON object", 422),
         ({**good, "plot.png": b"GIF89a not a png"}, "plot.png: not a readable PNG image", 422),
     ]

@@ -17,7 +17,7 @@ from harness.leaderboard.bundle import Limits, read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.export import export_site
 from harness.leaderboard.server import create_app
-from harness.leaderboard.service import Settings
+from harness.leaderboard.service import Quota, Settings
 from harness.leaderboard.tokens import create_token
 from harness.results.schema import read_run
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
@@ -144,7 +144,8 @@ def test_fifty_concurrent_submissions_none_lost_or_duplicated(runs: list[Path], 
         results["provenance"]["started_at"] = f"2026-01-01T00:00:{i:02d}+00:00"
         variants.append({**base, "results.json": json.dumps(results).encode()})
     uploads = variants + variants[:10]
-    with running_server(create_app(Settings(), db)) as url, ThreadPoolExecutor(50) as pool:
+    with running_server(create_app(Settings(quota=Quota(uploads_per_minute=50)), db)) as url, \
+            ThreadPoolExecutor(50) as pool:
         answers = list(pool.map(lambda files: _upload(url, files, token), uploads))
         assert all(a.status_code in (200, 201) for a in answers), [a.text for a in answers if a.status_code > 201]
         ids = [a.json()["id"] for a in answers]

@@ -22,6 +22,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
     sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
     sv.add_argument("--quota-mb", type=float, default=1024.0, help="MB of files one token may store per 24 h")
+    sv.add_argument("--rate-per-minute", type=int, default=30,
+                    help="uploads one token may send a minute, refused ones included")
+    sv.add_argument("--rescore-memory-mb", type=int, default=4096,
+                    help="address space of one re-scoring worker; a submission needing more is refused (413)")
     for action in (sv, lb_actions.add_parser("import", parents=[common],
                                              help="ingest a Hub-layout folder (runs/<model>/<hash>/)")):
         action.add_argument("--db", help=db_help)
@@ -85,8 +89,10 @@ def _leaderboard_settings(args: argparse.Namespace) -> Any:
                     protocol_options=options,
                     rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
                     rescore_workers=getattr(args, "rescore_workers", 2),
+                    rescore_memory_mb=getattr(args, "rescore_memory_mb", 4096),
                     quota=Quota(submissions_per_day=getattr(args, "quota_submissions", 50),
-                                bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20)))
+                                bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20),
+                                uploads_per_minute=getattr(args, "rate_per_minute", 30)))
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -17,6 +17,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
                     "(in place, the run's first files are kept in RUN_DIR/original/)")
     add_run_task_arguments(sc)
+    sc.add_argument("--verify", action="store_true", help="also rebuild every sample's request from the task "
+                    "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs")
     sc.set_defaults(func=_cmd_score)
 
 
@@ -25,6 +27,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
 
+    if args.verify and not _verified(args):
+        return 1
     run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
                        Path(args.output) if args.output else None, args.include_path, args.trust_run_include_paths)
     print(summary_table(run, Path(args.output or args.run_dir)))
@@ -36,3 +40,21 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
               f"are kept in {rescored.originals}")
     return 0
+
+
+def _verified(args: argparse.Namespace) -> bool:
+    """Prints each task's request check (one line each); whether every request is the task's own."""
+    from harness.engine.request_check import check_run_requests
+    from harness.engine.tasks import run_include_paths
+    from harness.results.schema import read_run
+    from harness.taskspec.registry import TaskRegistry
+
+    run_dir = Path(args.run_dir)
+    paths = run_include_paths(read_run(run_dir), run_dir, args.include_path, args.trust_run_include_paths)
+    checks = check_run_requests(run_dir, TaskRegistry.discover(paths),
+                                Path(args.data_dir) if args.data_dir else None)
+    for check in checks:
+        state = f"modified ({check.differing} of {check.checked}; first: {check.first})" if check.modified else \
+            f"as the task builds them ({check.checked} samples{'' if check.images_checked else ', images not checked'})"
+        print(f"{check.task}: requests {state}")
+    return not any(c.modified for c in checks)

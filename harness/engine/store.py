@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.disk import disk_problem, is_disk_error
 from harness.errors import HarnessError
-from harness.results.jsonl import jsonl_lines
+from harness.results.jsonl import jsonl_lines, loads_line
 
 log = logging.getLogger(__name__)
 
@@ -176,11 +176,11 @@ class ResponseStore:
         """Import answers an earlier run kept while this store was locked; a file stays until it is merged."""
         for side in self._side_files():
             rows: list[Row] = []
-            for _, line in jsonl_lines(side.read_text(encoding="utf-8")):
+            for lineno, line in jsonl_lines(side.read_text(encoding="utf-8")):
                 try:
-                    item = json.loads(line)
+                    item = loads_line(line, f"{side} line {lineno}")
                     rows.append((item["model"], item["request"], int(item["seed"]), list(item["texts"])))
-                except (ValueError, KeyError, TypeError):
+                except (HarnessError, ValueError, KeyError, TypeError):
                     log.warning("%s: skipping an unreadable line", side)
             try:
                 self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # type: ignore[union-attr]

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import HarnessError
-from harness.results.jsonl import jsonl_lines
+from harness.results.jsonl import check_depth, loads_line
 from harness.results.schema import READABLE_VERSIONS, RunResults, SampleRecord, parse_run
 
 RESULTS = "results.json"
@@ -35,12 +36,20 @@ class SubmissionError(HarnessError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Size limits of one submission (bytes and counts); the server's ``--max-upload-mb`` sets the total."""
+    """Size limits of one submission (bytes and counts); the server's ``--max-upload-mb`` sets the total.
+
+    A samples line over ``max_line_bytes`` or a submission of more than ``max_samples`` sample records
+    is refused while it is read, before the rest is parsed."""
 
     max_total_bytes: int = 64 * 2**20
     max_plot_bytes: int = 5 * 2**20
     max_files: int = 200
     max_plot_pixels: int = 25_000_000
+    max_line_bytes: int = 4 * 2**20
+    max_samples: int = 200_000
+
+
+Source = bytes | Path  # a submitted file: its bytes (a client, a test) or where it was received (the server)
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ class Bundle:
     run: RunResults
     samples: dict[str, list[SampleRecord]]
     plots: dict[str, bytes]
-    files: dict[str, bytes] = field(repr=False)
+    files: dict[str, Source] = field(repr=False)
     content_hash: str
 
     @property
@@ -59,17 +68,45 @@ class Bundle:
         return str(self.run.config.model or self.run.provenance.model.model or "unknown")
 
 
-def _is_bundle_file(name: str) -> bool:
+def is_bundle_file(name: str) -> bool:
     """Whether a file name is one a submission carries: results.json, samples_<task>.jsonl or a plot."""
     return name == RESULTS or bool(_SAMPLES.fullmatch(name) or _PLOT.fullmatch(name))
 
 
-def read_run_files(run_dir: Path) -> dict[str, bytes]:
-    """The files of a run folder a submission carries: results.json, samples_*.jsonl and *.png."""
+def read_bytes(source: Source) -> bytes:
+    """A submitted file's bytes."""
+    return source if isinstance(source, bytes) else source.read_bytes()
+
+
+def _size(source: Source) -> int:
+    return len(source) if isinstance(source, bytes) else source.stat().st_size
+
+
+def bundle_paths(run_dir: Path) -> dict[str, Path]:
+    """The files of a run folder a submission carries (results.json, samples_*.jsonl, *.png), by name.
+    A symbolic link, or a file that resolves outside the folder, is refused: a received folder must not
+    make the server or the uploader read (and publish) a file from elsewhere."""
     run_dir = Path(run_dir)
-    if not (run_dir / RESULTS).is_file():
-        raise HarnessError(f"{run_dir}: no results.json (is this a run folder written by harness eval?)")
-    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir()) if p.is_file() and _is_bundle_file(p.name)}
+    results = run_dir / RESULTS
+    if results.is_symlink() or not results.is_file():
+        raise HarnessError(f"{run_dir}: no results.json (is this a run folder written by harness eval?)"
+                           if not results.is_symlink() else f"{results}: a symbolic link; refused")
+    root = run_dir.resolve()
+    found = {}
+    for path in sorted(run_dir.iterdir()):
+        if not is_bundle_file(path.name):
+            continue
+        if path.is_symlink():
+            raise HarnessError(f"{path}: a symbolic link; a run folder's files must be regular files in it")
+        if path.resolve().parent != root or not path.is_file():
+            raise HarnessError(f"{path}: not a regular file inside {run_dir}; refused")
+        found[path.name] = path
+    return found
+
+
+def read_run_files(run_dir: Path) -> dict[str, bytes]:
+    """The files of a run folder a submission carries, read (symbolic links refused, see ``bundle_paths``)."""
+    return {name: path.read_bytes() for name, path in bundle_paths(run_dir).items()}
 
 
 def content_hash(run: dict[str, Any], samples: dict[str, list[dict[str, Any]]]) -> str:
@@ -98,25 +135,49 @@ def _check_png(name: str, data: bytes, limits: Limits) -> None:
         raise SubmissionError(f"{name}: not a readable PNG image ({exc})") from None
 
 
-def _json_lines(name: str, data: bytes) -> list[dict[str, Any]]:
-    rows = []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SubmissionError(f"{name}: not UTF-8 text") from None
-    for lineno, line in jsonl_lines(text):
+def _raw_lines(name: str, source: Source, max_line: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a JSONL file split on newline bytes only, one line in memory at a time; a line over
+    ``max_line`` bytes is refused as soon as it is seen."""
+    def too_long(lineno: int) -> SubmissionError:
+        return SubmissionError(f"{name} line {lineno}: over this server's {max_line}-byte limit for one line", 413)
+
+    if isinstance(source, bytes):
+        start, lineno = 0, 0
+        while start < len(source):
+            end = source.find(b"\n", start)
+            end = len(source) if end < 0 else end
+            lineno += 1
+            if end - start > max_line:
+                raise too_long(lineno)
+            yield lineno, source[start:end]
+            start = end + 1
+        return
+    with source.open("rb") as handle:
+        for lineno, line in enumerate(iter(lambda: handle.readline(max_line + 1), b""), 1):
+            if len(line) > max_line and not (len(line) == max_line + 1 and line.endswith(b"\n")):
+                raise too_long(lineno)
+            yield lineno, line.rstrip(b"\n")
+
+
+def _json_rows(name: str, source: Source, max_line: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each non-blank line: UTF-8, nested at most ``MAX_JSON_DEPTH`` deep, JSON,
+    an object."""
+    for lineno, raw in _raw_lines(name, source, max_line):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SubmissionError(f"{name} line {lineno}: not JSON ({exc.msg})") from None
-        except RecursionError:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SubmissionError(f"{name} line {lineno}: not UTF-8 text") from None
+        if not line.strip():
+            continue
+        try:
+            row = loads_line(line, f"{name} line {lineno}")
+        except HarnessError as exc:
+            raise SubmissionError(str(exc).replace("; fix or remove that line", "")) from None
+        except RecursionError:  # unreachable past the depth check; kept as the last guard
             raise SubmissionError(f"{name} line {lineno}: JSON nested too deeply") from None
-        except ValueError as exc:  # an integer of more digits than Python converts
-            raise SubmissionError(f"{name} line {lineno}: not JSON ({exc})") from None
         if not isinstance(row, dict):
             raise SubmissionError(f"{name} line {lineno}: a sample record must be a JSON object")
-        rows.append(row)
-    return rows
+        yield lineno, row
 
 
 def _schema_error(name: str, exc: ValidationError) -> SubmissionError:
@@ -125,14 +186,14 @@ def _schema_error(name: str, exc: ValidationError) -> SubmissionError:
     return SubmissionError(f"{name}: {where}: {first['msg']} ({exc.error_count()} schema error(s))")
 
 
-def _check_files(files: dict[str, bytes], limits: Limits) -> None:
+def _check_files(files: Mapping[str, Source], limits: Limits) -> None:
     """Refuses a submission of too many files, too many bytes, unexpected names or no results.json."""
     if len(files) > limits.max_files:
         raise SubmissionError(f"{len(files)} files; a submission carries at most {limits.max_files}", 413)
-    total = sum(len(v) for v in files.values())
+    total = sum(_size(v) for v in files.values())
     if total > limits.max_total_bytes:
         raise SubmissionError(f"the submission is {total} bytes, over the {limits.max_total_bytes}-byte limit", 413)
-    unknown = sorted(n for n in files if not _is_bundle_file(n))
+    unknown = sorted(n for n in files if not is_bundle_file(n))
     if unknown:
         raise SubmissionError(f"unexpected file(s) {', '.join(map(repr, unknown[:5]))}: a submission carries "
                               "results.json, samples_<task>.jsonl and *.png plots", 400)
@@ -143,7 +204,11 @@ def _check_files(files: dict[str, bytes], limits: Limits) -> None:
 def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
     """results.json as its raw JSON (hashed) and as the run it describes, with an entry for every task."""
     try:
-        raw = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        check_depth(text, RESULTS)
+        raw = json.loads(text)
+    except HarnessError as exc:  # nested too deeply
+        raise SubmissionError(str(exc)) from None
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, an integer of too many digits, too deep
         raise SubmissionError(f"results.json: not JSON ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
@@ -162,7 +227,7 @@ def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
     return raw, run
 
 
-def _sample_files(files: dict[str, bytes], run: RunResults) -> dict[str, str]:
+def _sample_files(files: Mapping[str, Source], run: RunResults) -> dict[str, str]:
     """The name of each task's samples file (by task): one for each of the run's tasks, none for others."""
     sample_files = {m.group(1): name for name in files if (m := _SAMPLES.fullmatch(name))}
     if not run.configs:
@@ -176,35 +241,63 @@ def _sample_files(files: dict[str, bytes], run: RunResults) -> dict[str, str]:
     return {task: sample_files[task] for task in run.configs}
 
 
-def _parse_samples(task: str, name: str, data: bytes) -> tuple[list[dict[str, Any]], list[SampleRecord]]:
-    """A samples file's rows (hashed) and records: all of ``task``, each doc_id once, at least one."""
-    rows = _json_lines(name, data)
-    try:
-        records = [SampleRecord.model_validate(r) for r in rows]
-    except ValidationError as exc:
-        raise _schema_error(name, exc) from None
-    wrong = [r.doc_id for r in records if r.task != task]
-    if wrong:
-        raise SubmissionError(f"{name}: record(s) of another task (doc_id {wrong[0]})")
-    ids = [r.doc_id for r in records]
-    if len(set(ids)) != len(ids):
-        raise SubmissionError(f"{name}: duplicate doc_id values")
+class _Counter:
+    """Sample records read so far across a submission's files, against ``Limits.max_samples``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.seen = limit, 0
+
+    def add(self, name: str, lineno: int) -> None:
+        self.seen += 1
+        if self.seen > self.limit:
+            raise SubmissionError(f"{name} line {lineno}: over this server's limit of {self.limit} sample records "
+                                  "per submission", 413)
+
+
+def _parse_samples(task: str, name: str, source: Source, limits: Limits, counter: _Counter,
+                   digest: Any) -> list[SampleRecord]:
+    """A samples file's records, read line by line (each row's canonical JSON fed to ``digest``, then
+    dropped): all of ``task``, each doc_id once, at least one."""
+    records: list[SampleRecord] = []
+    ids: set[int] = set()
+    for lineno, row in _json_rows(name, source, limits.max_line_bytes):
+        counter.add(name, lineno)
+        try:
+            record = SampleRecord.model_validate(row)
+        except ValidationError as exc:
+            raise _schema_error(f"{name} line {lineno}", exc) from None
+        if record.task != task:
+            raise SubmissionError(f"{name}: record(s) of another task (doc_id {record.doc_id})")
+        if record.doc_id in ids:
+            raise SubmissionError(f"{name}: duplicate doc_id values")
+        ids.add(record.doc_id)
+        digest.update((b"," if records else b"") + _canonical(row))
+        records.append(record)
     if not records:
         raise SubmissionError(f"{name}: no sample records")
-    return rows, records
+    return records
 
 
-def parse_bundle(files: dict[str, bytes], limits: Limits | None = None) -> Bundle:
-    """Validate the files of a submission (names, sizes, schema, one samples file per task)."""
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def parse_bundle(files: Mapping[str, Source], limits: Limits | None = None) -> Bundle:
+    """Validate the files of a submission (names, sizes, schema, one samples file per task), streaming the
+    samples files; the content hash is the one :func:`content_hash` gives, computed as the rows are read."""
     limits = limits or Limits()
     _check_files(files, limits)
-    raw, run = _parse_results(files[RESULTS])
-    raw_samples: dict[str, list[dict[str, Any]]] = {}
+    raw, run = _parse_results(read_bytes(files[RESULTS]))
+    digest = hashlib.sha256(b'{"results":' + _canonical(raw) + b',"samples":{')
     samples: dict[str, list[SampleRecord]] = {}
-    for task, name in _sample_files(files, run).items():
-        raw_samples[task], samples[task] = _parse_samples(task, name, files[name])
-    plots = {n: d for n, d in files.items() if _PLOT.fullmatch(n)}
+    counter = _Counter(limits.max_samples)
+    for i, (task, name) in enumerate(sorted(_sample_files(files, run).items())):
+        digest.update((b"," if i else b"") + _canonical(task) + b":[")
+        samples[task] = _parse_samples(task, name, files[name], limits, counter, digest)
+        digest.update(b"]")
+    digest.update(b"}}")
+    plots = {n: read_bytes(d) for n, d in files.items() if _PLOT.fullmatch(n)}
     for name, data in plots.items():
         _check_png(name, data, limits)
-    return Bundle(run=run, samples=samples, plots=plots, files=dict(files),
-                  content_hash=content_hash(raw, raw_samples))
+    return Bundle(run=run, samples={t: samples[t] for t in run.configs}, plots=plots, files=dict(files),
+                  content_hash=digest.hexdigest())

@@ -108,8 +108,15 @@ def submit(run_dir: Path, to: str, token: str | None = None) -> dict[str, Any]:
 
 
 def hub_runs(root: Path) -> list[Path]:
-    """The run folders of a Hub-layout folder."""
-    runs = sorted(p.parent for p in Path(root).glob("runs/*/*/results.json"))
+    """The run folders of a Hub-layout folder; a symbolic link among ``runs/<model>/<hash>`` (or a folder
+    that resolves outside ``root``) is refused, so an import reads only the clone's own files."""
+    root = Path(root)
+    top = root.resolve()
+    runs = sorted(p.parent for p in root.glob("runs/*/*/results.json"))
+    for run in runs:
+        for folder in (run.parent.parent, run.parent, run):
+            if folder.is_symlink() or not folder.resolve().is_relative_to(top):
+                raise HarnessError(f"{folder}: a symbolic link or a folder outside {root}; refused")
     if not runs:
         raise HarnessError(f"{root}: no runs/<model>/<hash>/results.json (not a leaderboard Hub folder)")
     return runs

@@ -128,6 +128,16 @@ class StoredFile(Base):
     submission: Mapped[Submission] = relationship(back_populates="files")
 
 
+class Reservation(Base):
+    """An upload in flight, counted against its submitter's quota until it is stored or refused."""
+
+    __tablename__ = "quota_reservations"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submitter: Mapped[str] = mapped_column(String(200), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class PoolComputation(Base):
     """One computation of a protocol's cross-model pool (a job of its leaderboard hooks): who was in it,
     when, with which judge and settings, and the figures. The table keeps its first name (migration 0001)."""
@@ -190,11 +200,12 @@ def upgrade(engine: Engine) -> None:
 class Database:
     """An opened, migrated leaderboard database and its session factory."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, migrate: bool = True) -> None:
         self.url = url or default_db_url()
         self.engine = make_engine(self.url)
         try:
-            upgrade(self.engine)
+            if migrate:  # a re-scoring worker opens a database its server has already migrated
+                upgrade(self.engine)
         except Exception as exc:
             if isinstance(exc, HarnessError):
                 raise

@@ -10,16 +10,15 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
-from harness.leaderboard.bundle import RESULTS, Bundle
+from harness.leaderboard.bundle import RESULTS, Bundle, Source, read_bytes
 from harness.leaderboard.charts import metrics_with_ci
-from harness.leaderboard.db import Database, Score, StoredFile, Submission, utcnow
+from harness.leaderboard.db import Database, Reservation, Score, StoredFile, Submission
 from harness.leaderboard.public import public_results, redact
 from harness.leaderboard.rescoring import Verification, worst
 from harness.results.schema import ModelInfo
@@ -110,7 +109,8 @@ def _chart(model: str, scores: list[Score]) -> bytes | None:
     return metrics_with_ci(rows, f"{redact(model)}: re-scored metrics") if rows else None
 
 
-def _file(name: str, kind: str, data: bytes) -> StoredFile:
+def _file(name: str, kind: str, source: Source) -> StoredFile:
+    data = read_bytes(source)
     return StoredFile(name=name, kind=kind, sha256=hashlib.sha256(data).hexdigest(), size=len(data), content=data)
 
 
@@ -120,8 +120,10 @@ def find_submission(db: Database, content_hash: str) -> Submission | None:
         return session.scalar(select(Submission).where(Submission.content_hash == content_hash))
 
 
-def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str) -> tuple[int, bool]:
-    """Insert the record (scores, files, the server's plots); returns (id, whether it existed already)."""
+def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str,
+                     reservation: int | None = None) -> tuple[int, bool]:
+    """Insert the record (scores, files, the server's plots), releasing the upload's quota ``reservation``
+    in the same transaction; returns (id, whether it existed already)."""
     run = bundle.run
     traits = model_traits(bundle.model, run.provenance.model)
     scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
@@ -150,6 +152,9 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
     with db.session() as session:
         session.add(record)
         try:
+            session.flush()  # a copy stored meanwhile fails here, on its content hash
+            if reservation is not None:
+                session.execute(delete(Reservation).where(Reservation.id == reservation))
             session.commit()
         except IntegrityError:
             session.rollback()
@@ -158,18 +163,6 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
                 raise
             return existing, True
         return record.id, False
-
-
-def usage_last_day(db: Database, submitter: str) -> tuple[int, int]:
-    """(submissions, bytes of their files) stored for ``submitter`` in the last 24 hours: what a quota counts."""
-    since = utcnow() - timedelta(days=1)
-    with db.session() as session:
-        count = session.scalar(select(func.count(Submission.id))
-                               .where(Submission.submitter == submitter, Submission.submitted_at >= since))
-        size = session.scalar(select(func.coalesce(func.sum(StoredFile.size), 0))
-                              .join(Submission, StoredFile.submission_id == Submission.id)
-                              .where(Submission.submitter == submitter, Submission.submitted_at >= since))
-        return int(count or 0), int(size or 0)
 
 
 def list_submissions(db: Database) -> list[Submission]:

@@ -11,6 +11,9 @@ Per task the outcome is one of:
 - ``partial``: the samples cover only part of the task (deleted samples, or a run cut by ``--limit``),
   or more than ``max_error_share`` of them are errors: a cherry-picked run is never verified;
 - ``mismatch``: some claimed number differs (listed), or a sample's doc differs from the dataset's;
+- ``modified``: some sample's request is not the one the server's copy of the task builds (another
+  prompt text or image, other generation settings, another ``n`` or seed; the first differing field is
+  shown): the run answered another task, so its figures are never verified (``engine/request_check``);
 - ``unverifiable``: the task's scoring reads images (``process_results_use_image``) and the server has
   no copy of its dataset; the claimed values are kept and shown as not re-scored, never as verified.
 """
@@ -24,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import resolve_path
+from harness.engine.request_check import RequestCheck, check_requests
 from harness.engine.runner import group_results, rescore_task
 from harness.engine.task_runtime import strip_images
-from harness.engine.tasks import model_family_of, open_task
+from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
@@ -37,7 +41,8 @@ from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 
 VERIFIED, RESCORED, PARTIAL, MISMATCH, UNVERIFIABLE = "verified", "rescored", "partial", "mismatch", "unverifiable"
-SEVERITY = (MISMATCH, UNVERIFIABLE, PARTIAL, RESCORED, VERIFIED)  # a submission's status is its worst task's
+MODIFIED, FLAGGED = "modified", "flagged"
+SEVERITY = (MODIFIED, MISMATCH, UNVERIFIABLE, PARTIAL, RESCORED, VERIFIED)  # a submission's status: its worst task's
 MAX_ERROR_SHARE = 0.05  # more errored samples than this share make a task partial
 
 
@@ -78,10 +83,10 @@ class Verification:
 
     @property
     def status(self) -> str:
-        """``flagged`` when any task mismatches, else the worst task state (unverifiable, partial,
-        rescored, verified)."""
+        """``modified`` when any task's requests are not the server's, ``flagged`` when any task mismatches,
+        else the worst task state (unverifiable, partial, rescored, verified)."""
         state = worst({c.status for c in self.checks.values()})
-        return "flagged" if state == MISMATCH else state
+        return FLAGGED if state == MISMATCH else state
 
 
 OTHER = "other"
@@ -122,13 +127,12 @@ def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: flo
             for k in keys if not _same(claimed.get(k), recomputed.get(k), tolerance)]
 
 
-def _dataset_docs(config: TaskConfig, family: str | None, records: list[SampleRecord],
-                  data_dir: Path | None) -> tuple[int, int] | None:
+def _dataset_docs(opened: OpenTask | None, records: list[SampleRecord]) -> tuple[int, int] | None:
     """(samples whose doc is not the dataset's doc of that id, the task's doc count); None without the
     dataset."""
-    if not _has_dataset(config, data_dir):
+    if opened is None:
         return None
-    docs = open_task(config, family, data_dir).docs
+    docs = opened.docs
     differing = 0
     for record in records:
         if record.doc_hash == "" and record.error is not None:
@@ -207,7 +211,7 @@ def _compare_reports(claimed: dict[str, Any] | None, recomputed: dict[str, Any] 
 def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCounts, records: list[SampleRecord],
            rescored: list[SampleRecord], recomputed: dict[str, Any], counts: TaskCounts, bad_docs: int | None,
            covers: Coverage, reports: tuple[dict[str, Any] | None, dict[str, Any] | None], tolerance: float,
-           max_error_share: float) -> TaskCheck:
+           max_error_share: float, requests: RequestCheck) -> TaskCheck:
     """Compare a task's claims (figures, report, counts, per-sample metrics, docs) with the server's
     re-scoring, and its samples with the whole task."""
     mismatches = _compare(claimed, recomputed, tolerance) + _compare_reports(*reports, tolerance)
@@ -217,6 +221,9 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
     differing = sum(not _same(a.metrics, b.metrics, tolerance) or a.unparsed != b.unparsed
                     for a, b in zip(records, rescored, strict=True))
     problems = []
+    if requests.modified:
+        problems.append(f"{requests.differing} sample request(s) differ from this server's task "
+                        f"(first: {requests.first})")
     if mismatches:
         problems.append(f"{len(mismatches)} claimed figure(s) differ from the re-scored samples")
     if differing:
@@ -225,7 +232,8 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
         problems.append(f"{bad_docs} sample doc(s) differ from the dataset")
     partial = covers.problems(max_error_share)
     docs_checked = bad_docs is not None
-    status = MISMATCH if problems else PARTIAL if partial else VERIFIED if docs_checked else RESCORED
+    status = (MODIFIED if requests.modified else MISMATCH if problems else PARTIAL if partial
+              else VERIFIED if docs_checked else RESCORED)
     notes = problems + partial + ([] if docs_checked else ["docs not checked: this server holds no copy of the "
                                                            "dataset"])
     return TaskCheck(**base, status=status, message="; ".join(notes), mismatches=tuple(mismatches),
@@ -301,15 +309,24 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             config = configs[task]
             higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
             base: dict[str, Any] = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
-            if config.process_results_use_image and not _has_dataset(config, data_dir):
+            try:
+                opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
+                requests = check_requests(config, family, records, run.config, run.provenance.generation.get(task),
+                                          opened)
+            except Exception as exc:  # the submitted samples broke the task's code
+                raise SubmissionError(f"task {task}: the samples' requests cannot be rebuilt "
+                                      f"({type(exc).__name__}: {exc})") from None
+            if config.process_results_use_image and opened is None:
                 results[task], counts[task] = run.results[task], run.counts[task]
-                checks[task] = TaskCheck(**base, status=UNVERIFIABLE,
-                                         message="not re-scorable without the dataset: its scoring reads images")
+                checks[task] = TaskCheck(**base, status=MODIFIED if requests.modified else UNVERIFIABLE,
+                                         message=f"requests differ from this server's task (first: {requests.first})"
+                                         if requests.modified else
+                                         "not re-scorable without the dataset: its scoring reads images")
                 continue
             try:
                 runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
                 report = runtime.report(rescored, Path(tmp))
-                dataset = _dataset_docs(config, family, records, data_dir)
+                dataset = _dataset_docs(opened, records)
             except Exception as exc:  # the submitted samples broke the task's code
                 raise SubmissionError(f"task {task}: the samples cannot be scored "
                                       f"({type(exc).__name__}: {exc})") from None
@@ -320,7 +337,7 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
                               dataset[1] if dataset else None)
             checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
                                   counts[task], dataset[0] if dataset else None, covers,
-                                  (run.reports.get(task), report), tolerance, max_error_share)
+                                  (run.reports.get(task), report), tolerance, max_error_share, requests)
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     headlines = _headlines(bundle, checks, results, reports, rescored_samples)

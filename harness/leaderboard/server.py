@@ -10,34 +10,39 @@ Routes mirror the static export's file layout (``index.html``, ``model/<id>.html
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
+from starlette.requests import ClientDisconnect
 
-from harness.leaderboard.bundle import Limits, SubmissionError
+from harness.leaderboard.bundle import Limits, SubmissionError, is_bundle_file
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import Job, Options
 from harness.leaderboard.pages import STATIC, render_index, render_model
 from harness.leaderboard.protocol_parts import board_parts
+from harness.leaderboard.quota import RateLimit, release, reserve
 from harness.leaderboard.records import (
     file_index,
     get_file,
     get_submission,
     list_submissions,
     submission_summary,
-    usage_last_day,
 )
-from harness.leaderboard.service import RescoringPool, Settings, due_jobs, submit_files
+from harness.leaderboard.service import Outcome, RescoringPool, Settings, due_jobs
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
 from harness.taskspec.registry import TaskRegistry
@@ -102,20 +107,6 @@ def _error(status: int, message: str, **headers: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
-def _over_quota(db: Database, submitter: str, size: int, settings: Settings) -> str | None:
-    """Why ``submitter`` may not store ``size`` more bytes now, or None: a quota keeps any one token from
-    growing the database without bound."""
-    count, stored = usage_last_day(db, submitter)
-    quota = settings.quota
-    if count >= quota.submissions_per_day:
-        return (f"{submitter!r} stored {count} submissions in the last 24 hours, this server's quota "
-                f"(--quota-submissions {quota.submissions_per_day}); try again later")
-    if stored + size > quota.bytes_per_day:
-        return (f"{submitter!r} stored {stored} bytes in the last 24 hours; {size} more is over this server's "
-                f"quota of {quota.bytes_per_day} bytes (--quota-mb); try again later")
-    return None
-
-
 class _Refusal(Exception):
     """A request the server answers with an error; ``response`` is that answer."""
 
@@ -151,32 +142,43 @@ def _counted(request: Request, limit: int) -> Callable[[], Awaitable[Any]]:
     return receive
 
 
-async def _form_files(form: FormData) -> dict[str, bytes]:
-    """The contents of the form's ``files`` parts by file name (each a named file, each name once)."""
-    files: dict[str, bytes] = {}
+def _save_parts(form: FormData, folder: Path) -> dict[str, Path]:
+    """The form's ``files`` parts copied (in chunks) into ``folder``, by file name (each a named file of a
+    submission's kinds, each name once); starlette has already spooled each part to disk."""
+    files: dict[str, Path] = {}
     for item in form.getlist("files"):
         if isinstance(item, str) or not item.filename:
             raise _Refusal(400, "each part of `files` must be a file with a name")
-        if item.filename in files:
-            raise _Refusal(400, f"{item.filename!r} was sent twice")
-        files[item.filename] = await item.read()
+        name = item.filename
+        if name in files:
+            raise _Refusal(400, f"{name!r} was sent twice")
+        if not is_bundle_file(name):
+            raise _Refusal(400, f"unexpected file {name!r}: a submission carries results.json, "
+                                "samples_<task>.jsonl and *.png plots")
+        item.file.seek(0)
+        with (folder / name).open("wb") as out:
+            shutil.copyfileobj(item.file, out, 2**20)
+        files[name] = folder / name
     return files
 
 
-async def _upload(request: Request, limits: Limits) -> dict[str, bytes]:
-    """The uploaded files by name; refused when the upload is over the size limit, malformed or empty."""
+async def _upload(request: Request, limits: Limits, folder: Path) -> dict[str, Path]:
+    """The uploaded files, received into ``folder`` by name; refused when the upload is over the size
+    limit, malformed, empty or abandoned by the client."""
     limit = limits.max_total_bytes + 2**20  # multipart framing on top of the files
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _Refusal(413, f"the upload is {declared} bytes, over this server's limit of "
-                            f"{limits.max_total_bytes} bytes")
     try:
         form = await Request(request.scope, _counted(request, limit)).form(max_files=limits.max_files + 1,
                                                                             max_fields=10)
-        files = await _form_files(form)
-        await form.close()
+        try:
+            files = await run_in_threadpool(_save_parts, form, folder)
+        finally:
+            await form.close()
     except _BodyTooLarge:
         raise _Refusal(413, f"the upload is over this server's limit of {limits.max_total_bytes} bytes") from None
+    except ClientDisconnect:
+        log.warning("an upload was abandoned by its client (%s) before it was complete; nothing was stored",
+                    request.client.host if request.client else "unknown")
+        raise _Refusal(400, "the upload was abandoned before it was complete") from None
     except (MultiPartException, ValueError) as exc:
         raise _Refusal(400, f"malformed multipart upload: {exc}") from None
     except HTTPException as exc:  # starlette's own refusal of a malformed form
@@ -186,23 +188,57 @@ async def _upload(request: Request, limits: Limits) -> dict[str, bytes]:
     return files
 
 
-def _add_submission_route(app: FastAPI, db: Database, settings: Settings, registry: TaskRegistry,
-                          rescoring: RescoringPool, workers: dict[str, JobWorker]) -> None:
-    """``POST /api/submissions``: token, upload and quota checks, then the submission stored and the
-    protocols' jobs that it is due to start requested."""
+def _declared_size(request: Request, limits: Limits) -> int:
+    """The upload's declared size (what its quota reservation holds); over the limit is a 413 now, before
+    any of it is received."""
+    limit = limits.max_total_bytes + 2**20
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit():
+        if int(declared) > limit:
+            raise _Refusal(413, f"the upload is {declared} bytes, over this server's limit of "
+                                f"{limits.max_total_bytes} bytes")
+        return int(declared)
+    return limits.max_total_bytes
+
+
+async def _receive_and_submit(request: Request, db: Database, settings: Settings, rescoring: RescoringPool,
+                              submitter: str) -> Outcome:
+    """Reserve the quota, receive the files to a private folder, then have a worker re-score and store
+    them; over the quota, only a resend of a stored submission is answered (with that record)."""
+    size = _declared_size(request, settings.limits)
+    reservation, over = await run_in_threadpool(reserve, db, submitter, size, settings.quota)
+    try:
+        with tempfile.TemporaryDirectory(prefix="leaderboard-upload-") as tmp:
+            files = await _upload(request, settings.limits, Path(tmp))
+            if reservation is None:
+                existing = await run_in_threadpool(rescoring.lookup, files, settings, db.url)
+                if existing is None:
+                    raise _Refusal(429, str(over), **{"Retry-After": "3600"})
+                return existing
+            return await run_in_threadpool(rescoring.submit, files, submitter, reservation, settings, db.url)
+    finally:
+        if reservation is not None:
+            await run_in_threadpool(release, db, reservation)
+
+
+def _add_submission_route(app: FastAPI, db: Database, settings: Settings, rescoring: RescoringPool,
+                          workers: dict[str, JobWorker]) -> None:
+    """``POST /api/submissions``: token, rate, size and quota checks, then the submission received,
+    re-scored and stored by a worker, and the protocols' jobs that it is due to start requested."""
+    rate = RateLimit(settings.quota.uploads_per_minute)
 
     @app.post("/api/submissions")
     async def submit(request: Request) -> JSONResponse:
         try:
             submitter = await _submitter(request, db)
-            files = await _upload(request, settings.limits)
-            over = await run_in_threadpool(_over_quota, db, submitter, sum(map(len, files.values())), settings)
-            if over:
-                raise _Refusal(429, over, **{"Retry-After": "3600"})
+            wait = rate.admit(submitter)
+            if wait is not None:
+                raise _Refusal(429, f"{submitter!r} sent {rate.per_minute} uploads in the last minute, this "
+                                    f"server's rate limit (--rate-per-minute); try again in {wait:.0f} s",
+                               **{"Retry-After": str(max(1, round(wait)))})
+            outcome = await _receive_and_submit(request, db, settings, rescoring, submitter)
         except _Refusal as refusal:
             return refusal.response
-        try:
-            outcome = await run_in_threadpool(submit_files, db, files, submitter, settings, registry, rescoring)
         except SubmissionError as exc:
             return _error(exc.status, str(exc))
         if not outcome.duplicate:
@@ -236,7 +272,7 @@ def _add_api_routes(app: FastAPI, db: Database, settings: Settings, workers: dic
         return JSONResponse(parts.state(found.name, worker.pending if worker else 0))
 
     @app.get("/api/health")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:  # on the event loop: never queued behind the thread pool
         return {"ok": True, "database": db.engine.url.get_backend_name()}
 
 
@@ -297,6 +333,26 @@ def _add_file_routes(app: FastAPI, db: Database, settings: Settings) -> None:
         return Response(panel.image, media_type="image/png")
 
 
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error answer in the documented ``{"error": ...}`` shape: unknown routes (404), wrong methods
+    (405), path parameters of the wrong type (422) and anything unforeseen (500, logged in one line)."""
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail), **(exc.headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(Exception)
+    async def unforeseen(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        return _error(500, "internal error; the server log names it")
+
+
 async def _security_headers(request: Request, call_next: Any) -> Response:
     """Every response with the security headers (CSP, nosniff, no referrer) a route did not set itself."""
     response = await call_next(request)
@@ -308,7 +364,8 @@ async def _security_headers(request: Request, call_next: Any) -> Response:
 def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     """The leaderboard app over ``settings.db_url`` (migrated on open)."""
     db = db or Database(settings.db_url)
-    registry = TaskRegistry.discover(list(settings.include_paths), shadowing="error")
+    # Refuses to start on an include path that shadows a bundled task (workers discover it again).
+    TaskRegistry.discover(list(settings.include_paths), shadowing="error")
     workers = {name: JobWorker(db, name, job, options) for name, job, options in due_jobs(settings, None)}
     rescoring = RescoringPool(settings.rescore_workers, settings.rescore_timeout_s)
 
@@ -323,7 +380,8 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
     app.state.db, app.state.settings, app.state.job_workers = db, settings, workers
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.middleware("http")(_security_headers)
-    _add_submission_route(app, db, settings, registry, rescoring, workers)
+    _add_submission_route(app, db, settings, rescoring, workers)
+    _add_error_handlers(app)
     _add_api_routes(app, db, settings, workers)
     _add_page_routes(app, db, settings)
     _add_file_routes(app, db, settings)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
-from harness.results.jsonl import jsonl_lines
+from harness.results.jsonl import check_depth, jsonl_lines
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +315,7 @@ def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
     last = text.count("\n") + 1
     records = []
     for number, line in jsonl_lines(text):
+        check_depth(line, f"{path}: line {number}")
         try:
             records.append(SampleRecord.model_validate_json(line))
         except ValidationError as exc:

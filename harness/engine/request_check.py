@@ -1,0 +1,177 @@
+"""Whether a run asked what its task asks: each sample's request rebuilt from the task and compared.
+
+Re-scoring checks a run's answers against its claims; it cannot see a run made with an edited copy of
+a task (another prompt text, a shorter ``max_new_tokens``), whose answers score consistently with
+themselves. This module rebuilds every sample's request from the checker's own copy of the task (the
+prompt, images by pixel digest, the generation settings, ``n`` and the seed rule of
+``engine/requests.make_request``) and reports the first field that differs. The leaderboard and
+``harness score --verify`` both call :func:`check_requests`.
+
+Without the dataset the prompt is rebuilt from each sample's own doc: its text is checked, its images
+(which a sample stores only as digests) are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.engine.loglikelihood import choice_request
+from harness.engine.requests import request_key
+from harness.engine.task_runtime import TaskRuntime, _user_message
+from harness.engine.tasks import OpenTask, model_family_of, open_task
+from harness.hashing import derive_seed, to_jsonable
+from harness.models.base import SCORING_TYPES, GenerationParams
+from harness.results.schema import GenerationSettings, RunConfig, SampleRecord, read_run, read_samples
+from harness.taskspec.config import TaskConfig
+from harness.taskspec.registry import TaskRegistry
+
+
+@dataclass(frozen=True)
+class RequestCheck:
+    """How a task's submitted requests compare with the ones the checker's copy of the task builds."""
+
+    task: str
+    checked: int  # samples whose request was rebuilt
+    differing: int  # of them, samples whose prompt, key, seed or answer count differ
+    first: str | None  # the first differing field, as one line
+    images_checked: bool  # False without the dataset: images are compared by digest only with it
+
+    @property
+    def modified(self) -> bool:
+        """Whether the run asked something its task does not (it is then never ``verified``)."""
+        return self.first is not None
+
+
+def first_difference(submitted: Any, expected: Any, path: str = "") -> str | None:
+    """The path of the first place where two JSON values differ (None when equal), with both values."""
+    if isinstance(submitted, dict) and isinstance(expected, dict):
+        for key in sorted(set(submitted) | set(expected)):
+            if key not in submitted or key not in expected:
+                return f"{path}.{key}: {'missing' if key not in submitted else 'not expected'}"
+            found = first_difference(submitted[key], expected[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(submitted, list) and isinstance(expected, list):
+        for i, (a, b) in enumerate(zip(submitted, expected, strict=False)):
+            found = first_difference(a, b, f"{path}[{i}]")
+            if found:
+                return found
+        if len(submitted) != len(expected):
+            return f"{path}: {len(submitted)} item(s), expected {len(expected)}"
+        return None
+    if isinstance(submitted, str) and isinstance(expected, str) and submitted != expected:
+        at = next((i for i, (a, b) in enumerate(zip(submitted, expected, strict=False)) if a != b),
+                  min(len(submitted), len(expected)))
+        return (f"{path}: from character {at}, submitted {_short(submitted[at:])}, "
+                f"expected {_short(expected[at:])}")
+    if submitted != expected or type(submitted) is not type(expected):
+        return f"{path}: submitted {_short(submitted)}, expected {_short(expected)}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def expected_params(config: TaskConfig, run: RunConfig) -> tuple[GenerationParams, int]:
+    """The generation settings and ``n`` the task gives, with the run's declared command-line overrides
+    (``--gen-kwargs``, ``--repeats``: recorded in results.json, so shown with the run) on top."""
+    params = GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, run.gen_overrides),
+                                          where=f"task {config.task} generation_kwargs")
+    return params, run.repeats or config.repeats
+
+
+def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, Any] | None) -> Any:
+    """The prompt the task builds for the sample's doc (the dataset's, else the sample's own, its images
+    then taken as submitted); None when the task cannot build it from what there is."""
+    if doc is not None:
+        return to_jsonable(runtime.build_messages(doc))
+    if runtime.config.doc_to_messages is not None or runtime.config.num_fewshot:
+        return None  # needs the dataset's images or its other docs
+    images = []
+    for message in record.prompt:
+        content = message.get("content")
+        for item in content if isinstance(content, list) else []:
+            if isinstance(item, dict) and item.get("type") == "image":
+                images.append(item.get("url", item.get("image")))
+    return to_jsonable(_user_message(images, runtime.text(record.doc)))
+
+
+def _sample_difference(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, Any] | None,
+                       params: GenerationParams, n: int, base_seed: int) -> str | None:
+    """The first field of one sample's request that differs from the rebuilt one."""
+    try:
+        expected = _expected_prompt(runtime, record, doc)
+    except Exception as exc:  # the task's code cannot build this doc's prompt: the run's cannot be its own
+        return f"prompt: this copy of the task cannot build it ({type(exc).__name__}: {exc})"
+    prompt = record.prompt if expected is None else expected
+    found = None if expected is None else first_difference(record.prompt, expected, "prompt")
+    if found:
+        return found
+    if runtime.config.output_type in SCORING_TYPES:
+        key = choice_request(prompt, runtime.continuations(doc if doc is not None else record.doc)).key
+        seed = None
+    else:
+        key = request_key(prompt, params, n)
+        seed = derive_seed(base_seed, key)
+        if record.error is None and len(record.responses) != n:
+            return f"responses: {len(record.responses)} answer(s), the task asks n={n}"
+    if record.request_key != key:
+        return (f"request_key: submitted {record.request_key!r}, expected {key!r} (the generation settings or n "
+                "differ from the task's)")
+    if record.seed != seed:
+        return f"seed: submitted {record.seed!r}, expected {seed!r} (sha256(base_seed:request_key))"
+    return None
+
+
+def _settings_difference(params: GenerationParams, n: int, claimed: GenerationSettings | None) -> str | None:
+    """The first generation setting the run's provenance records otherwise than the task gives."""
+    if claimed is None:
+        return None
+    found = first_difference(claimed.model_dump(), {**params.as_dict(), "n": n}, "generation")
+    return f"provenance {found}" if found else None
+
+
+def check_requests(config: TaskConfig, family: str | None, records: Sequence[SampleRecord], run: RunConfig,
+                   generation: GenerationSettings | None, opened: OpenTask | None = None) -> RequestCheck:
+    """Rebuild each sample's request from ``config`` (``opened``: the task opened over the checker's copy
+    of the dataset, when it holds one) and compare it with the submitted one."""
+    runtime = opened.runtime if opened is not None else TaskRuntime(config, family)
+    docs = opened.docs if opened is not None else None
+    params, n = expected_params(config, run)
+    first = _settings_difference(params, n, generation)
+    checked = differing = 0
+    for record in records:
+        if record.error is not None and not record.prompt:
+            continue  # a doc the run could not build a prompt for: counted as an error by the scoring
+        doc = None
+        if docs is not None:
+            if not 0 <= record.doc_id < len(docs):
+                continue  # a doc id the dataset lacks: the doc check reports it
+            doc = docs[record.doc_id]
+        checked += 1
+        found = _sample_difference(runtime, record, doc, params, n, run.seed)
+        if found:
+            differing += 1
+            first = first or f"doc {record.doc_id}: {found}"
+    return RequestCheck(task=config.task, checked=checked, differing=differing, first=first,
+                        images_checked=docs is not None)
+
+
+def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | None = None) -> list[RequestCheck]:
+    """``harness score --verify``: each task of a saved run checked against ``registry``'s copy of it (with
+    the dataset from ``data_dir`` when given, else from the samples' own docs)."""
+    run = read_run(run_dir)
+    family = model_family_of(run)
+    checks = []
+    for task in run.configs:
+        config = registry.get(task)
+        opened = open_task(config, family, data_dir) if data_dir is not None else None
+        checks.append(check_requests(config, family, read_samples(run_dir, task), run.config,
+                                     run.provenance.generation.get(task), opened))
+    return checks
