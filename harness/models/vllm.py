@@ -366,6 +366,10 @@ class VLLMBackend(Backend):
             "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
         }, sort_keys=True).encode()).hexdigest()[:16]
         engine_kwargs = self.settings.engine_kwargs()
+        if self.device == "cpu":
+            # The CPU build's KV cache is VLLM_CPU_KVCACHE_SPACE, not measured: the encoder's memory profile
+            # (dozens of maximum-size videos for Qwen2-VL, a minute on two cores) would decide nothing.
+            engine_kwargs["skip_mm_profiling"] = True
         tp = self.settings.tensor_parallel_size
         self._llm: Any = None
         self._ranks: list[_Rank] = []
