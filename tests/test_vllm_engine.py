@@ -14,6 +14,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,17 @@ def test_data_parallel_on_cpu_is_refused_in_one_line(data_dir: Path) -> None:
         "error: vLLM's CPU build runs one engine in one process here: tensor_parallel_size and "
         "data_parallel_size must be 1 (use a GPU build for parallel runs)")
 
+def test_gpu_check_parity_runs_on_the_cpu_build(tmp_path: Path) -> None:
+    """benchmarks/gpu_check.sh's first check (vllm: = hf: token for token, choice scores within 1e-3), on the
+    tiny LLaVA saved in llava-hf's weight layout, which vLLM loads as it loads real checkpoints."""
+    script = str(ROOT / "benchmarks" / "vllm_parity.py")
+    for backend, python in (("hf", sys.executable), ("vllm", VLLM_PYTHON)):
+        assert python
+        done = subprocess.run([python, script, "answers", "--backend", backend, "--arch", "llava_hd32",
+                               "--prompts", "8", "--out", str(tmp_path / f"{backend}.json")], cwd=ROOT,
+                              env=vllm_env(), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-4000:]
+    done = subprocess.run([sys.executable, script, "compare", str(tmp_path / "hf.json"), str(tmp_path / "vllm.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+    assert "token_ids_equal=8/8 texts_equal=8/8" in done.stdout
