@@ -48,12 +48,12 @@ def test_model_args_become_engine_arguments() -> None:
     settings = VLLMSettings.from_model_args({
         "tensor_parallel_size": "2", "data_parallel_size": "4", "gpu_memory_utilization": "0.85",
         "max_model_len": "4096", "limit_mm_per_prompt": "3", "dtype": "bfloat16", "revision": "main",
-        "trust_remote_code": "yes", "requests_per_call": "5000"})
+        "trust_remote_code": "yes", "requests_per_call": "5000", "enforce_eager": "true"})
     assert settings.gpus == 8
     assert settings.requests_per_call == 5000
     assert settings.engine_kwargs() == {
         "tensor_parallel_size": 2, "gpu_memory_utilization": 0.85, "dtype": "bfloat16", "revision": "main",
-        "trust_remote_code": True, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 3}}
+        "trust_remote_code": True, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 3}, "enforce_eager": True}
     assert VLLMSettings.from_model_args({}).engine_kwargs() == {
         "tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto", "revision": None,
         "trust_remote_code": False}
@@ -68,11 +68,12 @@ def test_model_args_become_engine_arguments() -> None:
     ({"limit_mm_per_prompt": "-1"}, "--model-args limit_mm_per_prompt='-1': expected a whole number of images >= 0"),
     ({"dtype": "fp8"}, "--model-args dtype='fp8': expected one of auto, bfloat16, float16, float32"),
     ({"trust_remote_code": "maybe"}, "--model-args trust_remote_code='maybe': expected true or false"),
+    ({"enforce_eager": "2"}, "--model-args enforce_eager='2': expected true or false"),
     ({"requests_per_call": "all"},
      "--model-args requests_per_call='all': expected a whole number >= 0 (0: all at once)"),
     ({"device": "cuda"}, "--model-args: unknown key(s) device for vllm (known: data_parallel_size, dtype, "
-                         "gpu_memory_utilization, limit_mm_per_prompt, max_model_len, requests_per_call, revision, "
-                         "tensor_parallel_size, trust_remote_code)"),
+                         "enforce_eager, gpu_memory_utilization, limit_mm_per_prompt, max_model_len, "
+                         "requests_per_call, revision, tensor_parallel_size, trust_remote_code)"),
 ])
 def test_bad_model_args_are_one_line(args: dict[str, str], message: str) -> None:
     with pytest.raises(ModelSpecError) as err:
