@@ -376,7 +376,11 @@ class VLLMBackend(Backend):
             # (dozens of maximum-size videos for Qwen2-VL, a minute on two cores) would decide nothing. Its one
             # engine runs in this process (unless VLLM_ENABLE_V1_MULTIPROCESSING says otherwise): two processes
             # fewer to start, each importing torch and vLLM again (about three times faster to start here).
-            engine_kwargs.update(skip_mm_profiling=True, distributed_executor_backend="uni")
+            # No chunked prefill: a seeded request whose prompt is split across steps makes vLLM 0.32 rewind
+            # its generator by a CUDA Philox offset, which a CPU generator lacks (RuntimeError: CPU Generator
+            # does not use offset) and the whole call fails; whole prompts keep seeded sampling working.
+            engine_kwargs.update(skip_mm_profiling=True, distributed_executor_backend="uni",
+                                 enable_chunked_prefill=False)
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         tp = self.settings.tensor_parallel_size
         self._llm: Any = None
