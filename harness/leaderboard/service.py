@@ -180,10 +180,10 @@ class RescoringPool:
                 if not receiver.poll(budget_s):
                     return False, None
                 kind, payload = receiver.recv()
-            except EOFError:  # the child died without answering (killed for memory, crashed)
-                raise SubmissionError(f"re-scoring stopped without an answer (killed, or over its memory budget, "
-                                      f"--rescore-memory-mb {settings.rescore_memory_mb}); the samples cannot be "
-                                      "scored", 422) from None
+            except EOFError:  # the child died without answering: at its memory cap it may not even manage that
+                raise SubmissionError(f"re-scoring stopped without an answer: the submission needs more memory to "
+                                      f"read and re-score than this server gives one worker (--rescore-memory-mb "
+                                      f"{settings.rescore_memory_mb}), or its worker was killed", 413) from None
             finally:
                 child.kill()
                 child.join()
