@@ -40,6 +40,21 @@ def write(path: Path, text: str) -> Path:
 
 
 @pytest.fixture(scope="session")
+def saved_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, bytes]:
+    """The files of one small run (three docs of shapes_color on tiny:qwen2_vl), to copy into each test's
+    own folder."""
+    from harness.engine.runner import EvalOptions, evaluate
+    from harness.models import create_backend
+
+    out = tmp_path_factory.mktemp("run")
+    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, output=out, use_cache=False,
+                       show_progress=False)
+    _, _, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
+    assert run_dir is not None
+    return {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+
+
+@pytest.fixture(scope="session")
 def stealth_dir(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small Stealth build (3 sentences per sentiment subset, 2 questions) where eval finds it."""
     from builders import build_dataset

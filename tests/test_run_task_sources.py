@@ -11,24 +11,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.engine.runner import EvalOptions, evaluate
 from harness.engine.tasks import run_include_paths
 from harness.errors import TaskConfigError
-from harness.models import create_backend
 from harness.results import read_run
 from harness.taskspec.registry import TaskRegistry, bundled_tasks_dir
 from tests.conftest import ROOT, run_harness
-
-
-@pytest.fixture(scope="module")
-def run_files(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, bytes]:
-    """The files of a small run of the bundled shapes_color task."""
-    out = tmp_path_factory.mktemp("run")
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=2, output=out, use_cache=False,
-                       show_progress=False)
-    _, _, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
-    assert run_dir is not None
-    return {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
 
 
 def hostile_tasks(tmp_path: Path) -> tuple[Path, Path]:
@@ -54,25 +41,25 @@ def received_run(tmp_path: Path, files: dict[str, bytes], include_paths: list[st
 
 
 @pytest.mark.parametrize("recorded", ["relative", "absolute", "root"])
-def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, run_files: dict[str, bytes],
+def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, saved_run: dict[str, bytes],
                                                      recorded: str) -> None:
     folder, marker = hostile_tasks(tmp_path)
     paths = {"relative": ["evil"], "absolute": [str(folder)], "root": ["/"]}[recorded]
-    run_dir = received_run(tmp_path, run_files, paths)
+    run_dir = received_run(tmp_path, saved_run, paths)
     done = run_harness("score", str(run_dir), cwd=tmp_path)  # "evil" would resolve against this folder
     assert done.returncode == 0, done.stderr
     assert not marker.exists()
     warnings = [line for line in done.stderr.splitlines() if "not used" in line]
     assert len(warnings) == 1 and paths[0] in warnings[0] and "--trust-run-include-paths" in warnings[0]
     assert "Traceback" not in done.stderr and "shadows" not in done.stderr
-    assert read_run(run_dir).results["shapes_color"] == json.loads(run_files["results.json"])["results"][
+    assert read_run(run_dir).results["shapes_color"] == json.loads(saved_run["results.json"])["results"][
         "shapes_color"]
 
 
 def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(tmp_path: Path,
-                                                                      run_files: dict[str, bytes]) -> None:
+                                                                      saved_run: dict[str, bytes]) -> None:
     folder, marker = hostile_tasks(tmp_path)
-    run_dir = received_run(tmp_path, run_files, [str(folder)])
+    run_dir = received_run(tmp_path, saved_run, [str(folder)])
     done = run_harness("score", str(run_dir), "--trust-run-include-paths", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert marker.exists()  # asked for: the run's folder is used, and said so
@@ -83,16 +70,16 @@ def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(tmp_path: 
 
 
 def test_an_include_path_named_on_the_command_line_is_used_without_a_provenance_warning(
-        tmp_path: Path, run_files: dict[str, bytes], caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture) -> None:
     folder, marker = hostile_tasks(tmp_path)
-    run_dir = received_run(tmp_path, run_files, [str(folder)])
+    run_dir = received_run(tmp_path, saved_run, [str(folder)])
     with caplog.at_level(logging.WARNING):
         assert main(["score", str(run_dir), "--include-path", str(folder)]) == 0
     assert marker.exists() and not [r for r in caplog.records if "not used" in r.getMessage()]
 
 
-def test_run_include_paths_keeps_what_the_user_gave(tmp_path: Path, run_files: dict[str, bytes]) -> None:
-    run_dir = received_run(tmp_path, run_files, ["/a", "/b"])
+def test_run_include_paths_keeps_what_the_user_gave(tmp_path: Path, saved_run: dict[str, bytes]) -> None:
+    run_dir = received_run(tmp_path, saved_run, ["/a", "/b"])
     run = read_run(run_dir)
     assert run_include_paths(run, run_dir, []) == []
     assert run_include_paths(run, run_dir, ["/a"]) == ["/a"]
@@ -122,11 +109,11 @@ def test_a_task_shadowing_a_bundled_one_warns_once_and_the_leaderboard_refuses_i
 
 
 def test_leaderboard_import_refuses_an_include_path_that_shadows_a_bundled_task(
-        tmp_path: Path, run_files: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
     folder, marker = hostile_tasks(tmp_path)
     hub = tmp_path / "hub" / "runs" / "tiny" / "0"
     hub.mkdir(parents=True)
-    for name, data in run_files.items():
+    for name, data in saved_run.items():
         (hub / name).write_bytes(data)
     argv = ["leaderboard", "import", str(tmp_path / "hub"), "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}",
             "--include-path", str(folder)]

@@ -8,20 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.engine.runner import EvalOptions, evaluate
-from harness.models import create_backend
 from harness.results import read_run
-
-
-@pytest.fixture(scope="module")
-def saved_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, bytes]:
-    """The files of one small run (two docs of shapes_color), to copy into each test's own folder."""
-    out = tmp_path_factory.mktemp("run")
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, output=out, use_cache=False,
-                       show_progress=False)
-    _, _, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
-    assert run_dir is not None
-    return {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
 
 
 def run_copy(tmp_path: Path, files: dict[str, bytes]) -> Path:
