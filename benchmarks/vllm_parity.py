@@ -1,4 +1,4 @@
-"""The vllm backend against hf and against raw vLLM, on one GPU (run by benchmarks/gpu_check.sh).
+"""The vllm backend against hf and against raw vLLM, on one GPU or vLLM's CPU build (benchmarks/gpu_check.sh).
 
 - ``answers --backend hf|vllm --arch A --out F``: greedy answers (through the backend), generated token
   ids (through the engine itself: ``model.generate`` for hf, ``LLM.chat`` for vllm) and multiple_choice
@@ -126,7 +126,7 @@ def throughput(args: argparse.Namespace) -> None:
 
     from harness.models.vllm import VLLMBackend, sampling_kwargs, to_vllm_messages
 
-    model = args.model or str(tiny_model_path("qwen2_vl"))
+    model = args.model or str(tiny_model_path(args.arch))
     backend = VLLMBackend(model, {"gpu_memory_utilization": "0.8", "max_model_len": str(args.max_model_len)})
     params = GenerationParams.from_kwargs({"temperature": 1.0, "max_new_tokens": args.tokens})
     requests = [make_request(m, params, n=10, base_seed=1) for m in prompts(args.prompts)]
@@ -154,14 +154,16 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("answers")
     a.add_argument("--backend", choices=["hf", "vllm"], required=True)
-    a.add_argument("--arch", choices=["qwen2_vl", "llava"], required=True)
+    a.add_argument("--arch", choices=["qwen2_vl", "llava", "qwen2_vl_hd32", "qwen2_5_vl_hd32", "llava_hd32"],
+                   required=True, help="the *_hd32 recipes for vLLM's CPU build (its attention needs head_dim 32)")
     a.add_argument("--prompts", type=int, default=32)
     a.add_argument("--out", required=True)
     c = sub.add_parser("compare")
     c.add_argument("first")
     c.add_argument("second")
     t = sub.add_parser("throughput")
-    t.add_argument("--model", help="a local model folder (default: the tiny Qwen2-VL)")
+    t.add_argument("--model", help="a local model folder (default: the tiny --arch)")
+    t.add_argument("--arch", default="qwen2_vl")
     t.add_argument("--prompts", type=int, default=256)
     t.add_argument("--tokens", type=int, default=128)
     t.add_argument("--rounds", type=int, default=2)

@@ -1,7 +1,7 @@
 import pytest
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GenerationParams, create_backend, parse_model_args, truncate_at_stop
+from harness.models.base import GenerationParams, create_backend, finished_text, parse_model_args, truncate_at_stop
 
 
 def test_defaults_are_greedy() -> None:
@@ -42,6 +42,17 @@ def test_truncate_at_first_stop_string() -> None:
     assert truncate_at_stop("red.\nblue\n\nx", ("\n\n", "\n")) == "red."
     assert truncate_at_stop("no stop", ("###",)) == "no stop"
     assert truncate_at_stop("abc", ("",)) == "abc"
+
+
+def test_a_trailing_cut_off_character_is_dropped_everywhere() -> None:
+    """"caf" + the first byte of "\u00e9" (0xC3) decodes to "caf\ufffd"; vLLM never emits that byte, so
+    no backend keeps its U+FFFD. Inside the text it stays; a stop string cuts first."""
+    cut = b"caf\xc3".decode("utf-8", errors="replace")
+    assert cut == "caf\ufffd" and finished_text(cut, ()) == "caf"
+    assert finished_text("a\ufffd\ufffd", ()) == "a"  # two stray bytes: two replacement characters
+    assert finished_text("a\ufffdb", ()) == "a\ufffdb"
+    assert finished_text("ab\ufffd\nrest", ("\n",)) == "ab"
+    assert finished_text("\ufffd", ()) == ""
 
 
 def test_model_spec_and_args_errors() -> None:

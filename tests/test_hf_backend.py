@@ -77,6 +77,24 @@ def test_stop_strings_cut_the_completion() -> None:
     assert cut[0][0] == free[: free.find(stop)]
 
 
+def test_an_answer_cut_off_mid_character_ends_before_it() -> None:
+    """Greedy answers of growing length: where the last token holds only the first bytes of a character,
+    the tokenizer decodes a trailing U+FFFD, and the backend returns the text without it (vLLM's text for
+    the same tokens; harness.models.base.finished_text)."""
+    import torch
+
+    b = backend("qwen3")
+    messages = ask("what color is the sky", None)
+    inputs = b.prepare_inputs([messages])
+    with torch.inference_mode():
+        ids = b.model.generate(**inputs, max_new_tokens=24, do_sample=False)[0, inputs["input_ids"].shape[1]:]
+    raw = [b.tokenizer.decode(ids[:k], skip_special_tokens=True) for k in range(1, len(ids) + 1)]
+    cut = [k for k, text in enumerate(raw, start=1) if text.endswith("\ufffd")]
+    assert cut, "the tiny model's greedy answer should cut a multi-byte character somewhere"
+    answer = b.generate([GenerationRequest("c", messages, GenerationParams(max_new_tokens=cut[0]))])[0][0]
+    assert answer == raw[cut[0] - 1].rstrip("\ufffd") and answer != raw[cut[0] - 1]
+
+
 def test_info_and_fingerprint_identify_the_model() -> None:
     b = backend("qwen2_vl")
     info = b.info()

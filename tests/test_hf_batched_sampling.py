@@ -6,6 +6,7 @@ import pytest
 from PIL import Image
 
 from harness.models import GenerationParams, GenerationRequest
+from harness.models.base import finished_text
 from harness.models.hf import HFBackend
 from tests.test_hf_backend import NOISE, RED, ask, backend
 
@@ -28,7 +29,8 @@ def native(b: HFBackend, req: GenerationRequest) -> list[str]:
         out = b.model.generate(**inputs, do_sample=True, temperature=req.params.temperature, top_p=req.params.top_p,
                                num_return_sequences=req.n, max_new_tokens=req.params.max_new_tokens,
                                pad_token_id=b.tokenizer.pad_token_id)
-    return list(b.tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+    texts = b.tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    return [finished_text(t, req.params.until) for t in texts]  # as every backend returns them
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])

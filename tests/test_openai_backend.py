@@ -162,6 +162,12 @@ def test_top_up_calls_are_bounded_by_n(scripted: ScriptedServer) -> None:
     assert isinstance(out, Exception) and "1 of 3 completions" in str(out) and len(scripted.bodies) == 2
 
 
+def test_a_trailing_replacement_character_is_dropped_as_in_every_backend(scripted: ScriptedServer) -> None:
+    """A server that detokenizes the last, incomplete character to U+FFFD (harness.models.base.finished_text)."""
+    scripted.choices = lambda body: [choice("red \ufffdsquare\ufffd")]
+    assert _ask(scripted, n=1, temperature=0.0) == ["red \ufffdsquare"]
+
+
 @pytest.mark.parametrize("bad", [choice(None), choice("partial", "content_filter"),
                                  {**choice(None, "stop"), "message": {"role": "assistant", "content": None,
                                                                       "refusal": "I can't help with that."}}])

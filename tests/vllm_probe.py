@@ -2,8 +2,9 @@
 vLLM's own classes make of the harness's translation of requests, saved to OUT/probe.pt for the test to
 compare with the hf backend (another transformers version, in the main environment).
 
-On a CPU vLLM cannot run a model, but its renderer can: it applies the chat template, parses the image
-parts and runs the model's multi-modal processor exactly as ``LLM.chat`` does before scheduling.
+vLLM's renderer applies the chat template, parses the image parts and runs the model's multi-modal
+processor exactly as ``LLM.chat`` does before scheduling; here it runs without an engine, on the tiny models
+of every head size (the real engine, tests/test_vllm_engine.py, needs head_dim 32 on CPU).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from typing import Any
 import torch
 from vllm import SamplingParams
 from vllm.config import DeviceConfig, ModelConfig, VllmConfig
-from vllm.logprobs import append_logprobs_for_next_position, create_prompt_logprobs
 from vllm.renderers.params import ChatParams
 from vllm.renderers.registry import renderer_from_config
 
 from harness.models.tiny import tiny_model_path
-from harness.models.vllm import VLLMSettings, answer_all, sampling_kwargs, to_vllm_messages
-from tests.test_vllm_backend import ARCHS, conversation, requests, scoring_requests
+from harness.models.vllm import VLLMSettings, sampling_kwargs, to_vllm_messages
+from tests.test_vllm_backend import ARCHS, conversation, requests
 
 SAMPLING_FIELDS = ("n", "seed", "temperature", "top_p", "top_k", "max_tokens", "stop")
 
@@ -56,70 +56,6 @@ def rendered(arch: str) -> dict[str, Any]:
     return {"input_ids": list(engine_input["prompt_token_ids"]), "pixel_values": image["pixel_values"].data}
 
 
-class RendererLLM:
-    """A CPU stand-in for vLLM's engine in ``score_all``: vLLM's own renderer turns each conversation into
-    token ids and image inputs, the tiny model's hf forward gives the logits (on a GPU vLLM's kernels do),
-    and vLLM's own ``append_logprobs_for_next_position`` writes the prompt logprobs (the actual token with its
-    rank, plus the top ``prompt_logprobs``) into a ``RequestOutput``, flat or not, as the engine does. A
-    conversation saying "fail" fails the whole call."""
-
-    def __init__(self, arch: str, flat: bool) -> None:
-        from transformers import AutoModelForImageTextToText
-
-        self.renderer = renderer(arch)
-        self.model = AutoModelForImageTextToText.from_pretrained(tiny_model_path(arch), dtype=torch.float32)
-        self.flat = flat
-
-    def chat(self, conversations: list[Any], params: SamplingParams, add_generation_prompt: bool,
-             use_tqdm: bool) -> list[Any]:
-        from vllm.multimodal.inputs import MultiModalFlatField
-        from vllm.outputs import RequestOutput
-
-        if any(part.get("text") == "fail" for c in conversations for m in c for part in m["content"]):
-            raise ValueError("prompt rejected")
-        outputs = []
-        for index, messages in enumerate(conversations):
-            engine_input = render(self.renderer, messages, add_generation_prompt)
-            ids = list(engine_input["prompt_token_ids"])
-            images = {}
-            for item in engine_input.get("mm_kwargs", {}).get("image", []):
-                for key, elem in item.items():  # batched fields get their batch axis back
-                    images[key] = elem.data if isinstance(elem.field, MultiModalFlatField) else elem.data[None]
-            if "image_grid_thw" in images:  # Qwen2-VL's M-RoPE needs to know which tokens are the image's
-                images["mm_token_type_ids"] = (torch.tensor([ids]) == self.model.config.image_token_id).long()
-            logprobs = None
-            if params.prompt_logprobs is not None:
-                with torch.no_grad():
-                    logits = self.model(input_ids=torch.tensor([ids]), **images).logits[0].float()
-                rows = torch.log_softmax(logits, dim=-1)
-                logprobs = create_prompt_logprobs(self.flat)
-                for t in range(1, len(ids)):
-                    row, actual = rows[t - 1], ids[t]
-                    top = row.topk(params.prompt_logprobs).indices.tolist()
-                    rank = int((row > row[actual]).sum()) + 1
-                    append_logprobs_for_next_position(logprobs, [actual, *top], [float(row[i]) for i in [actual, *top]],
-                                                      [None] * (1 + len(top)), rank, params.prompt_logprobs)
-            outputs.append(RequestOutput(str(index), None, ids, logprobs, [], True))
-        return outputs
-
-
-def scoring() -> dict[str, Any]:
-    """``VLLMBackend.loglikelihood`` on the stand-in engine for each tiny model: an image prompt with three
-    choices, a text prompt with two, and one that fails alone."""
-    from harness.models.vllm import VLLMBackend
-
-    out: dict[str, Any] = {}
-    for arch in ARCHS:
-        for flat in (False, True):
-            backend = VLLMBackend.__new__(VLLMBackend)
-            backend._llm, backend._ranks = RendererLLM(arch, flat), []
-            backend.settings = VLLMSettings()
-            scored = backend.loglikelihood(scoring_requests())
-            out[f"{arch}/{'flat' if flat else 'list'}"] = [
-                [c.model_dump() for c in s] if isinstance(s, list) else f"{type(s).__name__}: {s}" for s in scored]
-    return out
-
-
 class _RefusingLLM:
     """Stands in for a GPU engine: answers each conversation with its own text, and fails a whole call that
     holds a conversation saying "fail" (as vLLM does for one prompt it cannot take)."""
@@ -133,15 +69,6 @@ class _RefusingLLM:
             raise ValueError("prompt rejected")
         return [type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
                 for c, p in zip(conversations, params, strict=True)]
-
-
-def isolation() -> dict[str, Any]:
-    llm = _RefusingLLM()
-    texts = ["a", "b", "fail", "d"]
-    answers = answer_all(llm, [[{"role": "user", "content": t}] for t in texts],
-                         [{"n": 1, "max_tokens": 4}] * len(texts))
-    return {"answers": [a if isinstance(a, list) else f"{type(a).__name__}: {a}" for a in answers],
-            "calls": llm.calls}
 
 
 def backend_generate() -> list[Any]:
@@ -168,7 +95,7 @@ def main(out: Path) -> None:
         params = SamplingParams(**sampling_kwargs(request))
         sampling.append({name: getattr(params, name) for name in SAMPLING_FIELDS})
     torch.save({"sampling": sampling, "render": {arch: rendered(arch) for arch in ARCHS},
-                "isolation": isolation(), "generate": backend_generate(), "scoring": scoring()}, out / "probe.pt")
+                "generate": backend_generate()}, out / "probe.pt")
 
 
 if __name__ == "__main__":

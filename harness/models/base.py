@@ -162,6 +162,20 @@ def truncate_at_stop(text: str, until: tuple[str, ...]) -> str:
     return text[:cut]
 
 
+#: What a byte-level decoder makes of bytes that are not (yet) a whole UTF-8 character.
+REPLACEMENT_CHARACTER = "\ufffd"
+
+
+def finished_text(text: str, until: tuple[str, ...]) -> str:
+    """A completion as every backend returns it: cut at the first stop string, then without a trailing
+    character cut off mid-way. A completion whose last tokens hold only the first bytes of a multi-byte
+    character decodes (``hf:``) to a trailing U+FFFD, while vLLM's incremental detokenizer holds those bytes
+    back and never emits them; so the same tokens give the same text in ``hf:``, ``vllm:`` and ``openai:``,
+    trailing U+FFFD characters are dropped everywhere (a U+FFFD inside the text stays: it is the same in
+    all of them)."""
+    return truncate_at_stop(text, until).rstrip(REPLACEMENT_CHARACTER)
+
+
 # output types every generating backend serves: a multi-round task's rounds are generations too
 GENERATION_TYPES = frozenset({"generate_until", "generate_until_multi_round"})
 #: Output types answered by scoring given continuations (``loglikelihood`` requests), not by generation.

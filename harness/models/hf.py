@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
 from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
 from harness.models.sampling import seeded_sampler
 from harness.models.source import load_error, local_folder
@@ -357,7 +357,7 @@ class HFBackend(Backend):
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1]:]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        texts = [truncate_at_stop(t, params.until) for t in texts]
+        texts = [finished_text(t, params.until) for t in texts]
         if params.do_sample:
             return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
 
 _MODEL_ARGS = {"base_url", "api_key", "concurrency", "timeout", "max_retries", "send_stop"}
 MAX_STOP_STRINGS = 4  # the API's limit; further stop strings are applied to the text afterwards
@@ -177,4 +177,4 @@ def _choice_text(choice: Any, until: tuple[str, ...]) -> str:
         refusal = getattr(message, "refusal", None)
         raise NoCompletionError(f"the server returned no text (finish_reason {finish_reason!r}"
                                 + (f", refusal {refusal!r}" if refusal else "") + ")")
-    return truncate_at_stop(content, until)
+    return finished_text(content, until)

@@ -99,8 +99,14 @@ def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _build_qwen_vl(out: Path, generation: str) -> None:
-    """Qwen2-VL and Qwen2.5-VL share tokens, processor and text model; their vision towers differ."""
+#: The attention head size of the ``*_hd32`` recipes: vLLM's CPU attention refuses 16 (every other tiny text
+#: model's), so these serve ``vllm:`` on CPU; 64 / 32 = 2 query heads and 1 key-value head.
+VLLM_CPU_HEADS: dict[str, Any] = {"num_attention_heads": 2, "num_key_value_heads": 1}
+
+
+def _build_qwen_vl(out: Path, generation: str, hd32: bool = False) -> None:
+    """Qwen2-VL and Qwen2.5-VL share tokens, processor and text model; their vision towers differ.
+    ``hd32``: text heads of 32 (``VLLM_CPU_HEADS``), the multimodal rotary sections scaled to match."""
     import transformers
     from transformers import Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
@@ -124,9 +130,12 @@ def _build_qwen_vl(out: Path, generation: str) -> None:
         image_processor=Qwen2VLImageProcessor(**pixels), video_processor=Qwen2VLVideoProcessor(**pixels),
         tokenizer=tok, chat_template=QWEN_TEMPLATE,
     )
+    heads = VLLM_CPU_HEADS if hd32 else {}
     config = config_cls(
         text_config=_text_config(
-            len(tok), rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            len(tok), **heads,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "mrope_section": [4, 6, 6] if hd32 else [2, 3, 3]},
             eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
         ),
         vision_config=vision,
@@ -180,8 +189,9 @@ def _build_qwen3_vl(out: Path, generation: str) -> None:
     _save(model_cls(config), processor, out)
 
 
-def _build_llava(out: Path, next_gen: bool = False) -> None:
-    """LLaVA-1.5 (CLIP + Llama), or LLaVA-NeXT with its any-resolution grid when ``next_gen``."""
+def _build_llava(out: Path, next_gen: bool = False, hd32: bool = False) -> None:
+    """LLaVA-1.5 (CLIP + Llama), or LLaVA-NeXT with its any-resolution grid when ``next_gen``. ``hd32``:
+    text heads of 32 and the weights in llava-hf's layout (``hub_llava_layout``), as vLLM loads them."""
     import transformers
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
@@ -208,13 +218,30 @@ def _build_llava(out: Path, next_gen: bool = False) -> None:
         vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
                        "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
                        "patch_size": patch, "projection_dim": 32},
-        text_config={"model_type": "llama", **_text_config(len(tok)),
+        text_config={"model_type": "llama", **_text_config(len(tok), **(VLLM_CPU_HEADS if hd32 else {})),
                      "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id,
                      "bos_token_id": tok.bos_token_id},
         image_token_index=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
         vision_feature_select_strategy="default", **extra,
     )
     _save(model_cls(config), processor, out)
+    if hd32:
+        hub_llava_layout(out)
+
+
+def hub_llava_layout(folder: Path) -> None:
+    """Rename a saved LLaVA's vision weights from transformers' ``vision_tower.*`` to the
+    ``vision_tower.vision_model.*`` that llava-hf checkpoints use (and vLLM's loader requires); transformers
+    and lmms-eval load both."""
+    from safetensors.torch import load_file, save_file
+
+    prefix = "vision_tower."
+    for path in sorted(folder.glob("*.safetensors")):
+        weights = load_file(str(path))
+        renamed = {(prefix + "vision_model." + k[len(prefix):]
+                    if k.startswith(prefix) and not k.startswith(prefix + "vision_model.") else k): v
+                   for k, v in weights.items()}
+        save_file(renamed, str(path), metadata={"format": "pt"})
 
 
 def _gemma_tokenizer(template: str, specials: list[str], **tokens: str) -> Any:
@@ -437,12 +464,14 @@ def _build_deepseek_vl(out: Path, hybrid: bool = False) -> None:
     _save(model_cls(config), processor, out)
 
 
-def _build_qwen3(out: Path) -> None:
+def _build_qwen3(out: Path, hd32: bool = False) -> None:
+    """A Qwen3 text model (no images); ``hd32``: heads of 32 (``VLLM_CPU_HEADS``)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    config = Qwen3Config(**_text_config(len(tok)), head_dim=16, eos_token_id=tok.eos_token_id,
+    heads: dict[str, Any] = {**VLLM_CPU_HEADS, "head_dim": 32} if hd32 else {"head_dim": 16}
+    config = Qwen3Config(**_text_config(len(tok), **heads), eos_token_id=tok.eos_token_id,
                          pad_token_id=tok.pad_token_id)
     _save(Qwen3ForCausalLM(config), tok, out)
 
@@ -587,6 +616,11 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "deepseek_vl": _build_deepseek_vl,
     "deepseek_vl_hybrid": lambda out: _build_deepseek_vl(out, hybrid=True),
     "qwen3": _build_qwen3,
+    # head_dim 32, loadable by vLLM's CPU attention (VLLM_CPU_HEADS); LLaVA's weights in llava-hf's layout
+    "qwen2_vl_hd32": lambda out: _build_qwen_vl(out, "qwen2_vl", hd32=True),
+    "qwen2_5_vl_hd32": lambda out: _build_qwen_vl(out, "qwen2_5_vl", hd32=True),
+    "llava_hd32": lambda out: _build_llava(out, hd32=True),
+    "qwen3_hd32": lambda out: _build_qwen3(out, hd32=True),
     "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
     "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
     "owlv2": _build_owlv2,  # a detector (harness.protocols.diavlo.detector), not a chat model

