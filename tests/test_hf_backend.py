@@ -93,6 +93,22 @@ def test_an_answer_cut_off_mid_character_ends_before_it() -> None:
     assert cut, "the tiny model's greedy answer should cut a multi-byte character somewhere"
     answer = b.generate([GenerationRequest("c", messages, GenerationParams(max_new_tokens=cut[0]))])[0][0]
     assert answer == raw[cut[0] - 1].rstrip("\ufffd") and answer != raw[cut[0] - 1]
+    # cut_characters=keep (what --lmms-model sets): lmms-eval's text, a separate store identity
+    kept = create_backend("tiny:qwen3", {"dtype": "float32", "cut_characters": "keep"})
+    request = GenerationRequest("c", messages, GenerationParams(max_new_tokens=cut[0]))
+    assert kept.generate([request])[0][0] == raw[cut[0] - 1]
+    assert kept.fingerprint != b.fingerprint
+    with pytest.raises(ModelSpecError, match="cut_characters='maybe': choose drop or keep"):
+        create_backend("tiny:qwen3", {"cut_characters": "maybe"})
+
+
+def test_lmms_model_keeps_cut_characters_of_transformers_models_only() -> None:
+    from harness.cli.eval import lmms_model_args
+
+    assert lmms_model_args("tiny:llava", {}, "llava_hf") == {"cut_characters": "keep"}
+    assert lmms_model_args("hf:/m", {"cut_characters": "drop"}, "llava_hf") == {"cut_characters": "drop"}
+    assert lmms_model_args("hf:/m", {"dtype": "float32"}, None) == {"dtype": "float32"}
+    assert lmms_model_args("vllm:/m", {}, "llava_hf") == {}
 
 
 def test_info_and_fingerprint_identify_the_model() -> None:

@@ -170,7 +170,7 @@ def test_ray_flags_are_checked_before_any_model_loads(capsys: pytest.CaptureFixt
 def test_a_model_that_cannot_load_on_the_workers_is_one_line(tmp_path: Path) -> None:
     from harness.errors import HarnessError
 
-    with pytest.raises(HarnessError, match="cannot load model") as caught:
+    with pytest.raises(HarnessError, match="no such folder") as caught:
         RayBackend(f"hf:{tmp_path / 'nothing-here'}", {}, RayOptions(workers=1))
     assert "\n" not in str(caught.value)
 

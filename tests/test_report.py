@@ -72,7 +72,7 @@ def test_dash_figures_say_why_and_where_the_answers_are(unread_task: Path, data_
             f"samples_<task>.jsonl in {run_dir} show what it scored.") in out
     assert "check process_results" not in out
     # re-scoring prints the same notes, naming the folder it scored
-    assert main(["score", str(run_dir)]) == 0
+    assert main(["score", str(run_dir), "--include-path", str(unread_task)]) == 0
     assert f"samples_<task>.jsonl in {run_dir} show what it scored" in capsys.readouterr().out
 
 

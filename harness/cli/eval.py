@@ -81,8 +81,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             protocol.check_eval(args, len(args.model))
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
-        with model_backend(spec, model_args, ray) as backend:
-            result, samples, run_dir = evaluate(backend, spec, opts, model_args, datasets)
+        spec_args = lmms_model_args(spec, model_args, opts.lmms_model)
+        with model_backend(spec, spec_args, ray) as backend:
+            result, samples, run_dir = evaluate(backend, spec, opts, spec_args, datasets)
         del backend  # free this model before the next one loads
         for task in {t for _, tasks in hooked for t in tasks}:
             group = collected.setdefault(task, {})
@@ -93,6 +94,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if tasks and protocol.after_eval is not None:
             protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, args, opts.output))
     return 0
+
+
+def lmms_model_args(spec: str, model_args: dict[str, str], lmms_model: str | None) -> dict[str, str]:
+    """``--model-args`` for one model: under ``--lmms-model``, a transformers model (``hf:``, ``tiny:``) keeps
+    a trailing cut-off character as U+FFFD, as lmms-eval's transformers model classes decode it, unless
+    ``cut_characters`` is given."""
+    if lmms_model is None or "cut_characters" in model_args or spec.split(":", 1)[0] not in {"hf", "tiny"}:
+        return model_args
+    return {**model_args, "cut_characters": "keep"}
 
 
 def not_saved(opts: EvalOptions) -> str:

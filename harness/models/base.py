@@ -166,14 +166,16 @@ def truncate_at_stop(text: str, until: tuple[str, ...]) -> str:
 REPLACEMENT_CHARACTER = "\ufffd"
 
 
-def finished_text(text: str, until: tuple[str, ...]) -> str:
+def finished_text(text: str, until: tuple[str, ...], keep_cut_character: bool = False) -> str:
     """A completion as every backend returns it: cut at the first stop string, then without a trailing
     character cut off mid-way. A completion whose last tokens hold only the first bytes of a multi-byte
     character decodes (``hf:``) to a trailing U+FFFD, while vLLM's incremental detokenizer holds those bytes
     back and never emits them; so the same tokens give the same text in ``hf:``, ``vllm:`` and ``openai:``,
     trailing U+FFFD characters are dropped everywhere (a U+FFFD inside the text stays: it is the same in
-    all of them)."""
-    return truncate_at_stop(text, until).rstrip(REPLACEMENT_CHARACTER)
+    all of them). ``keep_cut_character`` keeps them, as lmms-eval's transformers model classes do
+    (``hf:``'s ``cut_characters=keep``, set by ``--lmms-model``)."""
+    text = truncate_at_stop(text, until)
+    return text if keep_cut_character else text.rstrip(REPLACEMENT_CHARACTER)
 
 
 # output types every generating backend serves: a multi-round task's rounds are generations too

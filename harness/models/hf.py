@@ -28,7 +28,11 @@ LMMS_FAMILY = {
     "llava_next": "llava_hf", "llava_onevision": "llava_onevision", "gemma3": "gemma3",
     "idefics3": "idefics3", "smolvlm": "smolvlm", "idefics2": "idefics2",
 }
-_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code", "min_pixels", "max_pixels"}
+_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code", "min_pixels", "max_pixels",
+               "cut_characters"}
+#: What becomes of a trailing character cut off mid-way (``finished_text``): dropped, as every backend does,
+#: or kept as U+FFFD, as lmms-eval's transformers model classes decode it.
+_CUT_CHARACTERS = ("drop", "keep")
 # Processors whose dynamic resolution takes pixel-count bounds (``smart_resize``'s min/max_pixels).
 _PIXEL_BOUNDED = {"qwen2_vl", "qwen2_5_vl"}
 _DTYPES = {"float32", "float16", "bfloat16"}
@@ -130,6 +134,10 @@ class HFBackend(Backend):
         self.attn_implementation = model_args.get("attn_implementation")
         self.pixel_bounds: dict[str, int] = {key: _positive_int(key, model_args[key])
                                              for key in ("min_pixels", "max_pixels") if key in model_args}
+        cut = model_args.get("cut_characters", "drop")
+        if cut not in _CUT_CHARACTERS:
+            raise ModelSpecError(f"--model-args cut_characters={cut!r}: choose {' or '.join(_CUT_CHARACTERS)}")
+        self.keep_cut_character = cut == "keep"
         trust = model_args.get("trust_remote_code", "false").lower() in {"1", "true", "yes"}
         self._load(trust)
 
@@ -193,6 +201,7 @@ class HFBackend(Backend):
             "model": folder_fingerprint(folder) if folder else f"{self.name}@{self.commit or self.revision}",
             "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
             **({"prompt": self.prompt_format} if self.prompt_format != _PROCESSOR_TEMPLATE else {}),
+            **({"cut_characters": "keep"} if self.keep_cut_character else {}),
         }, sort_keys=True).encode()).hexdigest()[:16]
 
     def _prompt_format(self) -> str:
@@ -357,7 +366,7 @@ class HFBackend(Backend):
             output = self.model.generate(**inputs, **kwargs)
         new_tokens = output[:, inputs["input_ids"].shape[1]:]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        texts = [finished_text(t, params.until) for t in texts]
+        texts = [finished_text(t, params.until, self.keep_cut_character) for t in texts]
         if params.do_sample:
             return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.

@@ -40,5 +40,8 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     # read the parquet file itself: load_dataset may serve a cached copy of an earlier build
     ds = Dataset(pq.read_table(dataset_dir / "data" / "test-00000-of-00001.parquet"))
     out = data_dir / "vlm-audit" / "fusionaudit"
-    ds.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True).save_to_disk(str(out))
+    # items the model answers with something first: an empty answer matches no reference, so it is never clean-correct
+    order = sorted(range(len(ds)), key=lambda i: not answers[i].strip())
+    ds = ds.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True).select(order)
+    ds.save_to_disk(str(out))
     return out
