@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# A datasets cache of this session's own, set before any test module imports datasets (which reads it at
+# import): a folder's cached copy is keyed by its name and layout, not its content, so a shared cache would
+# let one run's dataset stand in for another's.
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="harness-test-datasets-")
+atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], True)
 
 
 @pytest.fixture(scope="session", autouse=True)
