@@ -16,9 +16,11 @@ INFO = "harness/_build_info.py"
 
 def source_commit(root: str) -> str | None:
     """HEAD of the checkout at ``root`` (``-dirty`` with local changes to shipped code), or None outside git."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", root, *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
 
     try:
         if Path(git("rev-parse", "--show-toplevel")).resolve() != Path(root).resolve():
@@ -38,8 +40,9 @@ class CustomBuildHook(BuildHookInterface):
             return  # an sdist's own _build_info.py (if any) ships as it is
         self._tmp = Path(tempfile.mkdtemp(prefix="harness-build-info-"))
         info = self._tmp / "_build_info.py"
-        info.write_text(f'"""Written at build time by hatch_build.py."""\n\nGIT_COMMIT = {commit!r}\n',
-                        encoding="utf-8")
+        info.write_text(
+            f'"""Written at build time by hatch_build.py."""\n\nGIT_COMMIT = {commit!r}\n', encoding="utf-8"
+        )
         build_data["force_include"][str(info)] = INFO
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:

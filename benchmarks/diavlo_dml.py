@@ -32,8 +32,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=0)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    x = np.column_stack([rng.integers(0, 5, args.rows), rng.uniform(size=args.rows), rng.integers(1, 8, args.rows),
-                         rng.integers(0, 2, args.rows)]).astype(float)
+    x = np.column_stack(
+        [
+            rng.integers(0, 5, args.rows),
+            rng.uniform(size=args.rows),
+            rng.integers(1, 8, args.rows),
+            rng.integers(0, 2, args.rows),
+        ]
+    ).astype(float)
     t = (rng.uniform(size=args.rows) < 0.5).astype(float)
     y = 0.3 * t + 0.1 * x[:, 0] + 0.2 * rng.normal(size=args.rows)
     _timed(y, t, x, DMLSettings(n_rep=1))  # imports
@@ -42,8 +48,10 @@ def main() -> None:
     full, f_effect = _timed(y, t, x, DMLSettings(n_rep=PAPER_REPS, n_jobs=args.jobs))
     print(f"rows {args.rows}; planted effect 0.3")
     print(f"--quick ({QUICK_REPS} splits): {quick:.1f} s per concept, effect {q_effect:.3f}")
-    print(f"{PAPER_REPS} splits, 1 thread: {one:.1f} s; threads ({args.jobs or 'all CPUs'}): {full:.1f} s "
-          f"(speed-up {one / full:.2f}x), effect {f_effect:.3f}; {PAPER_REPS} vs quick: {full / quick:.1f}x")
+    print(
+        f"{PAPER_REPS} splits, 1 thread: {one:.1f} s; threads ({args.jobs or 'all CPUs'}): {full:.1f} s "
+        f"(speed-up {one / full:.2f}x), effect {f_effect:.3f}; {PAPER_REPS} vs quick: {full / quick:.1f}x"
+    )
 
 
 if __name__ == "__main__":

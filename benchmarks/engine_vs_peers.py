@@ -47,15 +47,22 @@ def bare_loop(backend, docs) -> float:
         prompt = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
         inputs = processor(text=[prompt], images=[[image]], return_tensors="pt")
         with torch.inference_mode():
-            out = model.generate(**inputs, max_new_tokens=NEW_TOKENS, do_sample=False,
-                                 pad_token_id=processor.tokenizer.pad_token_id)
-        processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = model.generate(
+                **inputs, max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=processor.tokenizer.pad_token_id
+            )
+        processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
     return time.perf_counter() - start
 
 
 def harness_in_process(backend, docs_n: int, data_dir: Path) -> float:
-    opts = EvalOptions(tasks=[TASK], data_dir=data_dir, limit=docs_n, use_cache=False, show_progress=False,
-                       gen_overrides={"max_new_tokens": NEW_TOKENS, "until": []})
+    opts = EvalOptions(
+        tasks=[TASK],
+        data_dir=data_dir,
+        limit=docs_n,
+        use_cache=False,
+        show_progress=False,
+        gen_overrides={"max_new_tokens": NEW_TOKENS, "until": []},
+    )
     start = time.perf_counter()
     evaluate(backend, "tiny:llava", opts)
     return time.perf_counter() - start
@@ -90,8 +97,10 @@ def main() -> None:
     for _ in range(args.rounds):
         ours.append(harness_in_process(backend, args.docs, data_dir))
         bare.append(bare_loop(backend, docs))
-    print(f"n=1 greedy, batch 1, {args.docs} docs: harness {min(ours):.2f}s, bare transformers loop "
-          f"{min(bare):.2f}s, ratio {min(ours) / min(bare):.3f} (target <= 1.10)")
+    print(
+        f"n=1 greedy, batch 1, {args.docs} docs: harness {min(ours):.2f}s, bare transformers loop "
+        f"{min(bare):.2f}s, ratio {min(ours) / min(bare):.3f} (target <= 1.10)"
+    )
 
     if not args.lmms_python:
         print("n=10: skipped (pass --lmms-python or set LMMS_EVAL_PYTHON)")
@@ -100,18 +109,61 @@ def main() -> None:
     gen = f"temperature=0.7,max_new_tokens={NEW_TOKENS}"
     with tempfile.TemporaryDirectory() as tmp:
         env["HF_HOME"] = str(Path(tmp) / "hf")
-        harness_cmd = [sys.executable, "-m", "harness.cli", "eval", "--model", f"hf:{model}", "--model-args",
-                       "dtype=float32", "--tasks", TASK, "--limit", str(args.docs), "--repeats", "10",
-                       "--gen-kwargs", f"{gen},until=[]", "--no-cache", "--data-dir", str(data_dir),
-                       "--verbosity", "quiet"]
-        lmms_cmd = [args.lmms_python, "-m", "lmms_eval", "--model", "llava_hf", "--model_args",
-                    f"pretrained={model},device=cpu,device_map=cpu", "--tasks", TASK, "--include_path",
-                    str(ROOT / "tasks"), "--batch_size", "1", "--limit", str(args.docs), "--repeats", "10",
-                    "--gen_kwargs", gen, "--process_docs_parallel", "1", "--output_path", str(Path(tmp) / "out")]
+        harness_cmd = [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "eval",
+            "--model",
+            f"hf:{model}",
+            "--model-args",
+            "dtype=float32",
+            "--tasks",
+            TASK,
+            "--limit",
+            str(args.docs),
+            "--repeats",
+            "10",
+            "--gen-kwargs",
+            f"{gen},until=[]",
+            "--no-cache",
+            "--data-dir",
+            str(data_dir),
+            "--verbosity",
+            "quiet",
+        ]
+        lmms_cmd = [
+            args.lmms_python,
+            "-m",
+            "lmms_eval",
+            "--model",
+            "llava_hf",
+            "--model_args",
+            f"pretrained={model},device=cpu,device_map=cpu",
+            "--tasks",
+            TASK,
+            "--include_path",
+            str(ROOT / "tasks"),
+            "--batch_size",
+            "1",
+            "--limit",
+            str(args.docs),
+            "--repeats",
+            "10",
+            "--gen_kwargs",
+            gen,
+            "--process_docs_parallel",
+            "1",
+            "--output_path",
+            str(Path(tmp) / "out"),
+        ]
         ours_n10 = timed(harness_cmd, data_dir, env)
         lmms_n10 = timed(lmms_cmd, data_dir, env)
-    print(f"n=10, temperature 0.7, {args.docs} docs (fresh processes, start-up included): harness {ours_n10:.1f}s, "
-          f"lmms-eval {lmms_n10:.1f}s, ratio {ours_n10 / lmms_n10:.3f} (target <= 0.5)")
+    print(
+        f"n=10, temperature 0.7, {args.docs} docs (fresh processes, start-up included): harness {ours_n10:.1f}s, "
+        f"lmms-eval {lmms_n10:.1f}s, ratio {ours_n10 / lmms_n10:.3f} (target <= 0.5)"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -66,11 +66,21 @@ def main() -> None:
     backend = create_backend(args.model, parse_model_args(args.model_args))
     wb = WhiteBox(backend)
     rng = np.random.default_rng(0)
-    images = [Image.fromarray(rng.integers(0, 256, (args.size, args.size, 3), dtype=np.uint8))
-              for _ in range(args.batch)]
-    messages = [[{"role": "user", "content": [{"type": "image", "url": im},
-                                              {"type": "text", "text": "What is the value of the blue bar?"}]}]
-                for im in images]
+    images = [
+        Image.fromarray(rng.integers(0, 256, (args.size, args.size, 3), dtype=np.uint8)) for _ in range(args.batch)
+    ]
+    messages = [
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "url": im},
+                    {"type": "text", "text": "What is the value of the blue bar?"},
+                ],
+            }
+        ]
+        for im in images
+    ]
     batch = wb.batch(messages, ["forty two"] * args.batch, ["seven"] * args.batch)
     loss = wb.end_loss(batch)
     x0 = [image_to_tensor(im).to(wb.device) for im in images]
@@ -82,8 +92,9 @@ def main() -> None:
         pixels = real["pixel_values"].detach().clone().requires_grad_(True)
         inputs = {**extended, **real, "pixel_values": pixels}
         logp = torch.log_softmax(wb.model(**inputs, use_cache=False).logits.float(), dim=-1)
-        total = sum(-logp[b, prompt_len - 1 + torch.arange(len(c)), torch.tensor(c)].mean()
-                    for b, c in enumerate(batch.correct))
+        total = sum(
+            -logp[b, prompt_len - 1 + torch.arange(len(c)), torch.tensor(c)].mean() for b, c in enumerate(batch.correct)
+        )
         torch.autograd.grad(total, pixels)
 
     state = {"x": [x.clone() for x in x0]}
@@ -101,13 +112,19 @@ def main() -> None:
     _sync(wb.device)
     attack_s = time.perf_counter() - start
     seen = wb.pre([x0[0]])["pixel_values"]
-    view = (f"{seen.shape[0]} patches of {wb.pre.patch_size}px" if wb.pre.qwen else f"{tuple(seen.shape[-2:])} pixels")
-    print(f"{args.model} {args.model_args} on {wb.device} ({backend.dtype}), batch {args.batch}, "
-          f"{args.size}x{args.size} images; the model sees {view} per image")
-    print(f"bare forward+backward: {t_bare * 1000:.1f} ms; one PGD step: {t_step * 1000:.1f} ms; "
-          f"ratio {t_step / t_bare:.3f} (target <= 1.10)")
-    print(f"End-PGD, {args.steps} steps: {attack_s:.2f} s for {args.batch} items -> "
-          f"{60 * args.batch / attack_s:.1f} items/minute")
+    view = f"{seen.shape[0]} patches of {wb.pre.patch_size}px" if wb.pre.qwen else f"{tuple(seen.shape[-2:])} pixels"
+    print(
+        f"{args.model} {args.model_args} on {wb.device} ({backend.dtype}), batch {args.batch}, "
+        f"{args.size}x{args.size} images; the model sees {view} per image"
+    )
+    print(
+        f"bare forward+backward: {t_bare * 1000:.1f} ms; one PGD step: {t_step * 1000:.1f} ms; "
+        f"ratio {t_step / t_bare:.3f} (target <= 1.10)"
+    )
+    print(
+        f"End-PGD, {args.steps} steps: {attack_s:.2f} s for {args.batch} items -> "
+        f"{60 * args.batch / attack_s:.1f} items/minute"
+    )
 
 
 if __name__ == "__main__":

@@ -26,9 +26,16 @@ from harness.models import create_backend  # noqa: E402
 
 def run(backend, docs: int, n: int, tokens: int, batch: int) -> tuple[float, list[list[str]]]:
     """Seconds spent generating, and every sample in doc order."""
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=default_data_dir(), limit=docs, batch_size=batch,
-                       use_cache=False, repeats=n, gen_overrides={"temperature": 0.7, "max_new_tokens": tokens},
-                       show_progress=False)
+    opts = EvalOptions(
+        tasks=["shapes_color"],
+        data_dir=default_data_dir(),
+        limit=docs,
+        batch_size=batch,
+        use_cache=False,
+        repeats=n,
+        gen_overrides={"temperature": 0.7, "max_new_tokens": tokens},
+        show_progress=False,
+    )
     started = time.perf_counter()
     _, samples, _ = evaluate(backend, "bench", opts)
     return time.perf_counter() - started, [r.responses for r in samples["shapes_color"]]

@@ -68,8 +68,10 @@ class Sampler:
         self.main_kb = self.tree_kb = 0
         self.health: list[float] = []
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._memory, daemon=True),
-                         threading.Thread(target=self._health, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._memory, daemon=True),
+            threading.Thread(target=self._health, daemon=True),
+        ]
 
     def __enter__(self) -> Sampler:
         for thread in self._threads:
@@ -103,8 +105,7 @@ _CLI = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exi
 
 
 def _harness(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_CLI, *args], check=True, text=True, capture_output=True,
-                          **kwargs)  # type: ignore[call-overload]
+    return subprocess.run([*_CLI, *args], check=True, text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
 
 
 def _run(root: Path) -> Path:
@@ -112,8 +113,20 @@ def _run(root: Path) -> Path:
     from builders import build_dataset
 
     build_dataset("shapes", root / "data" / "vlm-audit" / "shapes", seed=0, n=3)
-    _harness("eval", "--model", "tiny:llava", "--tasks", "shapes_color", "--data-dir", str(root / "data"),
-             "--output", str(root / "runs"), "--no-cache", "--verbosity", "quiet")
+    _harness(
+        "eval",
+        "--model",
+        "tiny:llava",
+        "--tasks",
+        "shapes_color",
+        "--data-dir",
+        str(root / "data"),
+        "--output",
+        str(root / "runs"),
+        "--no-cache",
+        "--verbosity",
+        "quiet",
+    )
     return next((root / "runs").glob("*/*/results.json")).parent
 
 
@@ -135,8 +148,12 @@ def _largest_upload(run: Path, limits: Limits, variant: int) -> dict[str, bytes]
 
 
 def _upload(url: str, files: dict[str, bytes], token: str) -> str:
-    answer = httpx.post(f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
-                        headers={"Authorization": f"Bearer {token}"}, timeout=900)
+    answer = httpx.post(
+        f"{url}/api/submissions",
+        files=[("files", (n, d)) for n, d in files.items()],
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=900,
+    )
     body = answer.json()
     return f"{answer.status_code} {body.get('status') or body.get('error', '')[:200]}"
 
@@ -155,14 +172,20 @@ def _measure(label: str, pid: int, url: str, uploads: list[dict[str, bytes]], to
         wall = time.perf_counter() - start
     mb = 2**20
     print(f"{label}: {len(uploads)} x {size / mb:.1f} MB upload(s), HTTP {codes}, {wall:.1f} s")
-    print(f"  server process RSS: baseline {baseline_kb / 1024:.0f} MB, peak {sampler.main_kb / 1024:.0f} MB "
-          f"(+{(sampler.main_kb - baseline_kb) / 1024:.0f} MB = {(sampler.main_kb - baseline_kb) * 1024 / size:.2f}x "
-          f"one upload; peak/upload {sampler.main_kb * 1024 / size:.2f}x)")
-    print(f"  server tree RSS (workers included): peak {sampler.tree_kb / 1024:.0f} MB = "
-          f"{sampler.tree_kb * 1024 / size:.2f}x one upload, {sampler.tree_kb * 1024 / (size * len(uploads)):.2f}x "
-          f"all uploads")
-    print(f"  health check: {len(sampler.health)} calls, median {statistics.median(sampler.health) * 1000:.0f} ms, "
-          f"max {max(sampler.health) * 1000:.0f} ms")
+    print(
+        f"  server process RSS: baseline {baseline_kb / 1024:.0f} MB, peak {sampler.main_kb / 1024:.0f} MB "
+        f"(+{(sampler.main_kb - baseline_kb) / 1024:.0f} MB = {(sampler.main_kb - baseline_kb) * 1024 / size:.2f}x "
+        f"one upload; peak/upload {sampler.main_kb * 1024 / size:.2f}x)"
+    )
+    print(
+        f"  server tree RSS (workers included): peak {sampler.tree_kb / 1024:.0f} MB = "
+        f"{sampler.tree_kb * 1024 / size:.2f}x one upload, {sampler.tree_kb * 1024 / (size * len(uploads)):.2f}x "
+        f"all uploads"
+    )
+    print(
+        f"  health check: {len(sampler.health)} calls, median {statistics.median(sampler.health) * 1000:.0f} ms, "
+        f"max {max(sampler.health) * 1000:.0f} ms"
+    )
 
 
 def main() -> None:
@@ -180,9 +203,24 @@ def main() -> None:
         db = f"sqlite:///{root / 'board.sqlite'}"
         token = _harness("leaderboard", "token", "create", "bench", "--db", db, env=env).stdout.strip()
         port = _free_port()
-        server = subprocess.Popen([*_CLI, "leaderboard", "serve", "--db", db,
-                                   "--port", str(port), "--max-upload-mb", str(args.max_upload_mb),
-                                   "--rescore-timeout", "600", "--rescore-workers", "2"], env=env)
+        server = subprocess.Popen(
+            [
+                *_CLI,
+                "leaderboard",
+                "serve",
+                "--db",
+                db,
+                "--port",
+                str(port),
+                "--max-upload-mb",
+                str(args.max_upload_mb),
+                "--rescore-timeout",
+                "600",
+                "--rescore-workers",
+                "2",
+            ],
+            env=env,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(600):

@@ -32,10 +32,17 @@ def write_task(folder: Path, docs: int) -> Path:
     """The dataset and the two copies of the task (lmms-eval's, and the harness's with llava_hf's ``\\n``)."""
     import datasets
 
-    rows = {"question": [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(80)) + "?" for i in range(docs)],
-            "choices": [{"text": ["a red square", "the blue circle on the left", "green", "a large tree"],
-                         "label": ["A", "B", "C", "D"]}] * docs,
-            "answerKey": ["ABCD"[i % 4] for i in range(docs)]}
+    rows = {
+        "question": [" ".join(WORDS[(i + j) % len(WORDS)] for j in range(80)) + "?" for i in range(docs)],
+        "choices": [
+            {
+                "text": ["a red square", "the blue circle on the left", "green", "a large tree"],
+                "label": ["A", "B", "C", "D"],
+            }
+        ]
+        * docs,
+        "answerKey": ["ABCD"[i % 4] for i in range(docs)],
+    }
     datasets.Dataset.from_dict(rows).to_parquet(str(folder / "arc" / "data" / "test-00000-of-00001.parquet"))
     tasks = folder / "tasks"
     tasks.mkdir()
@@ -63,13 +70,51 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         tasks = write_task(folder, args.docs)
-        ours = timed([sys.executable, "-m", "harness.cli", "eval", "--model", f"hf:{model}", "--model-args",
-                      "device=cpu", "--tasks", "arc_ours", "--include-path", str(tasks), "--data-dir", str(folder),
-                      "--no-cache", "--verbosity", "quiet"], folder)
-        theirs = timed([args.lmms_python, "-c", LMMS_DRIVER, "--model", "llava_hf", "--model_args",
-                        f"pretrained={model},device=cpu,device_map=cpu", "--tasks", "arc_lmms", "--include_path",
-                        str(tasks), "--batch_size", "1", "--output_path", str(folder / "lmms"),
-                        "--process_docs_parallel", "1", "--force_simple"], folder)
+        ours = timed(
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "eval",
+                "--model",
+                f"hf:{model}",
+                "--model-args",
+                "device=cpu",
+                "--tasks",
+                "arc_ours",
+                "--include-path",
+                str(tasks),
+                "--data-dir",
+                str(folder),
+                "--no-cache",
+                "--verbosity",
+                "quiet",
+            ],
+            folder,
+        )
+        theirs = timed(
+            [
+                args.lmms_python,
+                "-c",
+                LMMS_DRIVER,
+                "--model",
+                "llava_hf",
+                "--model_args",
+                f"pretrained={model},device=cpu,device_map=cpu",
+                "--tasks",
+                "arc_lmms",
+                "--include_path",
+                str(tasks),
+                "--batch_size",
+                "1",
+                "--output_path",
+                str(folder / "lmms"),
+                "--process_docs_parallel",
+                "1",
+                "--force_simple",
+            ],
+            folder,
+        )
     print(f"multiple_choice, {args.docs} docs x 4 choices, tiny LLaVA on CPU (fresh processes)")
     print(f"  harness eval (hf:)  {ours:8.2f} s")
     print(f"  lmms-eval llava_hf  {theirs:8.2f} s")

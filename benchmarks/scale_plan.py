@@ -41,19 +41,37 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("VISTA", 6, 1_900 * 10, 600,
-             source="6 models x 1,900 queries x k=10, up to 1,000 tokens (mean 600 assumed)"),
-    Workload("Stealth", 4, 2 * 100 * 37 + 100 * 18, 16,
-             source="4 VLMs; 2 sentiment sets x 100 sentences x 37 colour conditions + 100 SQuAD items x "
-                    "(6 global + 12 saliency contrast conditions); labels and short answers (16 tokens)"),
-    Workload("MIST", 9, 200 * 20, 128,
-             source="13 judges (9 open-weight on GPUs) x 200 items x 20 labels = 52,000 labels; mean 128 "
-                    "tokens (chain-of-thought arms are long, zero-shot labels short)"),
-    Workload("DiaVLo", 4, 1_996, 256,
-             source="4 VLMs x 1,996 samples (REALLY-KNOW extraction, mean 256 tokens assumed)"),
-    Workload("FusionAudit", 18, 1_500 * 2, 64, pgd_item_steps_per_model=1_500 * 2 * 40,
-             source="18 VLMs x 1,500 items; 2 pixel attacks (Vis-PGD, End-PGD) x 40 PGD steps; "
-                    "answers to clean and attacked images (64 tokens)"),
+    Workload(
+        "VISTA", 6, 1_900 * 10, 600, source="6 models x 1,900 queries x k=10, up to 1,000 tokens (mean 600 assumed)"
+    ),
+    Workload(
+        "Stealth",
+        4,
+        2 * 100 * 37 + 100 * 18,
+        16,
+        source="4 VLMs; 2 sentiment sets x 100 sentences x 37 colour conditions + 100 SQuAD items x "
+        "(6 global + 12 saliency contrast conditions); labels and short answers (16 tokens)",
+    ),
+    Workload(
+        "MIST",
+        9,
+        200 * 20,
+        128,
+        source="13 judges (9 open-weight on GPUs) x 200 items x 20 labels = 52,000 labels; mean 128 "
+        "tokens (chain-of-thought arms are long, zero-shot labels short)",
+    ),
+    Workload(
+        "DiaVLo", 4, 1_996, 256, source="4 VLMs x 1,996 samples (REALLY-KNOW extraction, mean 256 tokens assumed)"
+    ),
+    Workload(
+        "FusionAudit",
+        18,
+        1_500 * 2,
+        64,
+        pgd_item_steps_per_model=1_500 * 2 * 40,
+        source="18 VLMs x 1,500 items; 2 pixel attacks (Vis-PGD, End-PGD) x 40 PGD steps; "
+        "answers to clean and attacked images (64 tokens)",
+    ),
 ]
 
 
@@ -86,7 +104,8 @@ def hours(seconds: float) -> str:
 def table(args: argparse.Namespace) -> str:
     """The plan as a Markdown table: one row per protocol, wall hours and GPU-hours per GPU count."""
     head = "| protocol | models | completions/model | GPU-h of work |" + "".join(
-        f" wall h @{g} | GPU-h @{g} |" for g in args.gpus)
+        f" wall h @{g} | GPU-h @{g} |" for g in args.gpus
+    )
     rows = [head, "|" + "---|" * (4 + 2 * len(args.gpus))]
     for w in WORKLOADS:
         cells = [w.protocol, str(w.models), f"{w.completions_per_model:,}", hours(compute_gpu_s(w, args))]
@@ -99,10 +118,17 @@ def table(args: argparse.Namespace) -> str:
 def parse(argv: list[str]) -> argparse.Namespace:
     """The assumptions: flags over the defaults, the throughput from a GPU check's log when given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decode-tps", type=float, default=2500.0,
-                        help="generated tokens/s per GPU (default 2500: assumed, 7B VLM, vLLM, full batch)")
-    parser.add_argument("--gpu-check-log", type=Path,
-                        help="take --decode-tps from benchmarks/gpu_check.sh output (run with MODEL=a real model)")
+    parser.add_argument(
+        "--decode-tps",
+        type=float,
+        default=2500.0,
+        help="generated tokens/s per GPU (default 2500: assumed, 7B VLM, vLLM, full batch)",
+    )
+    parser.add_argument(
+        "--gpu-check-log",
+        type=Path,
+        help="take --decode-tps from benchmarks/gpu_check.sh output (run with MODEL=a real model)",
+    )
     parser.add_argument("--prefill-share", type=float, default=0.15, help="prompt processing as a share of decode")
     parser.add_argument("--pgd-step-s", type=float, default=0.25, help="seconds per PGD step per item (7B, hf:)")
     parser.add_argument("--efficiency", type=float, default=0.9, help="data-parallel efficiency on > 1 GPU")
@@ -118,9 +144,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> None:
     args = parse(argv)
-    print(f"decode {args.decode_tps:,.0f} tokens/s per GPU, prefill +{args.prefill_share:.0%}, "
-          f"PGD {args.pgd_step_s} s per step per item, efficiency {args.efficiency} on > 1 GPU, "
-          f"model load {args.load_s:.0f} s\n")
+    print(
+        f"decode {args.decode_tps:,.0f} tokens/s per GPU, prefill +{args.prefill_share:.0%}, "
+        f"PGD {args.pgd_step_s} s per step per item, efficiency {args.efficiency} on > 1 GPU, "
+        f"model load {args.load_s:.0f} s\n"
+    )
     print(table(args))
     print()
     for w in WORKLOADS:

@@ -33,8 +33,10 @@ def main() -> None:
         counts = {f.name.split("-")[0]: pq.ParquetFile(f).metadata.num_rows for f in sorted((out / "data").iterdir())}
         size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
     total = sum(counts.values())
-    print(f"stealth full build: {total} images {counts}, {size:.0f} MB, {elapsed:.1f}s wall on {os.cpu_count()} "
-          f"cores ({total / elapsed:.0f} images/s); target <= 30 s, ratio {elapsed / 30:.2f}")
+    print(
+        f"stealth full build: {total} images {counts}, {size:.0f} MB, {elapsed:.1f}s wall on {os.cpu_count()} "
+        f"cores ({total / elapsed:.0f} images/s); target <= 30 s, ratio {elapsed / 30:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -24,12 +24,18 @@ sys.path.insert(0, str(ROOT))
 
 from harness.protocols.diavlo.triplet_parser import parse_triplets  # noqa: E402
 
-NORMAL_LINES = ("1. (dog, sitting on, couch)", "- cat -> next to -> lamp", "person | holding | umbrella",
-                "subject: car, relation: parked near, object: tree", "<bird; perched on; fence>")
+NORMAL_LINES = (
+    "1. (dog, sitting on, couch)",
+    "- cat -> next to -> lamp",
+    "person | holding | umbrella",
+    "subject: car, relation: parked near, object: tree",
+    "<bird; perched on; fence>",
+)
 
 
 def inputs(size: int) -> dict[str, str]:
     """Each case as ``size`` characters of text."""
+
     def fill(unit: str, head: str = "") -> str:
         return (head + unit * (size // len(unit) + 1))[:size]
 
@@ -51,8 +57,13 @@ def seconds(parse: Callable[[str], object], text: str) -> float:
 
 def baseline_parser(rev: str) -> Callable[[str], object]:
     """``parse_triplets`` as it was at ``rev``."""
-    source = subprocess.run(["git", "show", f"{rev}:harness/protocols/diavlo/triplet_parser.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:harness/protocols/diavlo/triplet_parser.py"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "baseline_triplet_parser.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("baseline_triplet_parser", path)

@@ -44,8 +44,9 @@ def synthetic_pool(models: int, queries: int, k: int, seed: int = 0) -> dict[str
             for i in range(k):
                 meaning = "delta" if odd and m == models - 1 else rng.choices(MEANINGS[:3], weights)[0]
                 texts.append(f"{meaning} q{q} m{m} s{i} {FILLER}")
-            pool[name].append(SampleRecord(task="vista", doc_id=q, doc_hash=f"q{q}", doc={"topic": f"t{q % 19}"},
-                                           responses=texts))
+            pool[name].append(
+                SampleRecord(task="vista", doc_id=q, doc_hash=f"q{q}", doc={"topic": f"t{q % 19}"}, responses=texts)
+            )
     return pool
 
 
@@ -92,10 +93,14 @@ def main() -> None:
     print(f"load cached decisions from SQLite: {load_s:.2f} s")
     print(f"score (clusters, SE, confidence, divergence, S, tables, sweeps): {score_s:.2f} s")
     print(f"score + leave-one-peer-out stability ({args.models} re-clusterings): {stability_s:.2f} s")
-    print(f"judge decisions per query: {result.judge_decisions / n:.0f}; all ordered pairs per query: "
-          f"{result.all_pairs_calls / n:.0f}; ratio {result.judge_decisions / result.all_pairs_calls:.3f}")
-    print(f"strict cliques instead (ground-truth judge in memory): {strict_s:.2f} s, "
-          f"{strict.judge_decisions / n:.0f} decisions per query")
+    print(
+        f"judge decisions per query: {result.judge_decisions / n:.0f}; all ordered pairs per query: "
+        f"{result.all_pairs_calls / n:.0f}; ratio {result.judge_decisions / result.all_pairs_calls:.3f}"
+    )
+    print(
+        f"strict cliques instead (ground-truth judge in memory): {strict_s:.2f} s, "
+        f"{strict.judge_decisions / n:.0f} decisions per query"
+    )
     flagged = {m: row["flags"] for m, row in with_stability.per_model.items()}
     print(f"flags per model at theta {result.config.theta}: {flagged}")
 

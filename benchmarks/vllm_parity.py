@@ -40,8 +40,17 @@ def prompts(count: int) -> list[list[dict[str, Any]]]:
     for i in range(count):
         image = Image.new("RGB", (48 + 8 * (i % 5), 40 + 6 * (i % 3)), (250, 250, 250))
         ImageDraw.Draw(image).rectangle((4 + i % 7, 4, 24 + i % 11, 28), fill=COLOURS[i % len(COLOURS)])
-        out.append([{"role": "user", "content": [{"type": "image", "url": image},
-                                                 {"type": "text", "text": QUESTIONS[i % len(QUESTIONS)]}]}])
+        out.append(
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image", "url": image},
+                        {"type": "text", "text": QUESTIONS[i % len(QUESTIONS)]},
+                    ],
+                }
+            ]
+        )
     return out
 
 
@@ -79,26 +88,30 @@ def answers(args: argparse.Namespace) -> None:
         for request in requests:
             inputs = backend.prepare_inputs([request.messages])
             with torch.inference_mode():
-                out = backend.model.generate(**inputs, max_new_tokens=24, do_sample=False,
-                                             pad_token_id=backend.tokenizer.pad_token_id)
-            ids.append(out[0, inputs["input_ids"].shape[1]:].tolist())
+                out = backend.model.generate(
+                    **inputs, max_new_tokens=24, do_sample=False, pad_token_id=backend.tokenizer.pad_token_id
+                )
+            ids.append(out[0, inputs["input_ids"].shape[1] :].tolist())
         eos = backend.model.generation_config.eos_token_id
     else:
         from vllm import SamplingParams
 
         from harness.models.vllm import VLLMBackend, sampling_kwargs, to_vllm_messages
 
-        backend = VLLMBackend(model, {"dtype": "float32", "gpu_memory_utilization": "0.5",
-                                      "max_model_len": "2048"})
+        backend = VLLMBackend(model, {"dtype": "float32", "gpu_memory_utilization": "0.5", "max_model_len": "2048"})
         texts = [out[0] for out in backend.generate(requests)]  # type: ignore[index]
-        outputs = backend._llm.chat([to_vllm_messages(r.messages) for r in requests],
-                                    [SamplingParams(**sampling_kwargs(r)) for r in requests], use_tqdm=False)
+        outputs = backend._llm.chat(
+            [to_vllm_messages(r.messages) for r in requests],
+            [SamplingParams(**sampling_kwargs(r)) for r in requests],
+            use_tqdm=False,
+        )
         ids = [list(o.outputs[0].token_ids) for o in outputs]
         eos = backend._llm.get_tokenizer().eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos])
     scores = [[c.loglikelihood for c in out] for out in backend.loglikelihood(choice_requests(args.prompts))]
-    Path(args.out).write_text(json.dumps({"texts": texts, "ids": [_until_eos(i, eos_ids) for i in ids],
-                                          "scores": scores}))
+    Path(args.out).write_text(
+        json.dumps({"texts": texts, "ids": [_until_eos(i, eos_ids) for i in ids], "scores": scores})
+    )
 
 
 def compare(args: argparse.Namespace) -> None:
@@ -106,8 +119,10 @@ def compare(args: argparse.Namespace) -> None:
     same_ids = sum(x == y for x, y in zip(a["ids"], b["ids"], strict=True))
     same_texts = sum(x == y for x, y in zip(a["texts"], b["texts"], strict=True))
     total = len(a["ids"])
-    print(f"RESULT {Path(args.first).stem}_vs_{Path(args.second).stem} token_ids_equal={same_ids}/{total} "
-          f"texts_equal={same_texts}/{total}")
+    print(
+        f"RESULT {Path(args.first).stem}_vs_{Path(args.second).stem} token_ids_equal={same_ids}/{total} "
+        f"texts_equal={same_texts}/{total}"
+    )
     for i, (x, y) in enumerate(zip(a["ids"], b["ids"], strict=True)):
         if x != y:
             print(f"  prompt {i}: {x} != {y}")
@@ -115,8 +130,9 @@ def compare(args: argparse.Namespace) -> None:
     if same_texts < total:  # random weights emit partial UTF-8 byte tokens, which detokenizers may render apart
         print("  note: texts differ where token ids agree only if the two detokenizers differ")
     gap = max(abs(x - y) for r, q in zip(a["scores"], b["scores"], strict=True) for x, y in zip(r, q, strict=True))
-    print(f"RESULT {Path(args.first).stem}_vs_{Path(args.second).stem} max_loglikelihood_gap={gap:.2e} "
-          "(target <= 1e-3)")
+    print(
+        f"RESULT {Path(args.first).stem}_vs_{Path(args.second).stem} max_loglikelihood_gap={gap:.2e} (target <= 1e-3)"
+    )
     sys.exit(0 if same_ids == total and gap <= 1e-3 else 1)
 
 
@@ -154,8 +170,12 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("answers")
     a.add_argument("--backend", choices=["hf", "vllm"], required=True)
-    a.add_argument("--arch", choices=["qwen2_vl", "llava", "qwen2_vl_hd32", "qwen2_5_vl_hd32", "llava_hd32"],
-                   required=True, help="the *_hd32 recipes for vLLM's CPU build (its attention needs head_dim 32)")
+    a.add_argument(
+        "--arch",
+        choices=["qwen2_vl", "llava", "qwen2_vl_hd32", "qwen2_5_vl_hd32", "llava_hd32"],
+        required=True,
+        help="the *_hd32 recipes for vLLM's CPU build (its attention needs head_dim 32)",
+    )
     a.add_argument("--prompts", type=int, default=32)
     a.add_argument("--out", required=True)
     c = sub.add_parser("compare")

@@ -34,9 +34,16 @@ from harness.models.tiny import tiny_model_path  # noqa: E402
 
 
 def options(args: argparse.Namespace, data_dir: Path) -> EvalOptions:
-    return EvalOptions(tasks=[args.task], data_dir=data_dir, limit=args.prompts, use_cache=False,
-                       gen_overrides={"temperature": 1.0, "max_new_tokens": args.tokens, "do_sample": True},
-                       repeats=args.repeats, show_progress=False, batch_size=args.hf_batch)
+    return EvalOptions(
+        tasks=[args.task],
+        data_dir=data_dir,
+        limit=args.prompts,
+        use_cache=False,
+        gen_overrides={"temperature": 1.0, "max_new_tokens": args.tokens, "do_sample": True},
+        repeats=args.repeats,
+        show_progress=False,
+        batch_size=args.hf_batch,
+    )
 
 
 def harness_requests(backend: Any, task: str, opts: EvalOptions) -> list[Any]:
@@ -95,21 +102,26 @@ def main() -> None:
         tokens = sum(len(c.token_ids) for o in outputs for c in o.outputs)
         seconds, answers = timed_eval(backend, f"vllm:{model}", opts)
         harness_s.append(seconds)
-        raw_texts = [[finished_text(c.text, r.params.until) for c in o.outputs]
-                     for o, r in zip(outputs, requests, strict=True)]
+        raw_texts = [
+            [finished_text(c.text, r.params.until) for c in o.outputs] for o, r in zip(outputs, requests, strict=True)
+        ]
         same = sum(a == r for a, r in zip(answers, raw_texts, strict=True))
     hf = HFBackend(model, {"device": "cpu", "dtype": "float32"})
     hf_seconds, _ = timed_eval(hf, f"hf:{model}", opts)
     raw, harness = tokens / min(raw_s), tokens / min(harness_s)
     completions = len(requests) * args.repeats
-    print(f"{len(requests)} requests ({args.task}) x {args.repeats} sampled completions, {tokens} tokens, "
-          f"model {model}; best of {args.rounds}")
+    print(
+        f"{len(requests)} requests ({args.task}) x {args.repeats} sampled completions, {tokens} tokens, "
+        f"model {model}; best of {args.rounds}"
+    )
     print(f"engine start (excluded)    {engine_start:8.1f} s")
     print(f"raw LLM.chat               {raw:8.1f} tokens/s  ({min(raw_s):.2f} s)")
     print(f"harness eval, vllm:        {harness:8.1f} tokens/s  ({min(harness_s):.2f} s)")
     print(f"harness / raw              {harness / raw:8.3f}  (target >= 0.95)")
-    print(f"harness eval, hf: (bs {args.hf_batch:>2})  {completions / hf_seconds:8.1f} completions/s  "
-          f"({hf_seconds:.2f} s; vllm: {completions / min(harness_s):.1f} completions/s)")
+    print(
+        f"harness eval, hf: (bs {args.hf_batch:>2})  {completions / hf_seconds:8.1f} completions/s  "
+        f"({hf_seconds:.2f} s; vllm: {completions / min(harness_s):.1f} completions/s)"
+    )
     print(f"vllm: / hf: (wall time)    {hf_seconds / min(harness_s):8.2f}x")
     print(f"requests whose sampled texts are the same on both vLLM paths: {same}/{len(requests)}")
 

@@ -67,8 +67,9 @@ def build_command(name: str, out: Path | None = None) -> str:
     return " ".join(p for p in parts if p)
 
 
-def build_dataset(name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None,
-                  **options: Any) -> Path:
+def build_dataset(
+    name: str, out: Path | None, seed: int | None = None, push_to_hub: str | None = None, **options: Any
+) -> Path:
     """Build dataset ``name`` into ``out`` (default: the data dir, where ``harness eval`` looks); ``options``
     are the builder's own (its ``Options`` fields; ``seed`` left out keeps the builder's default)."""
     from builders.options import make_options

@@ -88,9 +88,14 @@ def read_humans(path: str) -> dict[str, list[dict[str, Any]]]:
             raise HarnessError(f"{where}: missing {', '.join(sorted(missing))}")
         if row["panel"] not in PANELS or row["condition"] not in CONDITIONS:
             raise HarnessError(f"{where}: panel must be one of {PANELS} and condition one of {CONDITIONS}")
-        out.setdefault(row["compound"], []).append({
-            "annotator": str(row["annotator"]), "panel": row["panel"], "condition": row["condition"],
-            "label": _label(row["label"], where)})
+        out.setdefault(row["compound"], []).append(
+            {
+                "annotator": str(row["annotator"]),
+                "panel": row["panel"],
+                "condition": row["condition"],
+                "label": _label(row["label"], where),
+            }
+        )
     return out
 
 
@@ -114,9 +119,16 @@ def select_items(rows: list[dict[str, Any]], images: Path, n: int, seed: int) ->
     for k, compound in enumerate(chosen):
         sense, kind, other = ("figurative", "idiomatic", "literal") if k < half else ("literal", "literal", "idiomatic")
         own, opposite = readings[compound][kind], readings[compound][other]
-        items.append({"compound": compound, "sense": sense, "sentence": own["sentence"],
-                      "subset": own.get("subset", ""), "aligned_image": own["top_image"],
-                      "misleading_image": opposite["top_image"]})
+        items.append(
+            {
+                "compound": compound,
+                "sense": sense,
+                "sentence": own["sentence"],
+                "subset": own.get("subset", ""),
+                "aligned_image": own["top_image"],
+                "misleading_image": opposite["top_image"],
+            }
+        )
     return items
 
 
@@ -143,11 +155,14 @@ def build(out: Path, options: Options) -> Path:
 
         with demo_folder("mist", admire=options.admire, images=options.images, humans=options.humans) as tmp:
             tsv, image_dir, human_file = write_admire(tmp)
-            return build(out, replace(options, demo=False, admire=(str(tsv),), images=str(image_dir),
-                                      humans=str(human_file)))
+            return build(
+                out, replace(options, demo=False, admire=(str(tsv),), images=str(image_dir), humans=str(human_file))
+            )
     if not options.admire or options.images is None or options.humans is None:
-        raise HarnessError("mist needs --admire SOURCE (repeatable), --images DIR and --humans FILE "
-                           "(or --demo for a small self-made source)")
+        raise HarnessError(
+            "mist needs --admire SOURCE (repeatable), --images DIR and --humans FILE "
+            "(or --demo for a small self-made source)"
+        )
     image_dir = Path(options.images).expanduser()
     if not image_dir.is_dir():
         raise HarnessError(f"--images {image_dir}: not a folder")
@@ -158,25 +173,40 @@ def build(out: Path, options: Options) -> Path:
     for k, item in enumerate(items):
         labels = panels.get(item["compound"], [])
         blind_none = [h["label"] for h in labels if h["condition"] == "none"]
-        records.append({
-            "id": f"mist-{k:03d}", **{key: item[key] for key in ("compound", "sense", "sentence", "subset")},
-            "aligned_image": str(image_dir / item["aligned_image"]),
-            "misleading_image": str(image_dir / item["misleading_image"]),
-            "human_labels": labels,
-            "human_majority": _or_minus_one(majority_label(blind_none or [h["label"] for h in labels])),
-        })
+        records.append(
+            {
+                "id": f"mist-{k:03d}",
+                **{key: item[key] for key in ("compound", "sense", "sentence", "subset")},
+                "aligned_image": str(image_dir / item["aligned_image"]),
+                "misleading_image": str(image_dir / item["misleading_image"]),
+                "human_labels": labels,
+                "human_majority": _or_minus_one(majority_label(blind_none or [h["label"] for h in labels])),
+            }
+        )
     s = Value("string")
-    features = Features({
-        "id": s, "compound": s, "sense": s, "sentence": s, "subset": s, "aligned_image": Image(),
-        "misleading_image": Image(), "human_labels": [{"annotator": s, "panel": s, "condition": s,
-                                                        "label": Value("int32")}],
-        "human_majority": Value("int32"),
-    })
+    features = Features(
+        {
+            "id": s,
+            "compound": s,
+            "sense": s,
+            "sentence": s,
+            "subset": s,
+            "aligned_image": Image(),
+            "misleading_image": Image(),
+            "human_labels": [{"annotator": s, "panel": s, "condition": s, "label": Value("int32")}],
+            "human_majority": Value("int32"),
+        }
+    )
     dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
     figurative = sum(r["sense"] == "figurative" for r in records)
     annotators = {h["annotator"] for r in records for h in r["human_labels"]}
-    card_vars = {"n_items": len(records), "n_figurative": figurative, "n_literal": len(records) - figurative,
-                 "seed": options.seed, "n_annotators": len(annotators)}
+    card_vars = {
+        "n_items": len(records),
+        "n_figurative": figurative,
+        "n_literal": len(records) - figurative,
+        "seed": options.seed,
+        "n_annotators": len(annotators),
+    }
     return write_hub_folder(dataset, out, "mist", card_vars)
 
 

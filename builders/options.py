@@ -71,8 +71,9 @@ def option_specs(options: type) -> tuple[OptionSpec, ...]:
     specs = []
     for f in dataclasses.fields(options):
         kind, repeated = _kind(hints[f.name])
-        specs.append(OptionSpec(f.name, kind, repeated, f.metadata.get("comma", False), f.metadata.get("help", ""),
-                                f.default))
+        specs.append(
+            OptionSpec(f.name, kind, repeated, f.metadata.get("comma", False), f.metadata.get("help", ""), f.default)
+        )
     return tuple(specs)
 
 

@@ -27,8 +27,9 @@ def split_configs(splits: list[str]) -> list[dict[str, Any]]:
     return [{"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*"} for s in splits]}]
 
 
-def write_hub_folder(dataset: Any, out: Path, card_name: str, card_vars: dict[str, Any],
-                     extra_files: dict[str, bytes] | None = None) -> Path:
+def write_hub_folder(
+    dataset: Any, out: Path, card_name: str, card_vars: dict[str, Any], extra_files: dict[str, bytes] | None = None
+) -> Path:
     """Save each split as ``data/<split>-00000-of-00001.parquet`` (image files embedded, as the Hub
     needs), the card as README.md, and any extra files (a preview image) beside them.
 

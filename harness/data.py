@@ -26,8 +26,16 @@ from harness.taskspec.config import TaskConfig
 log = logging.getLogger(__name__)
 DATA_DIR_ENV = "HARNESS_DATA_DIR"
 # lmms-eval dataset_kwargs that are not load_dataset arguments.
-_NON_LOADER_KWARGS = {"load_from_disk", "token", "video", "force_download", "force_unzip", "cache_dir",
-                      "local_files_only", "create_link"}
+_NON_LOADER_KWARGS = {
+    "load_from_disk",
+    "token",
+    "video",
+    "force_download",
+    "force_unzip",
+    "cache_dir",
+    "local_files_only",
+    "create_link",
+}
 
 
 class MissingDatasetError(DatasetError):
@@ -35,8 +43,10 @@ class MissingDatasetError(DatasetError):
 
     def __init__(self, config: TaskConfig, data_dir: Path | None, reason: str) -> None:
         self.config, self.data_dir, self.reason = config, data_dir, reason
-        super().__init__(f"task {config.task}: dataset {config.dataset_path!r} is not available ({reason}); "
-                         f"{_remedy(str(config.dataset_path), data_dir)}")
+        super().__init__(
+            f"task {config.task}: dataset {config.dataset_path!r} is not available ({reason}); "
+            f"{_remedy(str(config.dataset_path), data_dir)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -133,10 +143,12 @@ def load_task_datasets(configs: Sequence[TaskConfig], data_dir: Path | None) -> 
     if len(missing) == 1 and len(next(iter(missing.values()))) == 1:
         raise next(iter(missing.values()))[0]
     reasons = {exc.reason for errors in missing.values() for exc in errors}
-    parts = [f"{path!r} (task{'s' if len(errors) > 1 else ''} {', '.join(e.config.task for e in errors)}): "
-             f"{_remedy(path, data_dir)}" for path, errors in missing.items()]
-    raise DatasetError(f"{len(missing)} datasets are not available ({'; '.join(sorted(reasons))}): "
-                       + "; ".join(parts))
+    parts = [
+        f"{path!r} (task{'s' if len(errors) > 1 else ''} {', '.join(e.config.task for e in errors)}): "
+        f"{_remedy(path, data_dir)}"
+        for path, errors in missing.items()
+    ]
+    raise DatasetError(f"{len(missing)} datasets are not available ({'; '.join(sorted(reasons))}): " + "; ".join(parts))
 
 
 def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDataset:

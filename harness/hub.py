@@ -35,12 +35,17 @@ def _offline_reason() -> str | None:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     url = urlparse(endpoint)
     try:
-        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=PROBE_TIMEOUT_S).close()
+        socket.create_connection(
+            (url.hostname or "", url.port or (443 if url.scheme == "https" else 80)), timeout=PROBE_TIMEOUT_S
+        ).close()
     except OSError:
         work_offline()
-        log.warning("the Hugging Face Hub (%s) is not reachable: working offline, from local folders and the "
-                    "Hub cache only; set HF_HUB_OFFLINE=1 to skip this %g s check", endpoint, PROBE_TIMEOUT_S)
+        log.warning(
+            "the Hugging Face Hub (%s) is not reachable: working offline, from local folders and the "
+            "Hub cache only; set HF_HUB_OFFLINE=1 to skip this %g s check",
+            endpoint,
+            PROBE_TIMEOUT_S,
+        )
         return "the Hugging Face Hub is not reachable; set HF_HUB_OFFLINE=1 to skip this check"
     return None
 

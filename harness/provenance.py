@@ -20,13 +20,19 @@ def git_revision() -> str | None:
     one, else the commit recorded at build time (harness/_build_info.py, written by hatch_build.py)."""
     root = Path(harness.__file__).resolve().parent.parent
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=5)
+        top = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=5
+        )
         if top.returncode == 0 and Path(top.stdout.strip()).resolve() == root:
-            rev = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 timeout=5, check=True).stdout.strip()
-            dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness", "tasks"],
-                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            rev = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+            ).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--", "harness", "tasks"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
             return rev + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass

@@ -55,8 +55,9 @@ def saved_run(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[
     from harness.models import create_backend
 
     out = tmp_path_factory.mktemp("run")
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, output=out, use_cache=False,
-                       show_progress=False)
+    opts = EvalOptions(
+        tasks=["shapes_color"], data_dir=data_dir, limit=3, output=out, use_cache=False, show_progress=False
+    )
     _, _, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
     assert run_dir is not None
     return {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
@@ -107,5 +108,6 @@ def fusion_dir(data_dir: Path) -> Path:
 def run_harness(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``python -m harness.cli ARGS`` in a fresh process from ``cwd``, importing this checkout's code."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )

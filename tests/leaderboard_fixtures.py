@@ -55,9 +55,27 @@ def tiny_runs(data_dir: Path, out: Path) -> list[Path]:
 
         limit = [] if data_dir == _DATA.get("shapes") else ["--limit", str(SHAPES_DOCS)]
         for spec in ("tiny:llava", "tiny:qwen2_vl"):
-            code = main(["eval", "--model", spec, "--tasks", "shapes", *limit, "--repeats", "3",
-                         "--gen-kwargs", "temperature=1.0,max_new_tokens=5", "--data-dir", str(data_dir),
-                         "--output", str(out), "--no-cache", "--verbosity", "quiet"])
+            code = main(
+                [
+                    "eval",
+                    "--model",
+                    spec,
+                    "--tasks",
+                    "shapes",
+                    *limit,
+                    "--repeats",
+                    "3",
+                    "--gen-kwargs",
+                    "temperature=1.0,max_new_tokens=5",
+                    "--data-dir",
+                    str(data_dir),
+                    "--output",
+                    str(out),
+                    "--no-cache",
+                    "--verbosity",
+                    "quiet",
+                ]
+            )
             assert code == 0
         _RUNS[key] = sorted(p.parent for p in out.glob("*/*/results.json"))
     return _RUNS[key]

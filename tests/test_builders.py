@@ -39,15 +39,21 @@ def test_unknown_builder() -> None:
 def test_builder_flags_and_settings_come_from_its_options_class(capsys: pytest.CaptureFixture) -> None:
     from harness.cli import build_parser, main
 
-    args = build_parser().parse_args(["build", "mist", "--admire", "a.tsv", "--n", "5", "-O", "admire=b.tsv",
-                                      "-O", "demo=yes", "--out", "o"])
+    args = build_parser().parse_args(
+        ["build", "mist", "--admire", "a.tsv", "--n", "5", "-O", "admire=b.tsv", "-O", "demo=yes", "--out", "o"]
+    )
     assert (args.request.name, args.request.out) == ("mist", Path("o"))
     assert args.request.values == {"admire": ("a.tsv", "b.tsv"), "n": 5, "demo": True}
     topics = build_parser().parse_args(["build", "vista", "--topics", "ai,tesla", "--topics", "meta"]).request
     assert topics.values == {"topics": ("ai", "tesla", "meta")}
-    for argv, message in ((["-O", "n=many"], "--n expects int, got 'many'"),
-                          (["-O", "n"], "-O expects KEY=VALUE, got 'n'"),
-                          (["-O", "squad=x"], "option(s) --squad do not apply to the mist builder (its options: "
-                           "--seed, --admire, --images, --humans, --n, --demo)")):
+    for argv, message in (
+        (["-O", "n=many"], "--n expects int, got 'many'"),
+        (["-O", "n"], "-O expects KEY=VALUE, got 'n'"),
+        (
+            ["-O", "squad=x"],
+            "option(s) --squad do not apply to the mist builder (its options: "
+            "--seed, --admire, --images, --humans, --n, --demo)",
+        ),
+    ):
         assert main(["build", "mist", *argv]) == 2
         assert capsys.readouterr().err.strip() == f"error: {message}"

@@ -19,8 +19,9 @@ from tests.conftest import ROOT, write
 
 
 def harness(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, **kw
+    )
 
 
 def one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
@@ -35,30 +36,55 @@ def one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
 def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: Path) -> None:
     assert "must look like BACKEND:NAME" in one_line_error(capsys, ["eval", "--model", "qwen", "--tasks", "shapes"])
     assert "did you mean shapes_color" in one_line_error(
-        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_colr"])
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_colr"]
+    )
     write(tmp_path / "bad" / "bad.yaml", "task: bad_yaml\nmetric_list: [\n")
-    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "bad_yaml",
-                                  "--include-path", str(tmp_path / "bad")])
+    err = one_line_error(
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "bad_yaml", "--include-path", str(tmp_path / "bad")]
+    )
     assert "bad.yaml:3: malformed YAML" in err
-    write(tmp_path / "nofn" / "t.yaml", "task: nofn\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
-          "process_results: !function utils.missing\nmetric_list:\n  - metric: exact_match\n")
+    write(
+        tmp_path / "nofn" / "t.yaml",
+        "task: nofn\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
+        "process_results: !function utils.missing\nmetric_list:\n  - metric: exact_match\n",
+    )
     write(tmp_path / "nofn" / "utils.py", "x = 1\n")
-    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "nofn",
-                                  "--include-path", str(tmp_path / "nofn")])
+    err = one_line_error(
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "nofn", "--include-path", str(tmp_path / "nofn")]
+    )
     assert "!function utils.missing" in err and "has no 'missing'" in err
-    write(tmp_path / "nodata" / "t.yaml", "task: nodata\ndataset_path: someorg/not-here\ndoc_to_text: q\n"
-          "metric_list:\n  - metric: exact_match\n")
-    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "nodata", "--data-dir",
-                                  str(tmp_path / "d"), "--include-path", str(tmp_path / "nodata")])
+    write(
+        tmp_path / "nodata" / "t.yaml",
+        "task: nodata\ndataset_path: someorg/not-here\ndoc_to_text: q\nmetric_list:\n  - metric: exact_match\n",
+    )
+    err = one_line_error(
+        capsys,
+        [
+            "eval",
+            "--model",
+            "tiny:qwen2_vl",
+            "--tasks",
+            "nodata",
+            "--data-dir",
+            str(tmp_path / "d"),
+            "--include-path",
+            str(tmp_path / "nodata"),
+        ],
+    )
     assert "'someorg/not-here' is not available" in err and "--data-dir" in err
-    write(tmp_path / "badgen" / "t.yaml", "task: badgen\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
-          "metric_list:\n  - metric: exact_match\ngeneration_kwargs:\n  image_aspect_ratio: pad\n")
-    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "badgen",
-                                  "--include-path", str(tmp_path / "badgen")])
+    write(
+        tmp_path / "badgen" / "t.yaml",
+        "task: badgen\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\n"
+        "metric_list:\n  - metric: exact_match\ngeneration_kwargs:\n  image_aspect_ratio: pad\n",
+    )
+    err = one_line_error(
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "badgen", "--include-path", str(tmp_path / "badgen")]
+    )
     assert "unsupported generation setting(s) image_aspect_ratio" in err
     assert "no results.json" in one_line_error(capsys, ["score", str(tmp_path)])
     assert "--repeats must be at least 1" in one_line_error(
-        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"])
+        capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--repeats", "0"]
+    )
 
 
 def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path, tmp_path: Path) -> None:
@@ -84,15 +110,19 @@ def test_tasks_checks_the_split_a_task_reads(capsys: pytest.CaptureFixture, tmp_
     folder = tmp_path / "vlm-audit" / "stealth-prompt-testset"
     (folder / "data").mkdir(parents=True)
     Dataset.from_dict({"text": ["a"]}).to_parquet(str(folder / "data" / "short-00000-of-00001.parquet"))
-    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: short\n"
-                                      "    path: data/short-*\n---\n")
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: short\n    path: data/short-*\n---\n"
+    )
     assert main(["tasks", "--data-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    state = {lines[k].split()[0]: lines[k + 1].strip() for k in range(len(lines) - 1)
-             if lines[k].startswith("  stealth_")}
+    state = {
+        lines[k].split()[0]: lines[k + 1].strip() for k in range(len(lines) - 1) if lines[k].startswith("  stealth_")
+    }
     assert state["stealth_short"] == f"dataset vlm-audit/stealth-prompt-testset: local ({folder})"
-    assert state["stealth_vqa"] == (f"dataset vlm-audit/stealth-prompt-testset: split 'vqa' not built (the local "
-                                    f"copy {folder} has short; build: harness build stealth [--squad FILE])")
+    assert state["stealth_vqa"] == (
+        f"dataset vlm-audit/stealth-prompt-testset: split 'vqa' not built (the local "
+        f"copy {folder} has short; build: harness build stealth [--squad FILE])"
+    )
 
 
 def test_build_help_lists_every_builder_with_its_extra() -> None:
@@ -106,8 +136,9 @@ def test_build_help_lists_every_builder_with_its_extra() -> None:
 
 
 def test_run_that_fails_entirely_exits_non_zero(tmp_path: Path, data_dir: Path) -> None:
-    done = harness("eval", "--model", "tiny:qwen3", "--tasks", "shapes_color", "--limit", "2", "--no-cache",
-                   "--verbosity", "quiet")
+    done = harness(
+        "eval", "--model", "tiny:qwen3", "--tasks", "shapes_color", "--limit", "2", "--no-cache", "--verbosity", "quiet"
+    )
     assert done.returncode == 1 and "every sample failed" in done.stderr
 
 
@@ -126,12 +157,25 @@ def _responses(out: Path) -> dict[int, list[str]]:
 
 
 def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path, data_dir: Path) -> None:
-    args = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "48",
-            "--gen-kwargs", "temperature=0.8,max_new_tokens=24"]
+    args = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "48",
+        "--gen-kwargs",
+        "temperature=0.8,max_new_tokens=24",
+    ]
     store = tmp_path / "store.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args, "--cache", str(store), "--output",
-                             str(tmp_path / "a")], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args, "--cache", str(store), "--output", str(tmp_path / "a")],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 240
     while _rows(store) < 10 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -152,10 +196,17 @@ def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path,
     assert _rows(store) == 48
 
 
-@pytest.mark.parametrize(("arch", "purpose"), [("owlv2", "detector for diavlo"), ("sdxl_turbo", "generator for vista"),
-                                               ("instruct_pix2pix", "editor for fusionaudit")])
-def test_non_chat_tiny_models_are_refused_as_models(capsys: pytest.CaptureFixture, arch: str, purpose: str,
-                                                    data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("arch", "purpose"),
+    [
+        ("owlv2", "detector for diavlo"),
+        ("sdxl_turbo", "generator for vista"),
+        ("instruct_pix2pix", "editor for fusionaudit"),
+    ],
+)
+def test_non_chat_tiny_models_are_refused_as_models(
+    capsys: pytest.CaptureFixture, arch: str, purpose: str, data_dir: Path
+) -> None:
     from harness.models.base import create_backend
 
     with pytest.raises(HarnessError, match=purpose):

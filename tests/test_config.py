@@ -34,12 +34,15 @@ def test_harness_hooks_are_typed_from_either_metadata_form(form: str) -> None:
     assert (plain.harness_audit, plain.harness_report, plain.harness_turns) == (None, None, ())
 
 
-@pytest.mark.parametrize(("hooks", "message"), [
-    ({"harness_audit": "vistaa"}, "harness_audit 'vistaa' is unknown"),
-    ({"harness_report": "report"}, "harness_report must be 'module.function'"),
-    ({"harness_turns": "one string"}, "harness_turns must be a list"),
-    ({"harness_turns": [{"text": "a"}]}, "harness_turns must be a list"),
-])
+@pytest.mark.parametrize(
+    ("hooks", "message"),
+    [
+        ({"harness_audit": "vistaa"}, "harness_audit 'vistaa' is unknown"),
+        ({"harness_report": "report"}, "harness_report must be 'module.function'"),
+        ({"harness_turns": "one string"}, "harness_turns must be a list"),
+        ({"harness_turns": [{"text": "a"}]}, "harness_turns must be a list"),
+    ],
+)
 def test_bad_harness_hooks_fail_when_the_task_loads(hooks: dict, message: str) -> None:
     with pytest.raises(TaskConfigError, match=message):
         TaskConfig.from_dict({**BASE, "metadata": [hooks]}, Path("x"))

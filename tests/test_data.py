@@ -35,14 +35,18 @@ def test_save_to_disk_folder_and_data_files(data_dir: Path, tmp_path: Path) -> N
         loaded = load_task_dataset(cfg(dataset_path="org/saved", **kwargs), tmp_path)
         assert len(loaded.docs) == 5
     parquet = next((data_dir / "vlm-audit/shapes/data").glob("*.parquet"))
-    by_files = load_task_dataset(cfg(dataset_path="parquet", dataset_kwargs={"data_files": {"test": str(parquet)}}),
-                                 None)
+    by_files = load_task_dataset(
+        cfg(dataset_path="parquet", dataset_kwargs={"data_files": {"test": str(parquet)}}), None
+    )
     assert len(by_files.docs) == 96 and by_files.fingerprint["kind"] == "hub"
 
 
 def test_missing_dataset_and_split_fail_clearly(data_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(DatasetError, match=r"'nobody/nothing' is not available \(offline: HF_HUB_OFFLINE is set\); "
-                                           "put a copy at"):
+    with pytest.raises(
+        DatasetError,
+        match=r"'nobody/nothing' is not available \(offline: HF_HUB_OFFLINE is set\); "
+        "put a copy at",
+    ):
         load_task_dataset(cfg(dataset_path="nobody/nothing"), tmp_path)
     with pytest.raises(DatasetError, match=r"no split 'validation'|cannot read"):
         load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="validation"), data_dir)
@@ -72,8 +76,11 @@ def test_unreachable_hub_reports_every_missing_dataset_at_once_with_its_build_co
 
     from tests.conftest import ROOT, write
 
-    write(tmp_path / "extra" / "t.yaml", "# a task on a dataset nobody builds\ntask: nodata\n"
-          "dataset_path: someorg/not-here\ndoc_to_text: q\nmetric_list:\n  - metric: exact_match\n")
+    write(
+        tmp_path / "extra" / "t.yaml",
+        "# a task on a dataset nobody builds\ntask: nodata\n"
+        "dataset_path: someorg/not-here\ndoc_to_text: q\nmetric_list:\n  - metric: exact_match\n",
+    )
     with socket.socket() as sock:  # a loopback port nothing listens on: the Hub is unreachable
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -81,9 +88,27 @@ def test_unreachable_hub_reports_every_missing_dataset_at_once_with_its_build_co
     env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf"))
     data = tmp_path / "data"
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--model", "tiny:qwen2_vl", "--tasks",
-                           "vista,mist,nodata", "--data-dir", str(data), "--include-path", str(tmp_path / "extra")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "eval",
+            "--model",
+            "tiny:qwen2_vl",
+            "--tasks",
+            "vista,mist,nodata",
+            "--data-dir",
+            str(data),
+            "--include-path",
+            str(tmp_path / "extra"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     elapsed = time.monotonic() - start
     assert done.returncode == 2
     warning, line = done.stderr.strip().splitlines()  # the probe says once that it works offline

@@ -35,13 +35,15 @@ def test_fusionaudit_demo_without_editor(tmp_path: Path) -> None:
     assert sorted(rows["source"]) == ["chartqa", "docvqa", "mme"] and rows[0]["typo_image"] is not None
 
 
-@pytest.mark.parametrize(("argv", "flags"), [
-    (["mist", "--humans", "h.json"], "--humans"),
-    (["fusionaudit", "--chartqa", "c.json", "--mme", "m"], "--chartqa, --mme"),
-    (["diavlo", "--scene-graphs", "g.json"], "--scene-graphs"),
-])
-def test_demo_refuses_real_sources(capsys: pytest.CaptureFixture, tmp_path: Path, argv: list[str],
-                                   flags: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "flags"),
+    [
+        (["mist", "--humans", "h.json"], "--humans"),
+        (["fusionaudit", "--chartqa", "c.json", "--mme", "m"], "--chartqa, --mme"),
+        (["diavlo", "--scene-graphs", "g.json"], "--scene-graphs"),
+    ],
+)
+def test_demo_refuses_real_sources(capsys: pytest.CaptureFixture, tmp_path: Path, argv: list[str], flags: str) -> None:
     assert main(["build", *argv, "--demo", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: ") and f"--demo writes its own source; drop {flags}" in err

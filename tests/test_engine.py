@@ -21,8 +21,14 @@ def qwen() -> Backend:
 
 
 def opts(tmp_path: Path, data_dir: Path, **kw) -> EvalOptions:
-    base = {"tasks": ["shapes"], "data_dir": data_dir, "limit": 4, "output": tmp_path / "out",
-            "store_path": tmp_path / "store.sqlite", "show_progress": False}
+    base = {
+        "tasks": ["shapes"],
+        "data_dir": data_dir,
+        "limit": 4,
+        "output": tmp_path / "out",
+        "store_path": tmp_path / "store.sqlite",
+        "show_progress": False,
+    }
     return EvalOptions(**{**base, **kw})
 
 
@@ -99,8 +105,9 @@ def sampled_tasks(tmp_path: Path) -> Path:
 def test_native_n_samples_are_cached_seeded_and_deduplicated(
     tmp_path: Path, data_dir: Path, sampled_tasks: Path
 ) -> None:
-    o = opts(tmp_path, data_dir, tasks=["shapes_sampled", "shapes_sampled_twin"], include_paths=[str(sampled_tasks)],
-             limit=3)
+    o = opts(
+        tmp_path, data_dir, tasks=["shapes_sampled", "shapes_sampled_twin"], include_paths=[str(sampled_tasks)], limit=3
+    )
     run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", o)
     assert run.provenance.requests.unique_requests == 3  # identical prompts across tasks generate once
     assert run.provenance.requests.generated_samples == 9
@@ -118,8 +125,9 @@ def test_native_n_samples_are_cached_seeded_and_deduplicated(
 
 
 def test_repeats_override_gives_n_responses_per_doc(tmp_path: Path, data_dir: Path) -> None:
-    run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2,
-                                                               repeats=3))
+    run, samples, _ = evaluate(
+        qwen(), "tiny:qwen2_vl", opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2, repeats=3)
+    )
     assert all(len(r.responses) == 3 and len(set(r.responses)) == 1 for r in samples["shapes_color"])  # greedy
     assert run.provenance.generation["shapes_color"].n == 3
 
@@ -140,18 +148,23 @@ def test_corrupt_image_becomes_a_per_sample_error_and_the_run_goes_on(tmp_path: 
     shapes = Dataset.from_parquet(str(next(good))).select(range(3))
     rows = shapes.cast_column("image", Image(decode=False)).to_dict()
     rows["image"][1] = {"bytes": b"this is not a png", "path": None}
-    broken = Dataset.from_dict(rows, features=Features({"id": Value("string"), "image": Image(),
-                                                        "color": Value("string"), "kind": Value("string")}))
+    broken = Dataset.from_dict(
+        rows,
+        features=Features({"id": Value("string"), "image": Image(), "color": Value("string"), "kind": Value("string")}),
+    )
     local = tmp_path / "data" / "test" / "broken"
     (local / "data").mkdir(parents=True)
     broken.to_parquet(str(local / "data" / "test-00000-of-00001.parquet"))
     folder = tmp_path / "tasks"
     greedy_task = SAMPLED_TASK.replace("repeats: 3", "repeats: 1").replace("temperature: 1.0", "temperature: 0")
-    write(folder / "b.yaml", greedy_task.replace("shapes_sampled", "broken_images").replace(
-        "vlm-audit/shapes", "test/broken"))
+    write(
+        folder / "b.yaml",
+        greedy_task.replace("shapes_sampled", "broken_images").replace("vlm-audit/shapes", "test/broken"),
+    )
     write(folder / "utils.py", (Path(__file__).resolve().parent.parent / "tasks/shapes/utils.py").read_text())
-    run, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", opts(tmp_path, tmp_path / "data", tasks=["broken_images"],
-                                                               include_paths=[str(folder)]))
+    run, samples, _ = evaluate(
+        qwen(), "tiny:qwen2_vl", opts(tmp_path, tmp_path / "data", tasks=["broken_images"], include_paths=[str(folder)])
+    )
     records = samples["broken_images"]
     assert [r.error is None for r in records] == [True, False, True]
     assert records[1].error.startswith("bad input:") and records[1].metrics == {}
@@ -175,15 +188,30 @@ def test_unwritable_output_fails_before_the_model_loads(tmp_path: Path, data_dir
 
     write(tmp_path / "a-file", "not a folder")
     # the model does not exist: reaching its load would fail with another message
-    code = main(["eval", "--model", f"hf:{tmp_path / 'no-model'}", "--tasks", "shapes_color", "--limit", "2",
-                 "--data-dir", str(data_dir), "--output", str(tmp_path / where), "--no-cache"])
+    code = main(
+        [
+            "eval",
+            "--model",
+            f"hf:{tmp_path / 'no-model'}",
+            "--tasks",
+            "shapes_color",
+            "--limit",
+            "2",
+            "--data-dir",
+            str(data_dir),
+            "--output",
+            str(tmp_path / where),
+            "--no-cache",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "cannot load model" not in err
     assert f"--output {tmp_path / where}: cannot write a run folder there" in err
 
 
 def test_a_store_locked_by_another_writer_neither_fails_nor_loses_the_run(
-        tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import logging
     import sqlite3
 

@@ -28,18 +28,28 @@ sys.exit(main(sys.argv[2:]))
 
 
 def run_without(modules: str, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKED_RUN, modules, *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKED_RUN, modules, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize(("modules", "argv", "extra"), [
-    ("diffusers", ["build", "vista", "--generator", "tiny:sdxl_turbo", "--topics", "ai", "--out", "{tmp}"], "vista"),
-    ("sqlalchemy", ["leaderboard", "token", "list", "--db", "sqlite:///unused.sqlite"], "leaderboard"),
-    ("openai", ["eval", "--model", "openai:m", "--model-args", "base_url=http://127.0.0.1:9", "--tasks", "shapes"],
-     "openai"),
-])
-def test_missing_extra_is_one_line(modules: str, argv: list[str], extra: str, tmp_path: Path,
-                                   data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("modules", "argv", "extra"),
+    [
+        (
+            "diffusers",
+            ["build", "vista", "--generator", "tiny:sdxl_turbo", "--topics", "ai", "--out", "{tmp}"],
+            "vista",
+        ),
+        ("sqlalchemy", ["leaderboard", "token", "list", "--db", "sqlite:///unused.sqlite"], "leaderboard"),
+        (
+            "openai",
+            ["eval", "--model", "openai:m", "--model-args", "base_url=http://127.0.0.1:9", "--tasks", "shapes"],
+            "openai",
+        ),
+    ],
+)
+def test_missing_extra_is_one_line(modules: str, argv: list[str], extra: str, tmp_path: Path, data_dir: Path) -> None:
     done = run_without(modules, *(a.format(tmp=tmp_path) for a in argv))
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

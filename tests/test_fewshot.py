@@ -26,24 +26,31 @@ def _prompts(tasks: Path, extra: str) -> list[str]:
 
 
 def test_first_n_shots_from_the_test_split_skip_the_doc_itself(tmp_path: Path) -> None:
-    prompts = _prompts(arc_task(tmp_path), "num_fewshot: 1\nfewshot_split: test\nfewshot_config:\n"
-                                           "  sampler: first_n\ndescription: \"Answer.\\n\"\n")
+    prompts = _prompts(
+        arc_task(tmp_path),
+        'num_fewshot: 1\nfewshot_split: test\nfewshot_config:\n  sampler: first_n\ndescription: "Answer.\\n"\n',
+    )
     # the description is a Jinja2 template; rendering drops its trailing newline, as in lmms-eval
-    assert prompts == [f"Answer.{SHAPE} circle\n\n{SKY}", f"Answer.{SKY} blue\n\n{SHAPE}",
-                       f"Answer.{SKY} blue\n\n{DOG}"]
+    assert prompts == [
+        f"Answer.{SHAPE} circle\n\n{SKY}",
+        f"Answer.{SKY} blue\n\n{SHAPE}",
+        f"Answer.{SKY} blue\n\n{DOG}",
+    ]
 
 
 def test_default_sampler_draws_with_one_seeded_generator_in_doc_order(tmp_path: Path) -> None:
     # random.Random(1234).sample over 3 docs, 2 draws each (one more than num_fewshot: the test split):
     # [1, 0], then [0, 2], then [2, 0] -> doc 0 gets doc 1; doc 1 gets doc 0; doc 2 gets doc 2 dropped: doc 0.
-    prompts = _prompts(arc_task(tmp_path), "num_fewshot: 1\nfewshot_split: test\nfewshot_delimiter: \"\\n###\\n\"\n")
+    prompts = _prompts(arc_task(tmp_path), 'num_fewshot: 1\nfewshot_split: test\nfewshot_delimiter: "\\n###\\n"\n')
     assert prompts == [f"{SHAPE} circle\n###\n{SKY}", f"{SKY} blue\n###\n{SHAPE}", f"{SKY} blue\n###\n{DOG}"]
 
 
 def test_bad_fewshot_settings_are_one_line(tmp_path: Path) -> None:
     base = {"task": "t", "doc_to_text": "q"}
-    for extra, message in [({"num_fewshot": -1}, "num_fewshot must be a whole number"),
-                           ({"num_fewshot": 1, "fewshot_config": {"sampler": "balanced"}}, "sampler 'balanced'"),
-                           ({"fewshot_delimiter": 1}, "fewshot_delimiter must be a string")]:
+    for extra, message in [
+        ({"num_fewshot": -1}, "num_fewshot must be a whole number"),
+        ({"num_fewshot": 1, "fewshot_config": {"sampler": "balanced"}}, "sampler 'balanced'"),
+        ({"fewshot_delimiter": 1}, "fewshot_delimiter must be a string"),
+    ]:
         with pytest.raises(TaskConfigError, match=message):
             TaskConfig.from_dict({**base, **extra}, tmp_path / "t.yaml")

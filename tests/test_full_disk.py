@@ -30,8 +30,9 @@ def disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MB tmpfs, unmounted afterwards."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -73,7 +74,8 @@ def no_tmp_files(folder: Path) -> bool:
 
 
 def test_a_full_store_keeps_earlier_answers_serves_later_ones_and_names_the_cause(
-        disk: Path, caplog: pytest.LogCaptureFixture) -> None:
+    disk: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = disk / "responses.sqlite"
     store = ResponseStore(path)
     store.put("m", "before", 0, ["kept"])
@@ -127,21 +129,50 @@ def test_a_store_that_cannot_be_created_on_a_full_disk_stops_in_one_line(disk: P
 def sized_run(tmp_path: Path, data_dir: Path) -> tuple[Path, Path]:
     """A first run of shapes_color (its answers in a store off the small disk): its folder and the store."""
     store = tmp_path / "store.sqlite"
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3", "--cache",
-                   str(store), "--output", str(tmp_path / "first"), "--verbosity", "quiet", cwd=tmp_path)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "3",
+        "--cache",
+        str(store),
+        "--output",
+        str(tmp_path / "first"),
+        "--verbosity",
+        "quiet",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     (results,) = (tmp_path / "first").rglob("results.json")
     return results.parent, store
 
 
 def test_an_eval_whose_results_do_not_fit_keeps_its_samples_and_finishes_with_harness_score(
-        disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]) -> None:
+    disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]
+) -> None:
     first, store = sized_run
     samples = (first / "samples_shapes_color.jsonl").read_bytes()
     fillers = fill(disk)
     free(fillers, -(-len(samples) // PAGE))  # room for the samples file, not for results.json
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3", "--cache",
-                   str(store), "--output", str(disk / "out"), "--verbosity", "quiet", cwd=tmp_path)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "3",
+        "--cache",
+        str(store),
+        "--output",
+        str(disk / "out"),
+        "--verbosity",
+        "quiet",
+        cwd=tmp_path,
+    )
     line = error_line(done)
     assert "results.json: No space left on device (about" in line and "needed" in line
     (run_dir,) = (disk / "out").glob("*/*")
@@ -158,11 +189,26 @@ def test_an_eval_whose_results_do_not_fit_keeps_its_samples_and_finishes_with_ha
 
 
 def test_an_eval_on_a_full_output_disk_saves_the_whole_run_elsewhere(
-        disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]) -> None:
+    disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]
+) -> None:
     _, store = sized_run
     fill(disk)
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3", "--cache",
-                   str(store), "--output", str(disk / "out"), "--verbosity", "quiet", cwd=tmp_path)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "3",
+        "--cache",
+        str(store),
+        "--output",
+        str(disk / "out"),
+        "--verbosity",
+        "quiet",
+        cwd=tmp_path,
+    )
     line = error_line(done)
     assert "samples_shapes_color.jsonl: No space left on device" in line and no_tmp_files(disk)
     saved = re.search(r"saved in (\S+):", line)
@@ -171,7 +217,8 @@ def test_an_eval_on_a_full_output_disk_saves_the_whole_run_elsewhere(
 
 
 def test_harness_score_on_a_full_disk_changes_nothing_and_says_so(
-        disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]) -> None:
+    disk: Path, tmp_path: Path, sized_run: tuple[Path, Path]
+) -> None:
     first, _ = sized_run
     run_dir = disk / "run"
     run_dir.mkdir()
@@ -199,8 +246,14 @@ def test_ctrl_c_during_a_build_names_the_build(tmp_path: Path) -> None:
     out = tmp_path / "shapes"
     # the console script, as a user runs it (under `python -m`, CPython reports a handled Ctrl-C as -SIGINT)
     script = Path(sys.executable).with_name("harness")
-    proc = subprocess.Popen([str(script), "build", "shapes", "--n", "400000", "--out", str(out)], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [str(script), "build", "shapes", "--n", "400000", "--out", str(out)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 240
     while "arrow" not in Path(f"/proc/{proc.pid}/maps").read_text():  # the builder has started drawing
         assert proc.poll() is None and time.monotonic() < deadline
@@ -209,19 +262,34 @@ def test_ctrl_c_during_a_build_names_the_build(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    assert err.strip().splitlines()[-1] == (f"interrupted: harness build shapes --out {out} was stopped before it "
-                                            "finished; rerun the same command to build it")
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: harness build shapes --out {out} was stopped before it "
+        "finished; rerun the same command to build it"
+    )
     assert "response store" not in err and not out.exists() and no_tmp_files(tmp_path)
 
 
 def test_an_eval_whose_store_fills_up_mid_run_finishes_and_names_the_cause(
-        disk: Path, tmp_path: Path, data_dir: Path) -> None:
+    disk: Path, tmp_path: Path, data_dir: Path
+) -> None:
     path = disk / "responses.sqlite"
     holder = ResponseStore(path)  # another process's open store: its log and index files stay in place
     holder.put("m", "before", 0, ["kept"])
     fillers = fill(disk)
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3", "--cache",
-                       str(path), "--output", str(tmp_path / "out"), cwd=tmp_path)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "3",
+        "--cache",
+        str(path),
+        "--output",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "cannot rollback" not in done.stderr and "still locked" not in done.stderr
     assert "Traceback" not in done.stderr

@@ -45,7 +45,7 @@ def test_truncate_at_first_stop_string() -> None:
 
 
 def test_a_trailing_cut_off_character_is_dropped_everywhere() -> None:
-    """"caf" + the first byte of "\u00e9" (0xC3) decodes to "caf\ufffd"; vLLM never emits that byte, so
+    """ "caf" + the first byte of "\u00e9" (0xC3) decodes to "caf\ufffd"; vLLM never emits that byte, so
     no backend keeps its U+FFFD. Inside the text it stays; a stop string cuts first."""
     cut = b"caf\xc3".decode("utf-8", errors="replace")
     assert cut == "caf\ufffd" and finished_text(cut, ()) == "caf"
@@ -84,12 +84,13 @@ def test_model_spec_and_args_errors() -> None:
         ({"top_p": 1.5}, ["top_p=1.5: expected a finite number > 0 and <= 1"]),
         ({"top_k": -3}, ["top_k=-3: expected a whole number >= 1 or null"]),
         ({"do_sample": "yes"}, ["do_sample='yes': expected true or false"]),
-        ({"temperature": "hot", "until": 5, "num_beams": "two", "colour": 1},
-         ["unsupported generation setting(s) colour", "temperature='hot'", "until=5", "num_beams='two'"]),
+        (
+            {"temperature": "hot", "until": 5, "num_beams": "two", "colour": 1},
+            ["unsupported generation setting(s) colour", "temperature='hot'", "until=5", "num_beams='two'"],
+        ),
     ],
 )
-def test_every_setting_is_type_and_range_checked_and_all_problems_are_listed(
-        kwargs: dict, problems: list[str]) -> None:
+def test_every_setting_is_type_and_range_checked_and_all_problems_are_listed(kwargs: dict, problems: list[str]) -> None:
     with pytest.raises(UnsupportedRequestError) as caught:
         GenerationParams.from_kwargs(kwargs, where="task t generation_kwargs")
     message = str(caught.value)
@@ -108,8 +109,19 @@ def test_null_means_the_default_and_whole_floats_are_whole_numbers() -> None:
 def test_cli_gen_kwargs_are_validated_before_any_model_loads(tmp_path, capsys) -> None:
     from harness.cli import main
 
-    code = main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--data-dir", str(tmp_path),
-                 "--gen-kwargs", "temperature=Infinity,until=5,num_beams=two,max_new_tokens=2.7"])
+    code = main(
+        [
+            "eval",
+            "--model",
+            "tiny:qwen2_vl",
+            "--tasks",
+            "shapes_color",
+            "--data-dir",
+            str(tmp_path),
+            "--gen-kwargs",
+            "temperature=Infinity,until=5,num_beams=two,max_new_tokens=2.7",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     for key in ("temperature=inf", "until=5", "num_beams='two'", "max_new_tokens=2.7"):

@@ -33,8 +33,10 @@ def test_batched_greedy_equals_one_by_one_and_images_matter(arch: str) -> None:
     b = backend(arch)
     assert b.is_multimodal and b.is_smoke_model and b.device == "cpu"
     greedy = GenerationParams(max_new_tokens=6)
-    reqs = [GenerationRequest("a", ask("what color is this", RED), greedy),
-            GenerationRequest("b", ask("describe the picture", NOISE), greedy, n=2)]
+    reqs = [
+        GenerationRequest("a", ask("what color is this", RED), greedy),
+        GenerationRequest("b", ask("describe the picture", NOISE), greedy, n=2),
+    ]
     batched = b.generate(reqs)
     single = [b.generate([r])[0] for r in reqs]
     assert batched == single
@@ -87,7 +89,7 @@ def test_an_answer_cut_off_mid_character_ends_before_it() -> None:
     messages = ask("what color is the sky", None)
     inputs = b.prepare_inputs([messages])
     with torch.inference_mode():
-        ids = b.model.generate(**inputs, max_new_tokens=24, do_sample=False)[0, inputs["input_ids"].shape[1]:]
+        ids = b.model.generate(**inputs, max_new_tokens=24, do_sample=False)[0, inputs["input_ids"].shape[1] :]
     raw = [b.tokenizer.decode(ids[:k], skip_special_tokens=True) for k in range(1, len(ids) + 1)]
     cut = [k for k, text in enumerate(raw, start=1) if text.endswith("\ufffd")]
     assert cut, "the tiny model's greedy answer should cut a multi-byte character somewhere"
@@ -122,8 +124,10 @@ def test_info_and_fingerprint_identify_the_model() -> None:
 def test_pixel_bounds_reach_the_processor_and_the_fingerprint() -> None:
     bounded = create_backend("tiny:qwen2_vl", {"dtype": "float32", "max_pixels": str(224 * 224)})
     image = Image.new("RGB", (224, 224), (10, 200, 30))
-    grids = {b: b.processor.image_processor(images=[image], return_tensors="pt")["image_grid_thw"].tolist()
-             for b in (backend("qwen2_vl"), bounded)}
+    grids = {
+        b: b.processor.image_processor(images=[image], return_tensors="pt")["image_grid_thw"].tolist()
+        for b in (backend("qwen2_vl"), bounded)
+    }
     assert grids[bounded] == [[1, 16, 16]]  # 224 px at 14 px a patch: the image keeps its size
     assert grids[backend("qwen2_vl")] == [[1, 8, 8]]  # the tiny default caps it at 112 x 112
     assert bounded.info()["max_pixels"] == 224 * 224 and bounded.fingerprint != backend("qwen2_vl").fingerprint
@@ -144,11 +148,14 @@ def test_bad_model_args_and_missing_model_fail_in_one_line(tmp_path) -> None:
         create_backend(f"hf:{tmp_path}")
 
 
-@pytest.mark.parametrize(("device", "message"), [
-    ("banana", "device='banana': not a device; choose auto, cpu, cuda, cuda:N, mps, xpu or xpu:N"),
-    ("cuda:7", "device='cuda:7': .*(no cuda device|has cuda devices 0)"),
-    ("meta", "device='meta': not a device"),
-])
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ("banana", "device='banana': not a device; choose auto, cpu, cuda, cuda:N, mps, xpu or xpu:N"),
+        ("cuda:7", "device='cuda:7': .*(no cuda device|has cuda devices 0)"),
+        ("meta", "device='meta': not a device"),
+    ],
+)
 def test_unusable_device_fails_in_one_line_before_loading(device: str, message: str) -> None:
     with pytest.raises(ModelSpecError, match=message):
         create_backend("tiny:qwen3", {"device": device})

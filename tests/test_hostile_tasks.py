@@ -26,10 +26,13 @@ def alias_bomb(levels: int, width: int) -> str:
     return "task: bomb\n" + "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("levels, width, why", [
-    (9, 9, f"more than {MAX_ALIASES} aliases"),  # 81 aliases, 9**9 leaves
-    (6, 10, "expand to"),  # 60 aliases (within the count), a million nodes
-])
+@pytest.mark.parametrize(
+    "levels, width, why",
+    [
+        (9, 9, f"more than {MAX_ALIASES} aliases"),  # 81 aliases, 9**9 leaves
+        (6, 10, "expand to"),  # 60 aliases (within the count), a million nodes
+    ],
+)
 def test_an_alias_bomb_is_refused_quickly_in_one_line(tmp_path: Path, levels: int, width: int, why: str) -> None:
     path = write(tmp_path / "bomb.yaml", alias_bomb(levels, width))
     started = time.perf_counter()
@@ -48,8 +51,10 @@ def test_a_self_referencing_alias_is_refused(tmp_path: Path) -> None:
 
 def test_aliases_within_the_budget_load(tmp_path: Path) -> None:
     kwargs = "\n".join(f"  family{i}: *prompt" for i in range(20))
-    path = write(tmp_path / "ok.yaml", f"task: ok\nbase: &prompt {{question: Q, post_prompt: P}}\n"
-                                       f"lmms_eval_specific_kwargs:\n{kwargs}\n")
+    path = write(
+        tmp_path / "ok.yaml",
+        f"task: ok\nbase: &prompt {{question: Q, post_prompt: P}}\nlmms_eval_specific_kwargs:\n{kwargs}\n",
+    )
     data = read_yaml(path)
     assert data["lmms_eval_specific_kwargs"]["family19"] == {"question": "Q", "post_prompt": "P"}
     assert MAX_ALIAS_NODES >= 20 * 5
@@ -57,21 +62,35 @@ def test_aliases_within_the_budget_load(tmp_path: Path) -> None:
 
 def test_eval_of_an_alias_bomb_stops_before_any_model_runs(tmp_path: Path) -> None:
     write(tmp_path / "tasks" / "bomb.yaml", alias_bomb(9, 9))
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "bomb", "--include-path", "tasks",
-                   "--output", "out", "--no-cache", cwd=tmp_path)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "bomb",
+        "--include-path",
+        "tasks",
+        "--output",
+        "out",
+        "--no-cache",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: task 'bomb' cannot be loaded: ") and "bomb.yaml" in line and "aliases" in line
     assert not list(tmp_path.rglob("*.jsonl"))  # no model answered: no run folder was written
 
 
-@pytest.mark.parametrize("name, shown", [
-    ("../../x", "'../../x'"),
-    ("a\\0b", "'a\\x00b'"),  # YAML's escape for NUL, in a double-quoted scalar
-    ("safe\\u202Etxt.exe", "'safe\\u202etxt.exe'"),  # a right-to-left override
-    ("dir/name", "'dir/name'"),
-    (".hidden", "'.hidden'"),
-])
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("../../x", "'../../x'"),
+        ("a\\0b", "'a\\x00b'"),  # YAML's escape for NUL, in a double-quoted scalar
+        ("safe\\u202Etxt.exe", "'safe\\u202etxt.exe'"),  # a right-to-left override
+        ("dir/name", "'dir/name'"),
+        (".hidden", "'.hidden'"),
+    ],
+)
 def test_bad_task_names_are_refused_in_one_line_naming_the_file(tmp_path: Path, name: str, shown: str) -> None:
     path = write(tmp_path / "bad.yaml", f'task: "{name}"\ninclude: {TEMPLATE}\n')
     registry = TaskRegistry.discover([tmp_path])
@@ -81,7 +100,7 @@ def test_bad_task_names_are_refused_in_one_line_naming_the_file(tmp_path: Path, 
     assert "\x00" not in problem and "\u202e" not in problem
 
 
-@pytest.mark.parametrize("field", ["tag: [ok, '../up']", "group: \"a\\u202Eb\""])
+@pytest.mark.parametrize("field", ["tag: [ok, '../up']", 'group: "a\\u202Eb"'])
 def test_bad_tag_and_group_names_are_refused(tmp_path: Path, field: str) -> None:
     write(tmp_path / "t.yaml", f"task: fine_name\n{field}\ninclude: {TEMPLATE}\n")
     registry = TaskRegistry.discover([tmp_path])
@@ -105,8 +124,19 @@ def test_good_names_pass() -> None:
 def test_eval_of_a_path_like_task_name_writes_nothing_outside(tmp_path: Path) -> None:
     work = tmp_path / "a" / "b"
     write(work / "tasks" / "up.yaml", f'task: "../../x"\ninclude: {TEMPLATE}\n')
-    done = run_harness("eval", "--model", "tiny:qwen2_vl", "--tasks", "../../x", "--include-path", "tasks",
-                   "--output", "out", "--no-cache", cwd=work)
+    done = run_harness(
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "../../x",
+        "--include-path",
+        "tasks",
+        "--output",
+        "out",
+        "--no-cache",
+        cwd=work,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "task name '../../x' is not allowed" in line and "up.yaml" in line

@@ -28,13 +28,33 @@ def closed_loopback_port() -> int:
 def test_an_unreachable_hub_costs_one_probe_then_the_process_is_offline(tmp_path: Path, data_dir: Path) -> None:
     """Without HF_HUB_OFFLINE, a Hub id on an unreachable Hub: one warning, one error, none of the libraries'
     retries (huggingface_hub's warnings are let through, so a retry would show, and printed once)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
-                                                            "TRANSFORMERS_OFFLINE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     endpoint = f"http://127.0.0.1:{closed_loopback_port()}"
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), HF_HUB_VERBOSITY="warning")
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "eval", "--model", "hf:someorg/some-vlm",
-                           "--tasks", "shapes", "--limit", "1", "--no-cache"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "eval",
+            "--model",
+            "hf:someorg/some-vlm",
+            "--tasks",
+            "shapes",
+            "--limit",
+            "1",
+            "--no-cache",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
     assert "Retry" not in done.stderr and "Traceback" not in done.stderr
@@ -56,11 +76,15 @@ def test_offline_mode_reaches_libraries_imported_before_the_probe(tmp_path: Path
         "import os\n"
         "print(reason, c.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, os.environ['TRANSFORMERS_OFFLINE'])\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
-                                                            "TRANSFORMERS_OFFLINE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     env.update(HF_ENDPOINT=f"http://127.0.0.1:{closed_loopback_port()}", HF_HOME=str(tmp_path / "hf"))
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.stdout.split()[-3:] == ["True", "True", "1"], done.stderr
     assert done.stdout.startswith("the Hugging Face Hub is not reachable")
     assert done.stderr.count("is not reachable") == 1
@@ -68,24 +92,40 @@ def test_offline_mode_reaches_libraries_imported_before_the_probe(tmp_path: Path
 
 def test_a_reachable_hub_leaves_the_libraries_online(tmp_path: Path) -> None:
     """A Hub that accepts the connection: no warning, and nothing is switched to offline mode."""
-    script = ("import os\nfrom harness.hub import OFFLINE_VARIABLES, offline_reason\n"
-              "print(offline_reason(), [os.environ.get(v) for v in OFFLINE_VARIABLES])\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
-                                                            "TRANSFORMERS_OFFLINE")}
+    script = (
+        "import os\nfrom harness.hub import OFFLINE_VARIABLES, offline_reason\n"
+        "print(offline_reason(), [os.environ.get(v) for v in OFFLINE_VARIABLES])\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     with socket.socket() as server:  # listening on loopback: the probe's connection is accepted
         server.bind(("127.0.0.1", 0))
         server.listen()
         env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.getsockname()[1]}", HF_HOME=str(tmp_path / "hf"))
-        done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
     assert done.stdout.strip() == "None [None, None, None]", done.stderr
     assert "not reachable" not in done.stderr
 
 
-@pytest.mark.parametrize(("name", "is_path"), [
-    ("Qwen/Qwen2-VL-7B-Instruct", False), ("gpt2", False), ("/models/nope", True), ("./my-model", True),
-    ("../models/m", True), ("~/models/m", True), ("models/org/m", True), (".", True), ("C:\\models\\m", True),
-])
+@pytest.mark.parametrize(
+    ("name", "is_path"),
+    [
+        ("Qwen/Qwen2-VL-7B-Instruct", False),
+        ("gpt2", False),
+        ("/models/nope", True),
+        ("./my-model", True),
+        ("../models/m", True),
+        ("~/models/m", True),
+        ("models/org/m", True),
+        (".", True),
+        ("C:\\models\\m", True),
+    ],
+)
 def test_names_written_as_paths_are_paths(name: str, is_path: bool) -> None:
     assert looks_like_path(name) is is_path
 
@@ -108,14 +148,17 @@ def test_eval_names_the_missing_folder_in_one_line(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: no such folder: ./my-model"
 
 
-def test_eval_without_output_says_nothing_was_saved(capsys: pytest.CaptureFixture, tmp_path: Path,
-                                                    data_dir: Path) -> None:
+def test_eval_without_output_says_nothing_was_saved(
+    capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: Path
+) -> None:
     store = tmp_path / "responses.sqlite"
     argv = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes", "--limit", "1", "--verbosity", "quiet"]
     assert main([*argv, "--cache", str(store)]) == 0
     out = capsys.readouterr().out
-    assert (f"results: not saved (no --output); the answers are in the response store {store}, so the same "
-            "command with --output DIR writes the run without generating again") in out
+    assert (
+        f"results: not saved (no --output); the answers are in the response store {store}, so the same "
+        "command with --output DIR writes the run without generating again"
+    ) in out
     assert main([*argv, "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "results: not saved (no --output; with --no-cache the answers were not stored either)" in out

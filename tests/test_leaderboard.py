@@ -67,13 +67,15 @@ def test_tokens_are_stored_as_hashes_and_can_be_revoked(db: Database) -> None:
     create_token(db, "alice")  # the name is free again
 
 
-def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(db: Database, runs: list[Path],
-                                                                        data_dir: Path) -> None:
+def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(
+    db: Database, runs: list[Path], data_dir: Path
+) -> None:
     settings = Settings(data_dir=data_dir)
     first = submit_files(db, read_run_files(runs[0]), "alice", settings)
     assert first.status == "verified" and not first.duplicate
-    assert {t: c["status"] for t, c in first.checks.items()} == dict.fromkeys(("shapes_color", "shapes_kind", "shapes"),
-                                                                         "verified")
+    assert {t: c["status"] for t, c in first.checks.items()} == dict.fromkeys(
+        ("shapes_color", "shapes_kind", "shapes"), "verified"
+    )
     assert first.checks["shapes_color"]["docs_checked"] and first.checks["shapes_kind"]["docs_checked"]
     again = submit_files(db, read_run_files(runs[0]), "bob", settings)
     assert again.duplicate and again.id == first.id
@@ -94,8 +96,9 @@ def test_a_real_run_is_verified_stored_once_and_tabled_with_its_numbers(db: Data
             assert cell.low == pytest.approx(value - Z95 * stderr) and cell.high == pytest.approx(value + Z95 * stderr)
     exported = list(csv.DictReader(io.StringIO(table_csv(table))))
     assert [r["model"] for r in exported] == [read_run(r).config.model for r in runs]
-    assert json.loads(json.dumps(table_json(table)))["rows"][0]["cells"]["shapes_color/exact_match,none"]["value"] \
-        == pytest.approx(read_run(runs[0]).results["shapes_color"]["exact_match,none"])
+    assert json.loads(json.dumps(table_json(table)))["rows"][0]["cells"]["shapes_color/exact_match,none"][
+        "value"
+    ] == pytest.approx(read_run(runs[0]).results["shapes_color"]["exact_match,none"])
     with db.session() as session:
         names = session.execute(text("select name, kind from files where submission_id = 1 order by id")).all()
     assert ("results.json", "results") in names and ("leaderboard_metrics.png", "chart") in names
@@ -114,8 +117,11 @@ def test_claimed_figures_that_differ_are_flagged_or_refused(db: Database, runs: 
     assert outcome.status == "flagged"
     check = outcome.checks["shapes_color"]
     assert check["status"] == "mismatch" and outcome.checks["shapes_kind"]["status"] == "rescored"
-    assert {"metric": "exact_match,none", "claimed": 0.99,
-            "recomputed": read_run(runs[0]).results["shapes_color"]["exact_match,none"]} in check["mismatches"]
+    assert {
+        "metric": "exact_match,none",
+        "claimed": 0.99,
+        "recomputed": read_run(runs[0]).results["shapes_color"]["exact_match,none"],
+    } in check["mismatches"]
     record = list_submissions(db)[0]
     score = next(s for s in record.scores if s.task == "shapes_color" and s.metric == "exact_match,none")
     assert score.claimed == 0.99 and score.value != 0.99 and score.status == "mismatch"
@@ -160,7 +166,8 @@ def test_unknown_tasks_and_versions_are_refused(runs: list[Path], tmp_path: Path
         results[key]["no_such_task"] = results[key].pop("shapes_color")
     files["results.json"] = json.dumps(results).encode()
     files["samples_no_such_task.jsonl"] = files.pop("samples_shapes_color.jsonl").replace(
-        b'"task":"shapes_color"', b'"task":"no_such_task"')
+        b'"task":"shapes_color"', b'"task":"no_such_task"'
+    )
     with pytest.raises(SubmissionError, match="'no_such_task' is not known to this server"):
         verify(parse_bundle(files), TaskRegistry.discover())
 
@@ -182,7 +189,7 @@ generation_kwargs:
 metadata:
   version: 1
 """
-IMAGE_UTILS = '''
+IMAGE_UTILS = """
 def doc_to_visual(doc):
     return [doc["image"].convert("RGB")]
 
@@ -190,7 +197,7 @@ def doc_to_visual(doc):
 def process_results(doc, results):
     red = doc["image"].convert("RGB").getpixel((32, 32))[0] > 128
     return {"exact_match": float(("red" in results[0].lower()) == red)}
-'''
+"""
 
 
 def test_a_task_scored_from_images_is_unverifiable_without_the_data(tmp_path: Path, data_dir: Path) -> None:
@@ -200,9 +207,26 @@ def test_a_task_scored_from_images_is_unverifiable_without_the_data(tmp_path: Pa
     tasks.mkdir()
     (tasks / "pixels.yaml").write_text(IMAGE_TASK)
     (tasks / "utils.py").write_text(IMAGE_UTILS)
-    assert main(["eval", "--model", "tiny:llava", "--tasks", "shapes_pixels", "--include-path", str(tasks),
-                 "--data-dir", str(data_dir), "--output", str(tmp_path / "runs"),
-                 "--verbosity", "quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:llava",
+                "--tasks",
+                "shapes_pixels",
+                "--include-path",
+                str(tasks),
+                "--data-dir",
+                str(data_dir),
+                "--output",
+                str(tmp_path / "runs"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
     (run_dir,) = [p.parent for p in (tmp_path / "runs").glob("*/*/results.json")]
     bundle = parse_bundle(read_run_files(run_dir))
     registry = TaskRegistry.discover([tasks])
@@ -218,15 +242,27 @@ def test_malformed_and_oversized_bundles_are_refused_with_clear_errors(runs: lis
         ({k: v for k, v in good.items() if k != "results.json"}, "results.json is missing", 400),
         ({**good, "results.json": b"{not json"}, "results.json: not JSON", 422),
         ({**good, "results.json": b"[" * 100_000}, "results.json: JSON nested deeper than 64 levels; refused", 422),
-        ({**good, "results.json": _without(good["results.json"], "counts", "shapes_kind")},
-         "results.json: counts has no entry for task(s) shapes_kind", 422),
-        ({**good, "results.json": json.dumps({"schema_version": 1, "results": {}}).encode()},
-         "results.json: configs: Field required", 422),
-        ({k: v for k, v in good.items() if k != "samples_shapes_kind.jsonl"},
-         "samples file(s) missing for task(s) shapes_kind", 400),
+        (
+            {**good, "results.json": _without(good["results.json"], "counts", "shapes_kind")},
+            "results.json: counts has no entry for task(s) shapes_kind",
+            422,
+        ),
+        (
+            {**good, "results.json": json.dumps({"schema_version": 1, "results": {}}).encode()},
+            "results.json: configs: Field required",
+            422,
+        ),
+        (
+            {k: v for k, v in good.items() if k != "samples_shapes_kind.jsonl"},
+            "samples file(s) missing for task(s) shapes_kind",
+            400,
+        ),
         ({**good, "../evil.sh": b"x"}, "unexpected file(s) '../evil.sh'", 400),
-        ({**good, "samples_shapes_kind.jsonl": b'{"task": "shapes_kind"}\n'},
-         "samples_shapes_kind.jsonl line 1: doc_id: Field required", 422),
+        (
+            {**good, "samples_shapes_kind.jsonl": b'{"task": "shapes_kind"}\n'},
+            "samples_shapes_kind.jsonl line 1: doc_id: Field required",
+            422,
+        ),
         ({**good, "samples_shapes_kind.jsonl": b"[1]\n"}, "line 1: a sample record must be a JSON object", 422),
         ({**good, "plot.png": b"GIF89a not a png"}, "plot.png: not a readable PNG image", 422),
     ]
@@ -245,8 +281,14 @@ def test_model_traits_and_size_buckets() -> None:
     named = model_traits("hf:Qwen/Qwen2-VL-7B-Instruct", ModelInfo())
     assert (named.access, named.family, named.parameters) == ("open", "qwen", 7_000_000_000)
     assert model_traits("hf:HuggingFaceTB/SmolVLM-256M-Instruct", ModelInfo()).parameters == 256_000_000
-    assert [size_bucket(p) for p in (None, 5e8, 2e9, 7e9, 13e9, 7e10)] == \
-        ["unknown", "< 1B", "1-4B", "4-10B", "10-40B", "> 40B"]
+    assert [size_bucket(p) for p in (None, 5e8, 2e9, 7e9, 13e9, 7e10)] == [
+        "unknown",
+        "< 1B",
+        "1-4B",
+        "4-10B",
+        "10-40B",
+        "> 40B",
+    ]
 
 
 def test_records_cannot_be_rewritten_by_resubmission(db: Database, runs: list[Path], tmp_path: Path) -> None:
@@ -300,7 +342,8 @@ def test_cells_pin_hand_computed_values_of_a_rescored_run(db: Database, runs: li
 
 
 def test_a_toy_protocol_plugs_its_table_options_job_and_panel_into_the_leaderboard(
-        db: Database, runs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    db: Database, runs: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A protocol registered at run time (no leaderboard module names it) gets its own table for its task,
     its option values from the settings, its job after new submissions carrying that task, and its panel."""
     from harness.leaderboard.hooks import Job, LeaderboardHooks, Option, Panel
@@ -311,15 +354,32 @@ def test_a_toy_protocol_plugs_its_table_options_job_and_panel_into_the_leaderboa
     calls: list[dict] = []
 
     def panels(_: Database, options: dict) -> list[Panel]:
-        return [Panel(key="toy-panel", title=f"Toy over {options['task']}", status="ok", message=f"{len(calls)} run(s)",
-                      members=(), data={"calls": len(calls)}, csv="calls\n", model_notes={1: "seen by the toy"})]
+        return [
+            Panel(
+                key="toy-panel",
+                title=f"Toy over {options['task']}",
+                status="ok",
+                message=f"{len(calls)} run(s)",
+                members=(),
+                data={"calls": len(calls)},
+                csv="calls\n",
+                model_notes={1: "seen by the toy"},
+            )
+        ]
 
-    hooks = LeaderboardHooks(options=(Option("task", "shapes_color", "the toy's task"),),
-                             job=Job(tasks=lambda o: (o["task"],), run=lambda _, o: calls.append(dict(o))),
-                             panels=panels)
+    hooks = LeaderboardHooks(
+        options=(Option("task", "shapes_color", "the toy's task"),),
+        job=Job(tasks=lambda o: (o["task"],), run=lambda _, o: calls.append(dict(o))),
+        panels=panels,
+    )
     base.protocols()
-    toy = base.Protocol(name="toy", title="Toy", summary="A protocol of the tests.", tasks=("shapes_kind",),
-                        extensions={"leaderboard": hooks})
+    toy = base.Protocol(
+        name="toy",
+        title="Toy",
+        summary="A protocol of the tests.",
+        tasks=("shapes_kind",),
+        extensions={"leaderboard": hooks},
+    )
     monkeypatch.setitem(base._REGISTRY, "toy", toy)
     with pytest.raises(HarnessError, match="unknown leaderboard option"):
         Settings(protocol_options={"toy": {"colour": "red"}})
@@ -357,8 +417,9 @@ def _cherry_picked(run: Path, dest: Path) -> Path:
     return dest
 
 
-def test_a_cherry_picked_run_is_partial_never_verified(db: Database, runs: list[Path], tmp_path: Path,
-                                                       data_dir: Path) -> None:
+def test_a_cherry_picked_run_is_partial_never_verified(
+    db: Database, runs: list[Path], tmp_path: Path, data_dir: Path
+) -> None:
     """Errors over 5% of a task (2 of 3 samples) and a deleted sample (2 of the dataset's 3 docs) make those
     tasks partial, with or without the server's copy of the data; without it the rest is only rescored."""
     run = _cherry_picked(runs[0], tmp_path / "picked")
@@ -373,11 +434,16 @@ def test_a_cherry_picked_run_is_partial_never_verified(db: Database, runs: list[
     # ... and says which members made it so, with their reasons (never an empty one)
     assert with_data.checks["shapes"].message == (
         "as its task(s) shapes_color (2 of 3 samples are errors (over the 5% this server accepts)); "
-        "shapes_kind (covers 2 of the task's 3 docs)")
+        "shapes_kind (covers 2 of the task's 3 docs)"
+    )
     blind = verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), None)
     assert blind.status == "partial" and blind.checks["shapes_kind"].docs_expected == 3  # the claimed n-samples
-    assert verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), data_dir,
-                  max_error_share=1.0).checks["shapes_color"].status == "verified"
+    assert (
+        verify(parse_bundle(read_run_files(run)), TaskRegistry.discover(), data_dir, max_error_share=1.0)
+        .checks["shapes_color"]
+        .status
+        == "verified"
+    )
 
     def hide(results: dict) -> None:  # a cheat that also rewrites n-samples to the samples it kept
         results["n-samples"]["shapes_kind"]["effective"] = 2
@@ -399,11 +465,13 @@ def test_a_cherry_picked_run_is_partial_never_verified(db: Database, runs: list[
 
 def test_a_run_cut_by_limit_is_partial(db: Database, runs: list[Path], tmp_path: Path) -> None:
     """Without the data, a claimed --limit that cut the task (effective == limit) is partial."""
+
     def limited(results: dict) -> None:
         results["config"]["limit"] = 3
 
-    check = verify(parse_bundle(read_run_files(edited_run(runs[0], tmp_path / "cut", limited))),
-                   TaskRegistry.discover(), None).checks["shapes_color"]
+    check = verify(
+        parse_bundle(read_run_files(edited_run(runs[0], tmp_path / "cut", limited))), TaskRegistry.discover(), None
+    ).checks["shapes_color"]
     assert check.status == "partial" and "cut to 3 docs (--limit)" in check.message
 
 
@@ -411,8 +479,10 @@ def test_published_text_carries_no_local_paths() -> None:
     from harness.leaderboard.public import public_results, redact
 
     assert redact("hf:/home/alice/models/llava-1.5") == "hf:llava-1.5"
-    assert redact({"include_paths": ["/home/alice/tasks", "~/x/y"], "model": "hf:org/name"}) == \
-        {"include_paths": ["tasks", "y"], "model": "hf:org/name"}
+    assert redact({"include_paths": ["/home/alice/tasks", "~/x/y"], "model": "hf:org/name"}) == {
+        "include_paths": ["tasks", "y"],
+        "model": "hf:org/name",
+    }
     assert redact(r"C:\Users\alice\run") == "run" and redact("see /tmp/a/b.json, then") == "see b.json, then"
     for kept in ("hf://datasets/org/x", "http://host/a/b", "2/3 of it", "a / b", "tiny:llava", "<b>x</b>", "/x"):
         assert redact(kept) == kept

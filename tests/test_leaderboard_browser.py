@@ -23,8 +23,16 @@ from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir an
 )
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 HOSTILE = '<script>alert("x")</script>'
 
 
@@ -104,8 +112,9 @@ def _accuracy(evidence: Evidence) -> dict[str, Estimate]:
     return {"accuracy": Estimate(mean, (mean - 2.0, mean + 2.0), len(values)), "level": Estimate("L1")}
 
 
-def test_protocol_tables_pagination_and_width_in_chromium(runs: list[Path], data_dir: Path, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_protocol_tables_pagination_and_width_in_chromium(
+    runs: list[Path], data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A protocol's headline table (a toy protocol registered here, its figures computed at submission)
     with its "what this measures" line, pages of ``?rows=2``, no horizontal scrolling at 1400 px, and a
     model given as a local folder shown by its base name only."""
@@ -118,11 +127,22 @@ def test_protocol_tables_pagination_and_width_in_chromium(runs: list[Path], data
     from harness.protocols import base
 
     base.protocols()
-    hooks = LeaderboardHooks(figures=(Figure("accuracy", "color accuracy"), Figure("level", "level", None, None)),
-                             headline=_accuracy, card="https://example.org/toy-card")
-    monkeypatch.setitem(base._REGISTRY, "toy", base.Protocol(
-        name="toy", title="Toy protocol", summary="How often a model names the shape's color.",
-        tasks=("shapes_color",), extensions={"leaderboard": hooks}))
+    hooks = LeaderboardHooks(
+        figures=(Figure("accuracy", "color accuracy"), Figure("level", "level", None, None)),
+        headline=_accuracy,
+        card="https://example.org/toy-card",
+    )
+    monkeypatch.setitem(
+        base._REGISTRY,
+        "toy",
+        base.Protocol(
+            name="toy",
+            title="Toy protocol",
+            summary="How often a model names the shape's color.",
+            tasks=("shapes_color",),
+            extensions={"leaderboard": hooks},
+        ),
+    )
 
     def local(results: dict) -> None:
         results["config"]["model"] = "hf:/home/alice/models/my-local-model"

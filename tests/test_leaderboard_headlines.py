@@ -14,14 +14,30 @@ from harness.results.schema import SampleRecord
 from tests.leaderboard_fixtures import board_data_dir, board_runs  # noqa: F401 (the data_dir and runs fixtures)
 
 
-def _record(task: str, doc_id: int, metrics: dict[str, Any], doc: dict[str, Any] | None = None,
-            responses: list[str] | None = None, error: str | None = None) -> SampleRecord:
-    return SampleRecord(task=task, doc_id=doc_id, doc_hash=str(doc_id), doc=doc or {"id": f"i{doc_id}"},
-                        responses=responses if responses is not None else ["x"], metrics=metrics, error=error)
+def _record(
+    task: str,
+    doc_id: int,
+    metrics: dict[str, Any],
+    doc: dict[str, Any] | None = None,
+    responses: list[str] | None = None,
+    error: str | None = None,
+) -> SampleRecord:
+    return SampleRecord(
+        task=task,
+        doc_id=doc_id,
+        doc_hash=str(doc_id),
+        doc=doc or {"id": f"i{doc_id}"},
+        responses=responses if responses is not None else ["x"],
+        metrics=metrics,
+        error=error,
+    )
 
 
-def _evidence(samples: dict[str, list[SampleRecord]], reports: dict[str, dict[str, Any]] | None = None,
-              model_type: str | None = None) -> Evidence:
+def _evidence(
+    samples: dict[str, list[SampleRecord]],
+    reports: dict[str, dict[str, Any]] | None = None,
+    model_type: str | None = None,
+) -> Evidence:
     return Evidence(model="tiny:m", model_type=model_type, results={}, reports=reports or {}, samples=samples)
 
 
@@ -47,18 +63,27 @@ def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
     """F1 drop: question q1 has global F1s 1.0 and 0.5 (mean 0.75) and decoy F1 0.25 (drop 0.5); q2 has
     global 0.0 and decoy 0.5 (drop -0.5): mean 0.0 over 2 questions. IER: 2 decoy copies in 4 answers =
     0.5 (a CI over questions). Total Range and the max biases are the short set's report values, n its sentences."""
+
     def f1(q: str, condition: str, value: float) -> dict[str, Any]:
         return {"f1,none": {"sample_id": q, "condition": condition, "f1": value}}
 
-    vqa = [_record("stealth_vqa", 0, f1("q1", "global-16", 1.0)), _record("stealth_vqa", 1, f1("q1", "global-64", 0.5)),
-           _record("stealth_vqa", 2, f1("q1", "decoy-16", 0.25)), _record("stealth_vqa", 3, f1("q2", "global-16", 0.0)),
-           _record("stealth_vqa", 4, f1("q2", "decoy-16", 0.5)), _record("stealth_vqa", 5, f1("q2", "answer-16", 1.0))]
+    vqa = [
+        _record("stealth_vqa", 0, f1("q1", "global-16", 1.0)),
+        _record("stealth_vqa", 1, f1("q1", "global-64", 0.5)),
+        _record("stealth_vqa", 2, f1("q1", "decoy-16", 0.25)),
+        _record("stealth_vqa", 3, f1("q2", "global-16", 0.0)),
+        _record("stealth_vqa", 4, f1("q2", "decoy-16", 0.5)),
+        _record("stealth_vqa", 5, f1("q2", "answer-16", 1.0)),
+    ]
     for i, (q, hit) in enumerate((("q1", 1), ("q1", 0), ("q2", 0), ("q2", 1))):
         vqa.append(_record("stealth_vqa", 10 + i, {"ier,none": {"sample_id": q, "gray_level": 16, "hit": hit}}))
     vqa.append(_record("stealth_vqa", 20, {}, error="generation failed"))
-    report = {"sentences": 12, "total_range": {"value": 0.5, "ci95": [0.25, 0.75]},
-              "max_positive_bias": {"value": 0.25, "ci95": [0.0, 0.5]},
-              "max_negative_bias": {"value": -0.25, "ci95": [-0.5, 0.0]}}
+    report = {
+        "sentences": 12,
+        "total_range": {"value": 0.5, "ci95": [0.25, 0.75]},
+        "max_positive_bias": {"value": 0.25, "ci95": [0.0, 0.5]},
+        "max_negative_bias": {"value": -0.25, "ci95": [-0.5, 0.0]},
+    }
     figures = _headline("stealth", _evidence({"stealth_vqa": vqa, "stealth_short": []}, {"stealth_short": report}))
     assert figures["total_range"] == Estimate(0.5, (0.25, 0.75), 12)
     assert figures["max_negative_bias"] == Estimate(-0.25, (-0.5, 0.0), 12)
@@ -73,12 +98,19 @@ def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
 def test_mist_headline_from_its_report() -> None:
     """The report's figures with their CIs and n = items; alt-test: 1 of 2 techniques pass (informed),
     0 of 1 (blind)."""
-    report = {"items": 7, "figures": {"change_rate_misleading": {"value": 0.4, "ci95": [0.2, 0.6]},
-                                      "control_rate_misleading": {"value": 0.1, "ci95": None},
-                                      "image_following_misleading": {"value": 0.75, "ci95": [0.5, 1.0]},
-                                      "agreement_misleading": {"value": None, "ci95": None}},
-              "alt_test": {"informed": {"direct": {"passed": True}, "cot": {"passed": False}},
-                           "blind": {"direct": {"passed": False}}}}
+    report = {
+        "items": 7,
+        "figures": {
+            "change_rate_misleading": {"value": 0.4, "ci95": [0.2, 0.6]},
+            "control_rate_misleading": {"value": 0.1, "ci95": None},
+            "image_following_misleading": {"value": 0.75, "ci95": [0.5, 1.0]},
+            "agreement_misleading": {"value": None, "ci95": None},
+        },
+        "alt_test": {
+            "informed": {"direct": {"passed": True}, "cot": {"passed": False}},
+            "blind": {"direct": {"passed": False}},
+        },
+    }
     figures = _headline("mist", _evidence({"mist": []}, {"mist": report}))
     assert figures["change_rate_misleading"] == Estimate(0.4, (0.2, 0.6), 7)
     assert figures["control_rate_misleading"] == Estimate(0.1, None, 7)
@@ -91,18 +123,28 @@ def test_diavlo_headline_class_shares_over_all_sources() -> None:
     """Four classified pairs over two sources: similarity 0.9 with 2 RK <= 2 SK is Aligned (twice), 0.2 is
     Divergent, 0.5 with 3 RK > 2 SK is Expanded; a pair without RK is unclassified: shares 1/2, 1/4,
     1/4, 0 of n = 4."""
+
     def pair(task: str, i: int, similarity: float | None, n_rk: int) -> SampleRecord:
         metrics = {"performance,none": float(i % 2), "n_rk,none": float(n_rk), "n_sk,none": 2.0}
         if similarity is not None:
             metrics["similarity,none"] = similarity
         return _record(task, i, metrics)
 
-    samples = {"diavlo_mmbench": [pair("diavlo_mmbench", 0, 0.9, 2), pair("diavlo_mmbench", 1, 0.2, 2)],
-               "diavlo_vqav2": [pair("diavlo_vqav2", 0, 0.9, 1), pair("diavlo_vqav2", 1, 0.5, 3),
-                                pair("diavlo_vqav2", 2, None, 0)]}
+    samples = {
+        "diavlo_mmbench": [pair("diavlo_mmbench", 0, 0.9, 2), pair("diavlo_mmbench", 1, 0.2, 2)],
+        "diavlo_vqav2": [
+            pair("diavlo_vqav2", 0, 0.9, 1),
+            pair("diavlo_vqav2", 1, 0.5, 3),
+            pair("diavlo_vqav2", 2, None, 0),
+        ],
+    }
     figures = _headline("diavlo", _evidence(samples))
-    assert (figures["aligned"].value, figures["divergent"].value, figures["expanded"].value,
-            figures["unnamed"].value) == (0.5, 0.25, 0.25, 0.0)
+    assert (
+        figures["aligned"].value,
+        figures["divergent"].value,
+        figures["expanded"].value,
+        figures["unnamed"].value,
+    ) == (0.5, 0.25, 0.25, 0.0)
     assert figures["aligned"].n == 4 and figures["aligned"].ci is not None
     assert figures["mi"].n == 4
 
@@ -111,13 +153,13 @@ def test_fusion_headline_union_risks_rug_and_level() -> None:
     """Clean-correct set C = {a, b, c, d} (e is answered wrong). Typo-Evid flips a; Nat-Evid flips a and
     b: R0 = |{a}| / 4 = 0.25, R+ = |{a, b}| / 4 = 0.5, delta = 0.25. Typo reading: a and b read the
     injected answer, a uses it: RUG = 2/4 - 1/4 = 0.25. llava is fusion level L1."""
+
     def sample(task: str, i: int, **metrics: float) -> SampleRecord:
         return _record(task, i, {f"{k},none": v for k, v in metrics.items()}, doc={"id": "abcde"[i]})
 
     samples = {
         "fusion_clean": [sample("fusion_clean", i, correct=float(i < 4), uses_injected=0.0) for i in range(5)],
-        "fusion_typo": [sample("fusion_typo", i, correct=float(i != 0), uses_injected=float(i == 0))
-                        for i in range(5)],
+        "fusion_typo": [sample("fusion_typo", i, correct=float(i != 0), uses_injected=float(i == 0)) for i in range(5)],
         "fusion_natevid": [sample("fusion_natevid", i, correct=float(i > 1), uses_injected=0.0) for i in range(5)],
         "fusion_read_typo": [sample("fusion_read_typo", i, reads_injected=float(i < 2)) for i in range(5)],
     }
@@ -130,16 +172,28 @@ def test_fusion_headline_union_risks_rug_and_level() -> None:
 
 def test_vista_headline_selective_refusal_spread() -> None:
     """Group A refuses 1 of its 2 answers (an empty one), group B none of 2: spread 0.5 over 2 pairs."""
+
     def pair(i: int, topic: str, responses: list[str], category: str = "demographic") -> SampleRecord:
         return _record("vista", i, {}, doc={"category": category, "topic": topic}, responses=responses)
 
-    figures = _headline("vista", _evidence({"vista": [pair(0, "A", ["", "a dog"]), pair(1, "B", ["a cat", "a cow"]),
-                                                      pair(2, "cars", [""], category="object")]}))
+    figures = _headline(
+        "vista",
+        _evidence(
+            {
+                "vista": [
+                    pair(0, "A", ["", "a dog"]),
+                    pair(1, "B", ["a cat", "a cow"]),
+                    pair(2, "cars", [""], category="object"),
+                ]
+            }
+        ),
+    )
     assert figures["refusal_spread"].value == pytest.approx(0.5) and figures["refusal_spread"].n == 2
 
 
 def test_a_headline_table_shows_the_protocols_figures_clipped_with_n_and_coverage(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, runs: list[Path]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, runs: list[Path]
+) -> None:
     """A toy protocol over shapes_color whose headline is the accuracy with a normal interval: the table
     has its figure (clipped to [0, 1]) instead of the raw metric columns, which stay on the model page."""
     from harness.leaderboard.bundle import read_run_files
@@ -156,9 +210,17 @@ def test_a_headline_table_shows_the_protocols_figures_clipped_with_n_and_coverag
         return {"accuracy": Estimate(mean, (mean - 2.0, mean + 2.0), len(values))}
 
     base.protocols()
-    toy = base.Protocol(name="toy", title="Toy", summary="Colors named right.", tasks=("shapes_color",),
-                        extensions={"leaderboard": LeaderboardHooks(figures=(Figure("accuracy", "accuracy"),),
-                                                                    headline=accuracy, card="https://example.org/c")})
+    toy = base.Protocol(
+        name="toy",
+        title="Toy",
+        summary="Colors named right.",
+        tasks=("shapes_color",),
+        extensions={
+            "leaderboard": LeaderboardHooks(
+                figures=(Figure("accuracy", "accuracy"),), headline=accuracy, card="https://example.org/c"
+            )
+        },
+    )
     monkeypatch.setitem(base._REGISTRY, "toy", toy)
     db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
     submit_files(db, read_run_files(runs[0]), "alice", Settings(data_dir=data_dir))

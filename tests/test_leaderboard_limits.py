@@ -43,8 +43,12 @@ TASKS = ("shapes_color", "shapes_kind")
 
 
 def _upload(url: str, files: dict[str, bytes], token: str) -> httpx.Response:
-    return httpx.post(f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
-                      headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return httpx.post(
+        f"{url}/api/submissions",
+        files=[("files", (n, d)) for n, d in files.items()],
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )
 
 
 def _board(tmp_path: Path, **settings: Any) -> tuple[Database, str, Settings]:
@@ -75,7 +79,8 @@ def _forged(run: Path, dest: Path, text_suffix: str = "", max_new_tokens: int | 
 
 
 def test_a_run_of_an_edited_task_is_modified_with_its_first_differing_field(
-        runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     db, token, settings = _board(tmp_path, data_dir=data_dir)
     prompt = _forged(runs[0], tmp_path / "prompt", text_suffix=" Answer in one word.")
     shorter = _forged(runs[1], tmp_path / "shorter", max_new_tokens=3)
@@ -92,8 +97,10 @@ def test_a_run_of_an_edited_task_is_modified_with_its_first_differing_field(
     assert "generation.max_new_tokens: submitted 3, expected 5" in short["checks"]["shapes_color"]["message"]
     assert edited["checks"]["shapes"]["status"] == "modified"  # the group is as bad as its worst task
 
-    assert main(["score", str(runs[0]), "--verify", "--data-dir", str(data_dir), "--output",
-                 str(tmp_path / "rescored")]) == 0
+    assert (
+        main(["score", str(runs[0]), "--verify", "--data-dir", str(data_dir), "--output", str(tmp_path / "rescored")])
+        == 0
+    )
     assert "shapes_color: requests as the task builds them (3 samples)" in capsys.readouterr().out
     assert main(["score", str(prompt), "--verify"]) == 1
     out = capsys.readouterr().out
@@ -141,19 +148,30 @@ def _samples(run: Path, task: str) -> bytes:
 def test_samples_are_read_within_the_line_count_and_memory_limits(runs: list[Path], tmp_path: Path) -> None:
     files = read_run_files(runs[0])
     longest = max(len(line) for task in TASKS for line in _samples(runs[0], task).split(b"\n"))
-    with pytest.raises(HarnessError, match=rf"samples_shapes_\w+.jsonl line \d: over this server's "
-                                           rf"{longest - 1}-byte limit for one line"):
+    with pytest.raises(
+        HarnessError,
+        match=rf"samples_shapes_\w+.jsonl line \d: over this server's "
+        rf"{longest - 1}-byte limit for one line",
+    ):
         parse_bundle(files, Limits(max_line_bytes=longest - 1))
     assert parse_bundle(files, Limits(max_line_bytes=longest)).samples  # the longest line at the limit
-    with pytest.raises(HarnessError, match=r"samples_shapes_kind.jsonl line 2: over this server's limit of 4 "
-                                           r"sample records per submission"):
+    with pytest.raises(
+        HarnessError,
+        match=r"samples_shapes_kind.jsonl line 2: over this server's limit of 4 "
+        r"sample records per submission",
+    ):
         parse_bundle(files, Limits(max_samples=4))
     # a received file is read from disk, line by line, to the same bundle and hash as its bytes
     streamed = parse_bundle(bundle_paths(runs[0]))
     in_memory = parse_bundle(files)
-    assert streamed.content_hash == in_memory.content_hash == content_hash(
-        json.loads(files["results.json"]),
-        {t: [json.loads(x) for x in _samples(runs[0], t).decode().splitlines()] for t in in_memory.samples})
+    assert (
+        streamed.content_hash
+        == in_memory.content_hash
+        == content_hash(
+            json.loads(files["results.json"]),
+            {t: [json.loads(x) for x in _samples(runs[0], t).decode().splitlines()] for t in in_memory.samples},
+        )
+    )
 
     db, token, settings = _board(tmp_path, limits=Limits(max_samples=4))
     with running_server(create_app(settings, db)) as url:
@@ -201,18 +219,23 @@ def test_json_nested_past_the_documented_depth_is_refused_in_one_line(runs: list
     with running_server(create_app(settings, db)) as url:
         for doc in (_nested(350), _nested(500), _nested(960), "[" * 100_000 + "]" * 100_000):
             line = _with_doc(rows[0], doc)
-            answer = _upload(url, {**read_run_files(runs[0]),
-                                   "samples_shapes_color.jsonl": "\n".join([line, *rows[1:]]).encode()}, token)
+            answer = _upload(
+                url,
+                {**read_run_files(runs[0]), "samples_shapes_color.jsonl": "\n".join([line, *rows[1:]]).encode()},
+                token,
+            )
             assert answer.status_code == 422, answer.text
-            assert answer.json() == {"error": "samples_shapes_color.jsonl line 1: JSON nested deeper than 64 levels; "
-                                              "refused"}
+            assert answer.json() == {
+                "error": "samples_shapes_color.jsonl line 1: JSON nested deeper than 64 levels; refused"
+            }
         results = b'{"schema_version": 2, "x": ' + b"[" * 500 + b"]" * 500 + b"}"
         answer = _upload(url, {**read_run_files(runs[0]), "results.json": results}, token)
         assert answer.status_code == 422 and "nested deeper than 64" in answer.json()["error"]
 
 
 def test_an_abandoned_upload_is_one_log_line_and_every_error_is_json(
-        runs: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    runs: list[Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     db, token, settings = _board(tmp_path)
     body = _samples(runs[0], "shapes_color")
     with running_server(create_app(settings, db)) as url:
@@ -220,13 +243,21 @@ def test_an_abandoned_upload_is_one_log_line_and_every_error_is_json(
         with caplog.at_level(logging.WARNING):
             for _ in range(3):
                 with socket.create_connection(("127.0.0.1", port)) as sock:
-                    head = (f"POST /api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
-                            "Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 500000\r\n\r\n")
-                    sock.sendall(head.encode() + b'--B\r\nContent-Disposition: form-data; name="files"; '
-                                 b'filename="samples_shapes_color.jsonl"\r\n\r\n' + body)
+                    head = (
+                        f"POST /api/submissions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                        "Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 500000\r\n\r\n"
+                    )
+                    sock.sendall(
+                        head.encode() + b'--B\r\nContent-Disposition: form-data; name="files"; '
+                        b'filename="samples_shapes_color.jsonl"\r\n\r\n' + body
+                    )
             assert httpx.get(f"{url}/api/health").json()["ok"]
-        for path, method, status in (("/no/such/page", "GET", 404), ("/api/submissions", "DELETE", 405),
-                                     ("/api/health", "POST", 405), ("/api/submissions/abc", "GET", 422)):
+        for path, method, status in (
+            ("/no/such/page", "GET", 404),
+            ("/api/submissions", "DELETE", 405),
+            ("/api/health", "POST", 405),
+            ("/api/submissions/abc", "GET", 422),
+        ):
             answer = httpx.request(method, url + path)
             assert answer.status_code == status and set(answer.json()) == {"error"}, (path, answer.text)
     abandoned = [r for r in caplog.records if "abandoned" in r.getMessage()]

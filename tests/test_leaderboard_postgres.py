@@ -47,16 +47,33 @@ def postgres_url() -> Iterator[str]:
     if as_root:
         shutil.chown(root, "postgres", "postgres")
     data, port = root / "data", free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                    "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"), "-w",
-                    "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(root / "server.log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -87,9 +104,17 @@ def test_concurrent_uploads_to_a_postgres_backed_server(postgres_url: str, runs:
     token = create_token(db, "load")
     files = read_run_files(runs[1])
     with running_server(create_app(Settings(db_url=postgres_url), db)) as url, ThreadPoolExecutor(12) as pool:
-        answers = list(pool.map(lambda _: httpx.post(
-            f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
-            headers={"Authorization": f"Bearer {token}"}, timeout=120), range(12)))
+        answers = list(
+            pool.map(
+                lambda _: httpx.post(
+                    f"{url}/api/submissions",
+                    files=[("files", (n, d)) for n, d in files.items()],
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=120,
+                ),
+                range(12),
+            )
+        )
         assert {a.status_code for a in answers} <= {200, 201}, [a.text for a in answers if a.status_code > 201]
         assert sum(a.status_code == 201 for a in answers) == 1
         assert len({a.json()["id"] for a in answers}) == 1

@@ -37,12 +37,17 @@ def board(tmp_path: Path) -> tuple[str, str]:
 
 
 def _upload(url: str, files: dict[str, bytes], token: str) -> httpx.Response:
-    return httpx.post(f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
-                      headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return httpx.post(
+        f"{url}/api/submissions",
+        files=[("files", (n, d)) for n, d in files.items()],
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )
 
 
 def _png_header(width: int, height: int) -> bytes:
     """A PNG that declares ``width`` x ``height`` pixels (its data is a few bytes: a decompression bomb)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -59,13 +64,17 @@ def test_a_400_megapixel_png_is_413(board: tuple[str, str], runs: list[Path]) ->
 
 def test_ids_past_the_integer_range_are_404(board: tuple[str, str]) -> None:
     url, _ = board
-    for path in (f"/api/submissions/{HUGE}", f"/model/{HUGE}.html", f"/files/{HUGE}/results.json",
-                 f"/api/submissions/{-HUGE}", f"/files/{2**63}/results.json"):
+    for path in (
+        f"/api/submissions/{HUGE}",
+        f"/model/{HUGE}.html",
+        f"/files/{HUGE}/results.json",
+        f"/api/submissions/{-HUGE}",
+        f"/files/{2**63}/results.json",
+    ):
         assert httpx.get(url + path).status_code == 404, path
 
 
-def test_a_group_carried_without_all_its_tasks_is_422(board: tuple[str, str], runs: list[Path],
-                                                       tmp_path: Path) -> None:
+def test_a_group_carried_without_all_its_tasks_is_422(board: tuple[str, str], runs: list[Path], tmp_path: Path) -> None:
     url, token = board
 
     def drop_kind(results: dict) -> None:
@@ -95,25 +104,47 @@ def _corpus(good: dict[str, bytes]) -> list[tuple[bytes | dict[str, bytes], str 
 
     multipart = "multipart/form-data; boundary=b"
     return [
-        (b"", multipart), (b"--b--\r\n", multipart), (b"--b\r\n\r\n\r\n--b--", multipart),
+        (b"", multipart),
+        (b"--b--\r\n", multipart),
+        (b"--b\r\n\r\n\r\n--b--", multipart),
         (b'--b\r\nContent-Disposition: form-data; name="files"; filename="results.json"\r\n\r\n{', multipart),
-        (b"x" * 1000, "multipart/form-data"), (b"x" * 1000, "multipart/form-data; boundary="),
-        (b'{"files": []}', "application/json"), (b"\xff\xfe\x00", "application/octet-stream"), (b"", None),
-        ({"results.json": b""}, None), ({"results.json": b"\xff\xfe\xfa"}, None), ({"results.json": b"[]"}, None),
-        ({"results.json": b"1e999"}, None), ({"results.json": b"[" * 100_000}, None),
+        (b"x" * 1000, "multipart/form-data"),
+        (b"x" * 1000, "multipart/form-data; boundary="),
+        (b'{"files": []}', "application/json"),
+        (b"\xff\xfe\x00", "application/octet-stream"),
+        (b"", None),
+        ({"results.json": b""}, None),
+        ({"results.json": b"\xff\xfe\xfa"}, None),
+        ({"results.json": b"[]"}, None),
+        ({"results.json": b"1e999"}, None),
+        ({"results.json": b"[" * 100_000}, None),
         ({"results.json": b'{"schema_version": ' + b"9" * 5000 + b"}"}, None),
-        ({**good, "samples_shapes_kind.jsonl": b""}, None), ({**good, "samples_shapes_kind.jsonl": b"\xff\n"}, None),
-        ({**good, "samples_shapes_kind.jsonl": b"[]\n"}, None), ({**good, "plot.png": b""}, None),
-        ({**good, "plot.png": b"\x89PNG\r\n\x1a\n" + b"\0" * 40}, None), ({**good, "../x.png": b""}, None),
-        ({**good, "r\u00e9sultats.json": b"{}"}, None), ({**good, "": b"x"}, None),
-        (with_results(configs=5), None), (with_results(results="x"), None), (with_results(counts=[1]), None),
+        ({**good, "samples_shapes_kind.jsonl": b""}, None),
+        ({**good, "samples_shapes_kind.jsonl": b"\xff\n"}, None),
+        ({**good, "samples_shapes_kind.jsonl": b"[]\n"}, None),
+        ({**good, "plot.png": b""}, None),
+        ({**good, "plot.png": b"\x89PNG\r\n\x1a\n" + b"\0" * 40}, None),
+        ({**good, "../x.png": b""}, None),
+        ({**good, "r\u00e9sultats.json": b"{}"}, None),
+        ({**good, "": b"x"}, None),
+        (with_results(configs=5), None),
+        (with_results(results="x"), None),
+        (with_results(counts=[1]), None),
         (with_results(versions={"shapes_kind": HUGE, "shapes_color": None}), None),
-        (with_results(groups={"shapes": {"acc,none": HUGE}}), None), (with_results(group_subtasks={"x": 5}), None),
-        (with_results(group_subtasks={"shapes": ["nope"]}), None), (with_results(config=None), None),
-        (with_sample(doc_id=HUGE), None), (with_sample(doc_id=-1), None), (with_sample(doc_id="a"), None),
-        (with_sample(metrics={"exact_match": HUGE}), None), (with_sample(metrics=None), None),
-        (with_sample(responses=[HUGE]), None), (with_sample(task=None), None), (with_sample(doc=[1] * 3), None),
-        (with_sample(filtered_responses={"x": "y"}), None), (with_sample(doc_hash=HUGE), None),
+        (with_results(groups={"shapes": {"acc,none": HUGE}}), None),
+        (with_results(group_subtasks={"x": 5}), None),
+        (with_results(group_subtasks={"shapes": ["nope"]}), None),
+        (with_results(config=None), None),
+        (with_sample(doc_id=HUGE), None),
+        (with_sample(doc_id=-1), None),
+        (with_sample(doc_id="a"), None),
+        (with_sample(metrics={"exact_match": HUGE}), None),
+        (with_sample(metrics=None), None),
+        (with_sample(responses=[HUGE]), None),
+        (with_sample(task=None), None),
+        (with_sample(doc=[1] * 3), None),
+        (with_sample(filtered_responses={"x": "y"}), None),
+        (with_sample(doc_hash=HUGE), None),
     ]
 
 
@@ -133,7 +164,8 @@ def test_a_corpus_of_malformed_bodies_gets_no_5xx(board: tuple[str, str], runs: 
 
 
 def test_a_submission_over_its_rescoring_budget_is_unverifiable_and_others_flow(
-        runs: list[Path], tmp_path: Path) -> None:
+    runs: list[Path], tmp_path: Path
+) -> None:
     db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
     token = create_token(db, "alice")
     with running_server(create_app(Settings(rescore_timeout_s=0.001), db)) as url:

@@ -45,12 +45,14 @@ def _site_pages_with_working_links(site: Path) -> int:
 
 def _upload(url: str, files: dict[str, bytes], token: str | None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.post(f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()],
-                      headers=headers, timeout=120)
+    return httpx.post(
+        f"{url}/api/submissions", files=[("files", (n, d)) for n, d in files.items()], headers=headers, timeout=120
+    )
 
 
 def test_runs_submitted_from_the_command_line_appear_with_numbers_provenance_and_plots(
-        runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
     token = _token(db_url, "alice", capsys)
     with running_server(create_app(Settings(db_url=db_url, data_dir=data_dir))) as url:
@@ -66,13 +68,19 @@ def test_runs_submitted_from_the_command_line_appear_with_numbers_provenance_and
             run = read_run(run_dir)
             assert f'href="model/{record["id"]}.html">{run.config.model}</a>' in index
             value = run.results["shapes_color"]["exact_match,none"]
-            score = next(s for s in record["scores"]
-                         if s["task"] == "shapes_color" and s["metric"] == "exact_match,none")
+            score = next(
+                s for s in record["scores"] if s["task"] == "shapes_color" and s["metric"] == "exact_match,none"
+            )
             assert score["value"] == pytest.approx(value) and score["claimed"] == pytest.approx(value)
             assert f"{value:.3f}" in index
             page = httpx.get(f"{url}/model/{record['id']}.html").text
-            for item in (run.provenance.git_revision, run.provenance.model.fingerprint,
-                         run.provenance.datasets["shapes_color"].sha256, "alice", record["content_hash"]):
+            for item in (
+                run.provenance.git_revision,
+                run.provenance.model.fingerprint,
+                run.provenance.datasets["shapes_color"].sha256,
+                "alice",
+                record["content_hash"],
+            ):
                 assert item in page
             plots = re.findall(r'<img class="plot" src="\.\./(files/\d+/[^"]+\.png)"', page)
             assert plots and all(httpx.get(f"{url}/{p}").content.startswith(b"\x89PNG") for p in plots)
@@ -99,19 +107,23 @@ def test_abuse_is_refused_and_submitted_strings_are_escaped(runs: list[Path], tm
         answer = _upload(url, big, token)
         assert answer.status_code == 413 and "over this server's limit" in answer.json()["error"]
         part = b'--b\r\nContent-Disposition: form-data; name="files"; filename="results.json"\r\n\r\n'
-        chunked = httpx.post(f"{url}/api/submissions",  # no Content-Length: the server counts what arrives
-                             content=iter([part] + [b"x" * 65536] * 40 + [b"\r\n--b--\r\n"]),
-                             headers={"Authorization": f"Bearer {token}",
-                                      "Content-Type": "multipart/form-data; boundary=b"})
+        chunked = httpx.post(
+            f"{url}/api/submissions",  # no Content-Length: the server counts what arrives
+            content=iter([part] + [b"x" * 65536] * 40 + [b"\r\n--b--\r\n"]),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "multipart/form-data; boundary=b"},
+        )
         assert chunked.status_code == 413
-        garbage = httpx.post(f"{url}/api/submissions", content=b"--xx\r\nnot multipart at all",
-                             headers={"Authorization": f"Bearer {token}",
-                                      "Content-Type": "multipart/form-data; boundary=xx"})
+        garbage = httpx.post(
+            f"{url}/api/submissions",
+            content=b"--xx\r\nnot multipart at all",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "multipart/form-data; boundary=xx"},
+        )
         assert garbage.status_code == 400
         answer = _upload(url, {**good, "results.json": b'{"schema_version": 1}'}, token)
         assert answer.status_code == 422 and "results.json" in answer.json()["error"]
-        answer = httpx.post(f"{url}/api/submissions", data={"files": "text"},
-                            headers={"Authorization": f"Bearer {token}"})
+        answer = httpx.post(
+            f"{url}/api/submissions", data={"files": "text"}, headers={"Authorization": f"Bearer {token}"}
+        )
         assert answer.status_code == 400
 
         def rename(results: dict) -> None:
@@ -144,8 +156,10 @@ def test_fifty_concurrent_submissions_none_lost_or_duplicated(runs: list[Path], 
         results["provenance"]["started_at"] = f"2026-01-01T00:00:{i:02d}+00:00"
         variants.append({**base, "results.json": json.dumps(results).encode()})
     uploads = variants + variants[:10]
-    with running_server(create_app(Settings(quota=Quota(uploads_per_minute=50)), db)) as url, \
-            ThreadPoolExecutor(50) as pool:
+    with (
+        running_server(create_app(Settings(quota=Quota(uploads_per_minute=50)), db)) as url,
+        ThreadPoolExecutor(50) as pool,
+    ):
         answers = list(pool.map(lambda files: _upload(url, files, token), uploads))
         assert all(a.status_code in (200, 201) for a in answers), [a.text for a in answers if a.status_code > 201]
         ids = [a.json()["id"] for a in answers]
@@ -155,8 +169,9 @@ def test_fifty_concurrent_submissions_none_lost_or_duplicated(runs: list[Path], 
     assert len({s["content_hash"] for s in stored}) == 40
 
 
-def test_hub_layout_import_and_static_export(runs: list[Path], data_dir: Path, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture) -> None:
+def test_hub_layout_import_and_static_export(
+    runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     hub = tmp_path / "hub"
     for run_dir in runs:
         assert main(["submit", str(run_dir), "--to", str(hub)]) == 0
@@ -255,14 +270,19 @@ def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     from harness.cli import build_parser
     from harness.cli.leaderboard import _leaderboard_settings
 
-    args = build_parser().parse_args(["leaderboard", "import", "hub", "--vista-task", "shapes_color",
-                                      "--vista-theta", "0.3"])  # flags generated from the protocol's hooks
+    args = build_parser().parse_args(
+        ["leaderboard", "import", "hub", "--vista-task", "shapes_color", "--vista-theta", "0.3"]
+    )  # flags generated from the protocol's hooks
     assert _leaderboard_settings(args).protocol_options == {"vista": {"task": "shapes_color", "theta": 0.3}}
     port = free_port()
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    server = subprocess.Popen([sys.executable, "-m", "harness.cli", "leaderboard", "serve", "--db", db_url,
-                               "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "leaderboard", "serve", "--db", db_url, "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.time() + 60
         while True:
@@ -273,8 +293,11 @@ def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixt
                 assert server.poll() is None and time.time() < deadline, server.stdout.read().decode()
                 time.sleep(0.3)
         assert health == {"ok": True, "database": "sqlite"}
-        revoked = httpx.post(f"http://127.0.0.1:{port}/api/submissions", files=[("files", ("results.json", b"{}"))],
-                             headers={"Authorization": f"Bearer {token}"})
+        revoked = httpx.post(
+            f"http://127.0.0.1:{port}/api/submissions",
+            files=[("files", ("results.json", b"{}"))],
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert revoked.status_code == 401
         assert "No submissions yet" in httpx.get(f"http://127.0.0.1:{port}/").text
     finally:

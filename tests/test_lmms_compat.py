@@ -34,21 +34,50 @@ LIMIT = 6
 def test_lmms_eval_and_harness_agree_per_sample(tmp_path: Path, data_dir: Path) -> None:
     assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the compatibility test"
     model = tiny_model_path("llava")
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     done = subprocess.run(
-        [LMMS_PYTHON, "-m", "lmms_eval", "--model", "llava_hf",
-         "--model_args", f"pretrained={model},device=cpu,device_map=cpu", "--tasks", "shapes",
-         "--include_path", str(ROOT / "tasks"), "--batch_size", "1", "--limit", str(LIMIT),
-         "--output_path", str(tmp_path / "lmms"), "--log_samples", "--process_docs_parallel", "1",
-         "--verbosity", "DEBUG"],
+        [
+            LMMS_PYTHON,
+            "-m",
+            "lmms_eval",
+            "--model",
+            "llava_hf",
+            "--model_args",
+            f"pretrained={model},device=cpu,device_map=cpu",
+            "--tasks",
+            "shapes",
+            "--include_path",
+            str(ROOT / "tasks"),
+            "--batch_size",
+            "1",
+            "--limit",
+            str(LIMIT),
+            "--output_path",
+            str(tmp_path / "lmms"),
+            "--log_samples",
+            "--process_docs_parallel",
+            "1",
+            "--verbosity",
+            "DEBUG",
+        ],
         cwd=data_dir,  # lmms-eval reads dataset_path vlm-audit/shapes relative to the working directory
-        env=env, capture_output=True, text=True, timeout=900,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    ours = evaluate(create_backend(f"hf:{model}"), f"hf:{model}",
-                    EvalOptions(tasks=["shapes"], data_dir=data_dir, limit=LIMIT, use_cache=False,
-                                show_progress=False))[1]
+    ours = evaluate(
+        create_backend(f"hf:{model}"),
+        f"hf:{model}",
+        EvalOptions(tasks=["shapes"], data_dir=data_dir, limit=LIMIT, use_cache=False, show_progress=False),
+    )[1]
     registry = TaskRegistry.discover()
     for task in ("shapes_color", "shapes_kind"):
         until = tuple(registry.get(task).generation_kwargs.get("until", ()))

@@ -44,36 +44,90 @@ def _images(n: int, kind: str) -> list:
 def _columns() -> dict[str, tuple[str, str, dict[str, list]]]:
     """task -> (its YAML in lmms-eval's package, split, columns)."""
     return {
-        "pope": ("pope/pope.yaml", "test", {
-            "id": ["0", "1", "2"], "question_id": ["1", "2", "3"], "question": ["Is there a dog in the image?"] * 3,
-            "answer": ["yes", "no", "yes"], "image_source": ["a", "b", "c"], "image": _images(N, "pope"),
-            "category": ["adversarial"] * 3}),
-        "ai2d": ("ai2d/ai2d.yaml", "test", {
-            "question": ["Which part is red?", "What eats grass?", "Which is the sun?"],
-            "options": [["leaf", "stem", "root"], ["cow", "lion", "hawk", "snake"], ["A", "B"]],
-            "answer": ["0", "1", "1"], "image": _images(N, "ai2d")}),
-        "textvqa_val": ("textvqa/textvqa_val.yaml", "validation", {
-            "question_id": [1, 2, 3], "question": ["what is written?", "which brand?", "what number?"],
-            "answers": [["stop"] * 10, ["nike"] * 7 + ["adidas"] * 3, ["2", "two"] * 5],
-            "ocr_tokens": [["stop"], ["nike"], ["2"]], "image": _images(N, "textvqa")}),
-        "docvqa_val": ("docvqa/docvqa_val.yaml", "validation", {
-            "questionId": ["11", "12", "13"], "question": ["What is the date?", "Who signed?", "What is the total?"],
-            "answers": [["1990"], ["J. Smith", "Smith"], ["$10"]], "image": _images(N, "docvqa")}),
-        "chartqa": ("chartqa/chartqa.yaml", "test", {
-            "question": ["What is the peak value?", "Which year is lowest?", "How many bars?"],
-            "answer": ["12", "2004", "5"], "type": ["human_test", "augmented_test", "human_test"],
-            "image": _images(N, "chartqa")}),
-        "ocrbench": ("ocrbench/ocrbench.yaml", "test", {
-            "question": ["what is written in the image?"] * 3, "answer": [["hello"], ["world"], ["x+1"]],
-            "dataset": ["IIIT5K", "ctw", "HME100k"],
-            "question_type": ["Regular Text Recognition", "Scene Text-centric VQA",
-                              "Handwritten Mathematical Expression Recognition"], "image": _images(N, "ocrbench")}),
-        "seedbench_ppl": ("seedbench/seedbench_ppl.yaml", "test", {
-            "question": ["What color is it?", "Is it round?", "How many?"], "choice_a": ["red", "yes", "one"],
-            "choice_b": ["green", "no", "two"], "choice_c": ["blue", "maybe", "three"],
-            "choice_d": ["gray", "never", "four"], "answer": ["A", "B", "C"],
-            "data_type": ["image"] * 3, "question_id": ["q1", "q2", "q3"],
-            "image": [[img] for img in _images(N, "seedbench")]}),
+        "pope": (
+            "pope/pope.yaml",
+            "test",
+            {
+                "id": ["0", "1", "2"],
+                "question_id": ["1", "2", "3"],
+                "question": ["Is there a dog in the image?"] * 3,
+                "answer": ["yes", "no", "yes"],
+                "image_source": ["a", "b", "c"],
+                "image": _images(N, "pope"),
+                "category": ["adversarial"] * 3,
+            },
+        ),
+        "ai2d": (
+            "ai2d/ai2d.yaml",
+            "test",
+            {
+                "question": ["Which part is red?", "What eats grass?", "Which is the sun?"],
+                "options": [["leaf", "stem", "root"], ["cow", "lion", "hawk", "snake"], ["A", "B"]],
+                "answer": ["0", "1", "1"],
+                "image": _images(N, "ai2d"),
+            },
+        ),
+        "textvqa_val": (
+            "textvqa/textvqa_val.yaml",
+            "validation",
+            {
+                "question_id": [1, 2, 3],
+                "question": ["what is written?", "which brand?", "what number?"],
+                "answers": [["stop"] * 10, ["nike"] * 7 + ["adidas"] * 3, ["2", "two"] * 5],
+                "ocr_tokens": [["stop"], ["nike"], ["2"]],
+                "image": _images(N, "textvqa"),
+            },
+        ),
+        "docvqa_val": (
+            "docvqa/docvqa_val.yaml",
+            "validation",
+            {
+                "questionId": ["11", "12", "13"],
+                "question": ["What is the date?", "Who signed?", "What is the total?"],
+                "answers": [["1990"], ["J. Smith", "Smith"], ["$10"]],
+                "image": _images(N, "docvqa"),
+            },
+        ),
+        "chartqa": (
+            "chartqa/chartqa.yaml",
+            "test",
+            {
+                "question": ["What is the peak value?", "Which year is lowest?", "How many bars?"],
+                "answer": ["12", "2004", "5"],
+                "type": ["human_test", "augmented_test", "human_test"],
+                "image": _images(N, "chartqa"),
+            },
+        ),
+        "ocrbench": (
+            "ocrbench/ocrbench.yaml",
+            "test",
+            {
+                "question": ["what is written in the image?"] * 3,
+                "answer": [["hello"], ["world"], ["x+1"]],
+                "dataset": ["IIIT5K", "ctw", "HME100k"],
+                "question_type": [
+                    "Regular Text Recognition",
+                    "Scene Text-centric VQA",
+                    "Handwritten Mathematical Expression Recognition",
+                ],
+                "image": _images(N, "ocrbench"),
+            },
+        ),
+        "seedbench_ppl": (
+            "seedbench/seedbench_ppl.yaml",
+            "test",
+            {
+                "question": ["What color is it?", "Is it round?", "How many?"],
+                "choice_a": ["red", "yes", "one"],
+                "choice_b": ["green", "no", "two"],
+                "choice_c": ["blue", "maybe", "three"],
+                "choice_d": ["gray", "never", "four"],
+                "answer": ["A", "B", "C"],
+                "data_type": ["image"] * 3,
+                "question_id": ["q1", "q2", "q3"],
+                "image": [[img] for img in _images(N, "seedbench")],
+            },
+        ),
     }
 
 
@@ -92,15 +146,26 @@ def _write_dataset(data_dir: Path, yaml_file: Path, split: str, columns: dict[st
     parquet.parent.mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_dict(columns, features=plain).to_parquet(str(parquet))
     if name:
-        write(folder / "README.md", f"---\nconfigs:\n- config_name: {name}\n  data_files:\n  - split: {split}\n"
-                                    f"    path: {name}/{split}-*\n---\n")
+        write(
+            folder / "README.md",
+            f"---\nconfigs:\n- config_name: {name}\n  data_files:\n  - split: {split}\n"
+            f"    path: {name}/{split}-*\n---\n",
+        )
 
 
 def _lmms_tasks_dir() -> Path:
     assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the cross-run suite"
-    done = subprocess.run([LMMS_PYTHON, "-c", "import importlib.util; print(importlib.util.find_spec('lmms_eval')"
-                                             ".submodule_search_locations[0])"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [
+            LMMS_PYTHON,
+            "-c",
+            "import importlib.util; print(importlib.util.find_spec('lmms_eval').submodule_search_locations[0])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return Path(done.stdout.strip()) / "tasks"
 
 
@@ -127,11 +192,37 @@ def _harness(env: dict[str, str], tmp: Path, out: str, names: str, data: Path, i
     """``harness eval`` of the tasks as lmms-eval's llava_hf runs them; its results.json."""
     model = tiny_model_path("llava")
     done = subprocess.run(
-        [LMMS_PYTHON or "", "-m", "harness.cli", "eval", "--model", f"hf:{model}", "--model-args", "device=cpu",
-         "--lmms-model", "llava_hf", "--tasks", names, "--limit", str(N), "--data-dir", str(data),
-         "--output", str(tmp / out), "--cache", str(tmp / "store.sqlite"), "--verbosity", "quiet",
-         *[arg for path in includes for arg in ("--include-path", path)]],
-        cwd=tmp, env=env, capture_output=True, text=True, timeout=1500)
+        [
+            LMMS_PYTHON or "",
+            "-m",
+            "harness.cli",
+            "eval",
+            "--model",
+            f"hf:{model}",
+            "--model-args",
+            "device=cpu",
+            "--lmms-model",
+            "llava_hf",
+            "--tasks",
+            names,
+            "--limit",
+            str(N),
+            "--data-dir",
+            str(data),
+            "--output",
+            str(tmp / out),
+            "--cache",
+            str(tmp / "store.sqlite"),
+            "--verbosity",
+            "quiet",
+            *[arg for path in includes for arg in ("--include-path", path)],
+        ],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     (results,) = (tmp / out).rglob("results.json")
     return results
@@ -152,8 +243,13 @@ def both_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     includes = [str((tasks_dir / yaml_name).parent) for yaml_name, _, _ in tasks.values()]
     for yaml_name, split, columns in tasks.values():
         _write_dataset(data, tasks_dir / yaml_name, split, columns)
-    env = {**os.environ, "HF_HOME": str(tmp / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     names = ",".join(tasks)
     first = _harness(env, tmp, "first", names, data, includes)
     shutil.rmtree(data)
@@ -161,11 +257,33 @@ def both_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
         _fit_answers(task, columns, _samples(first.parent / f"samples_{task}.jsonl"))
         _write_dataset(data, tasks_dir / yaml_name, split, columns)
     lmms = subprocess.run(
-        [LMMS_PYTHON or "", "-c", LMMS_DRIVER, "--model", "llava_hf",
-         "--model_args", f"pretrained={tiny_model_path('llava')},device=cpu,device_map=cpu", "--tasks", names,
-         "--batch_size", "1", "--limit", str(N), "--output_path", str(tmp / "lmms"), "--log_samples",
-         "--process_docs_parallel", "1", "--force_simple"],
-        cwd=data, env=env, capture_output=True, text=True, timeout=1500)
+        [
+            LMMS_PYTHON or "",
+            "-c",
+            LMMS_DRIVER,
+            "--model",
+            "llava_hf",
+            "--model_args",
+            f"pretrained={tiny_model_path('llava')},device=cpu,device_map=cpu",
+            "--tasks",
+            names,
+            "--batch_size",
+            "1",
+            "--limit",
+            str(N),
+            "--output_path",
+            str(tmp / "lmms"),
+            "--log_samples",
+            "--process_docs_parallel",
+            "1",
+            "--force_simple",
+        ],
+        cwd=data,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert lmms.returncode == 0, lmms.stderr[-3000:]
     ours = _harness(env, tmp, "ours", names, data, includes)
     assert json.loads(ours.read_text())["provenance"]["requests"]["generated"] == 0  # the same prompts again
@@ -220,14 +338,17 @@ def test_lmms_eval_task_gives_lmms_eval_numbers(task: str, both_runs: tuple[dict
             assert _same(mine["results"]["results"][task][key], value), (task, key, value)
 
 
-def test_fitted_answers_make_the_compared_metrics_non_trivial(
-        both_runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
+def test_fitted_answers_make_the_compared_metrics_non_trivial(both_runs: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """Doc 0's gold is the model's own answer, so these are above 0 in lmms-eval (and equal in the harness):
     the equality above compares real scores, not only zeros."""
     theirs, _ = both_runs
-    for task, key in (("textvqa_val", "exact_match,none"), ("docvqa_val", "anls,none"),
-                      ("chartqa", "relaxed_overall,none"), ("ocrbench", "ocrbench_accuracy,none"),
-                      ("seedbench_ppl", "acc,none")):
+    for task, key in (
+        ("textvqa_val", "exact_match,none"),
+        ("docvqa_val", "anls,none"),
+        ("chartqa", "relaxed_overall,none"),
+        ("ocrbench", "ocrbench_accuracy,none"),
+        ("seedbench_ppl", "acc,none"),
+    ):
         assert theirs["results"][task][key] > 0, (task, theirs["results"][task])
 
 
@@ -237,7 +358,9 @@ def test_the_run_records_the_lmms_eval_defaults_it_applied(both_runs: tuple[dict
     _, mine = both_runs
     config, generation = mine["results"]["config"], mine["results"]["provenance"]["generation"]
     assert config["lmms_model"] == "llava_hf"
-    assert config["applied_defaults"]["textvqa_val"]["max_new_tokens"] == {"value": 1024,
-                                                                           "from": "lmms-eval model llava_hf"}
+    assert config["applied_defaults"]["textvqa_val"]["max_new_tokens"] == {
+        "value": 1024,
+        "from": "lmms-eval model llava_hf",
+    }
     assert generation["textvqa_val"]["max_new_tokens"] == 1024 and generation["chartqa"]["max_new_tokens"] == 16
     assert generation["textvqa_val"]["until"] == [] and "max_new_tokens" not in config["applied_defaults"]["chartqa"]

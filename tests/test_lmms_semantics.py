@@ -62,13 +62,17 @@ def test_anls_hand_computed() -> None:
 
 def test_builtin_metrics_without_process_results(tmp_path: Path) -> None:
     """gqa-style exact_match options, docvqa-style anls over a list of answers, and a stripped answer."""
-    em = _config(tmp_path / "em", "em", """\
+    em = _config(
+        tmp_path / "em",
+        "em",
+        """\
 doc_to_target: answer
 metric_list:
   - metric: exact_match
     ignore_case: true
     ignore_punctuation: true
-""")
+""",
+    )
     record = _scored(TaskRuntime(em, None), {"question": "q", "answer": "Red"}, " red.")
     assert record.metrics == {"exact_match,none": 1.0}
     listed = _config(tmp_path / "anls", "anls", "doc_to_target: answers\nmetric_list:\n  - metric: anls\n")
@@ -76,16 +80,22 @@ metric_list:
     assert record.metrics == {"anls,none": pytest.approx(0.8)}
     several = _config(tmp_path / "any", "any", "doc_to_target: answers\nmetric_list:\n  - metric: exact_match\n")
     assert _scored(TaskRuntime(several, None), {"question": "q", "answers": ["a", "b"]}, "b").metrics == {
-        "exact_match,none": 1.0}
+        "exact_match,none": 1.0
+    }
     # generate_until with doc_to_choice: the target index stands for its choice
-    chosen = _config(tmp_path / "choice", "choice", """\
+    chosen = _config(
+        tmp_path / "choice",
+        "choice",
+        """\
 doc_to_target: "{{label}}"
 doc_to_choice: ["cat", "dog"]
 metric_list:
   - metric: exact_match
-""")
+""",
+    )
     assert _scored(TaskRuntime(chosen, None), {"question": "q", "label": 1}, "dog ").metrics == {
-        "exact_match,none": 1.0}
+        "exact_match,none": 1.0
+    }
 
 
 def test_a_metric_no_code_computes_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -96,13 +106,18 @@ def test_a_metric_no_code_computes_is_refused_in_one_line(tmp_path: Path) -> Non
 
 
 def test_process_results_gets_stripped_answers(tmp_path: Path) -> None:
-    config = _config(tmp_path, "strip", """\
+    config = _config(
+        tmp_path,
+        "strip",
+        """\
 doc_to_target: answer
 process_results: !function utils.echo
 metric_list:
   - metric: seen
     aggregation: !function utils.first
-""", "def echo(doc, results):\n    return {'seen': results[0]}\n\n\ndef first(items):\n    return items[0]\n")
+""",
+        "def echo(doc, results):\n    return {'seen': results[0]}\n\n\ndef first(items):\n    return items[0]\n",
+    )
     record = _scored(TaskRuntime(config, None), {"question": "q", "answer": "a"}, "  42\n")
     assert record.metrics == {"seen,none": "42"}
 
@@ -127,13 +142,18 @@ def aggregate(results, args):
 def test_aggregation_with_args_and_state_that_never_leaks(tmp_path: Path) -> None:
     """OCRBench's shape: an aggregation taking ``args`` that adds into a module-level dict. Two runtimes (two
     models, or the same task again) each count only their own samples."""
-    config = _config(tmp_path / "task", "ocr", """\
+    config = _config(
+        tmp_path / "task",
+        "ocr",
+        """\
 doc_to_target: answer
 process_results: !function utils.process
 metric_list:
   - metric: acc
     aggregation: !function utils.aggregate
-""", OCR_UTILS)
+""",
+        OCR_UTILS,
+    )
     docs = [{"question": "q", "answer": "a"}, {"question": "q", "answer": "b"}]
     for run in ("first", "second"):
         runtime = TaskRuntime(config, None)
@@ -172,7 +192,10 @@ def target(doc, kind):
 def test_function_filter_class_and_model_specific_target_kwargs(tmp_path: Path) -> None:
     """ai2d's shape: a filter class from the task's utils.py built with the step's keys and applied with the
     doc; ``doc_to_target`` called with the model's ``model_specific_target_kwargs`` value."""
-    config = _config(tmp_path, "mc", """\
+    config = _config(
+        tmp_path,
+        "mc",
+        """\
 doc_to_target: !function utils.target
 model_specific_target_kwargs:
   default: mcq
@@ -184,7 +207,9 @@ filter_list:
         regex_pattern: "([A-Z])\\\\."
 metric_list:
   - metric: exact_match
-""", MC_UTILS)
+""",
+        MC_UTILS,
+    )
     doc = {"question": "q", "answer": 1, "options": ["x", "y", "z"], "fallback": "?"}
     assert _scored(TaskRuntime(config, None), doc, "B. y").metrics == {"exact_match,flexible": 1.0}
     assert _scored(TaskRuntime(config, None), doc, "none").filtered == {"flexible": "?"}
@@ -192,8 +217,12 @@ metric_list:
 
 
 def test_multi_choice_regex_as_lmms_eval_reads_it() -> None:
-    step = resolve_step(FilterStep("multi_choice_regex", {"regex_pattern": r"(\([A-D]\))", "ignore_case": True,
-                                                          "ignore_punctuation": True}), "t")
+    step = resolve_step(
+        FilterStep(
+            "multi_choice_regex", {"regex_pattern": r"(\([A-D]\))", "ignore_case": True, "ignore_punctuation": True}
+        ),
+        "t",
+    )
     doc = {"choices": ["red car", "Blue sky", "green"]}
     assert apply_pipeline([step], ["I pick (C)"], doc) == ["(C)"]
     assert apply_pipeline([step], ["It is the BLUE SKY!"], doc) == ["(B)"]
@@ -204,7 +233,9 @@ def test_multi_choice_regex_as_lmms_eval_reads_it() -> None:
 def test_default_answer_length_per_family_and_lmms_model(tmp_path: Path) -> None:
     config = _config(tmp_path, "gen", "doc_to_target: answer\nmetric_list:\n  - metric: exact_match\n")
     assert task_generation_kwargs(config, "llava_hf", {}) == (
-        {"max_new_tokens": 1024}, {"max_new_tokens": {"value": 1024, "from": "lmms-eval model llava_hf"}})
+        {"max_new_tokens": 1024},
+        {"max_new_tokens": {"value": 1024, "from": "lmms-eval model llava_hf"}},
+    )
     assert task_generation_kwargs(config, "qwen2_vl", {})[0] == {"max_new_tokens": 128}
     assert task_generation_kwargs(config, "qwen2_vl", {"max_new_tokens": 9}) == ({"max_new_tokens": 9}, {})
     assert task_generation_kwargs(config, "blip-2", {}) == ({}, {})  # no lmms-eval class: the harness's 256
@@ -217,16 +248,25 @@ def test_default_answer_length_per_family_and_lmms_model(tmp_path: Path) -> None
 
 
 def test_task_code_that_imports_lmms_eval_fails_in_one_line_naming_the_extra(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "lmms_eval", None)  # as if lmms-eval were not installed
-    config = _config(tmp_path, "needs", """\
+    config = _config(
+        tmp_path,
+        "needs",
+        """\
 doc_to_target: answer
 process_results: !function utils.process
 metric_list:
   - metric: acc
-""", "from lmms_eval.tasks._task_utils.file_utils import generate_submission_file\n\n\n"
-     "def process(doc, results):\n    return {}\n")
-    with pytest.raises(TaskConfigError, match=r"imports lmms_eval, which is not installed: pip install "
-                                              r"\"vlm-audit-harness\[lmms\]\"") as err:
+""",
+        "from lmms_eval.tasks._task_utils.file_utils import generate_submission_file\n\n\n"
+        "def process(doc, results):\n    return {}\n",
+    )
+    with pytest.raises(
+        TaskConfigError,
+        match=r"imports lmms_eval, which is not installed: pip install "
+        r"\"vlm-audit-harness\[lmms\]\"",
+    ) as err:
         TaskRuntime(config, None)
     assert "\n" not in str(err.value)

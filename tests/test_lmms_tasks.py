@@ -66,11 +66,14 @@ print(json.dumps(out))
 """
 
 
-def test_list_form_metadata_reaches_the_audit_hook(tmp_path: Path, data_dir: Path,
-                                                   capsys: pytest.CaptureFixture) -> None:
+def test_list_form_metadata_reaches_the_audit_hook(
+    tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
     """lmms-eval writes ``metadata: [{version: 0.0}]``; the hook reads the typed config, not raw YAML."""
     folder = tmp_path / "listed"
-    write(folder / "listed.yaml", """\
+    write(
+        folder / "listed.yaml",
+        """\
 task: listed_meta
 dataset_path: vlm-audit/shapes
 test_split: test
@@ -83,11 +86,26 @@ metric_list:
 metadata:
   - version: 0.0
   - harness_audit: vista
-""")
+""",
+    )
     write(folder / "utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
-    argv = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "listed_meta", "--include-path", str(folder),
-            "--data-dir", str(data_dir), "--limit", "2", "--cache", str(tmp_path / "store.sqlite"),
-            "--verbosity", "quiet"]
+    argv = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "listed_meta",
+        "--include-path",
+        str(folder),
+        "--data-dir",
+        str(data_dir),
+        "--limit",
+        "2",
+        "--cache",
+        str(tmp_path / "store.sqlite"),
+        "--verbosity",
+        "quiet",
+    ]
     assert main(argv) == 0
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
@@ -99,9 +117,15 @@ def lmms_tasks_dir() -> Path:
     """The ``tasks`` folder of the installed lmms-eval, found without importing lmms-eval."""
     assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the lmms-eval task tests"
     done = subprocess.run(
-        [LMMS_PYTHON, "-c", "import importlib.util; print(importlib.util.find_spec('lmms_eval')"
-                            ".submodule_search_locations[0])"],
-        capture_output=True, text=True, timeout=60, check=True,
+        [
+            LMMS_PYTHON,
+            "-c",
+            "import importlib.util; print(importlib.util.find_spec('lmms_eval').submodule_search_locations[0])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return Path(done.stdout.strip()) / "tasks"
 
@@ -118,24 +142,36 @@ def _reason(message: str) -> str:
 def test_every_lmms_eval_task_yaml_loads_or_is_refused_in_one_line(lmms_tasks_dir: Path) -> None:
     """Two figures: configs that parse, and configs whose filters, metrics and aggregations all resolve (read
     from the task files without running them), each at least 98% of lmms-eval's task configs."""
-    done = subprocess.run([sys.executable, "-c", CORPUS_SCRIPT, str(lmms_tasks_dir)], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", CORPUS_SCRIPT, str(lmms_tasks_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
     by_reason = Counter(_reason(m) for m in out["refused"].values())
     total = len(out["parsed"]) + len(out["refused"])
-    print(f"\nlmms-eval task configs: {len(out['parsed'])} of {total} parsed ({len(out['parsed']) / total:.1%}), "
-          f"{len(out['refused'])} refused ({dict(by_reason.most_common())}); {out['groups']} groups, "
-          f"{out['fragments']} include fragments")
+    print(
+        f"\nlmms-eval task configs: {len(out['parsed'])} of {total} parsed ({len(out['parsed']) / total:.1%}), "
+        f"{len(out['refused'])} refused ({dict(by_reason.most_common())}); {out['groups']} groups, "
+        f"{out['fragments']} include fragments"
+    )
     resolved = len(out["parsed"]) - len(out["unresolved"])
     upstream = sum(bool(UNRUNNABLE_UPSTREAM.search(m)) for m in out["unresolved"].values()) + len(BROKEN_UPSTREAM)
     runnable = total - upstream  # the configs lmms-eval itself can run
-    print(f"lmms-eval task configs whose filters, metrics and aggregations all resolve: {resolved} of the {runnable} "
-          f"lmms-eval itself can run ({resolved / runnable:.1%}; {resolved / total:.1%} of all {total}); not: "
-          f"{dict(Counter(out['unresolved'].values()).most_common())}")
+    print(
+        f"lmms-eval task configs whose filters, metrics and aggregations all resolve: {resolved} of the {runnable} "
+        f"lmms-eval itself can run ({resolved / runnable:.1%}; {resolved / total:.1%} of all {total}); not: "
+        f"{dict(Counter(out['unresolved'].values()).most_common())}"
+    )
     assert all("\n" not in m for m in out["refused"].values())
-    unexpected = {name: m for name, m in out["refused"].items()
-                  if _reason(m) not in KNOWN_REFUSALS and BROKEN_UPSTREAM.get(name, "\0") not in m}
+    unexpected = {
+        name: m
+        for name, m in out["refused"].items()
+        if _reason(m) not in KNOWN_REFUSALS and BROKEN_UPSTREAM.get(name, "\0") not in m
+    }
     assert not unexpected, unexpected
     assert len(out["parsed"]) >= 0.98 * total
     assert all(UNRUNNABLE_UPSTREAM.search(m) for m in out["unresolved"].values()), out["unresolved"]
@@ -152,25 +188,44 @@ def _images(n: int) -> list:
 
 def _mme(images: list) -> dict[str, list]:
     """Two pairs (MME scores each image's yes and no question together): one perception, one cognition."""
-    return {"question_id": ["existence/1.png"] * 2 + ["commonsense_reasoning/2.png"] * 2,
-            "image": [images[0], images[0], images[1], images[1]],
-            "question": ["Is there a square? Please answer yes or no."] * 4, "answer": ["Yes", "No", "Yes", "No"],
-            "category": ["existence"] * 2 + ["commonsense_reasoning"] * 2}
+    return {
+        "question_id": ["existence/1.png"] * 2 + ["commonsense_reasoning/2.png"] * 2,
+        "image": [images[0], images[0], images[1], images[1]],
+        "question": ["Is there a square? Please answer yes or no."] * 4,
+        "answer": ["Yes", "No", "Yes", "No"],
+        "category": ["existence"] * 2 + ["commonsense_reasoning"] * 2,
+    }
 
 
 def _pope(images: list) -> dict[str, list]:
-    return {"id": ["0", "1", "2", "3"], "question_id": ["1", "2", "3", "4"],
-            "question": ["Is there a dog in the image?"] * 4, "answer": ["yes", "no", "yes", "no"],
-            "image_source": ["a", "b", "c", "d"], "image": images, "category": ["adversarial"] * 4}
+    return {
+        "id": ["0", "1", "2", "3"],
+        "question_id": ["1", "2", "3", "4"],
+        "question": ["Is there a dog in the image?"] * 4,
+        "answer": ["yes", "no", "yes", "no"],
+        "image_source": ["a", "b", "c", "d"],
+        "image": images,
+        "category": ["adversarial"] * 4,
+    }
 
 
 def _scienceqa(images: list) -> dict[str, list]:
     n = len(images)
-    return {"image": images, "question": ["Which color is shown?"] * n,
-            "choices": [["red", "green", "blue"]] * n, "answer": [0, 1, 2, 0][:n], "hint": ["", "Look.", "", ""][:n],
-            "task": ["closed choice"] * n, "grade": ["grade2"] * n, "subject": ["natural science"] * n,
-            "topic": ["colors"] * n, "category": ["Colors"] * n, "skill": ["Identify colors"] * n,
-            "lecture": [""] * n, "solution": [""] * n}
+    return {
+        "image": images,
+        "question": ["Which color is shown?"] * n,
+        "choices": [["red", "green", "blue"]] * n,
+        "answer": [0, 1, 2, 0][:n],
+        "hint": ["", "Look.", "", ""][:n],
+        "task": ["closed choice"] * n,
+        "grade": ["grade2"] * n,
+        "subject": ["natural science"] * n,
+        "topic": ["colors"] * n,
+        "category": ["Colors"] * n,
+        "skill": ["Identify colors"] * n,
+        "lecture": [""] * n,
+        "solution": [""] * n,
+    }
 
 
 def _write_copy(data_dir: Path, yaml_file: Path, columns: dict[str, list]) -> None:
@@ -187,8 +242,10 @@ def _write_copy(data_dir: Path, yaml_file: Path, columns: dict[str, list]) -> No
     parquet.parent.mkdir(parents=True)
     datasets.Dataset.from_dict(columns, features=features).to_parquet(str(parquet))
     if name:
-        write(folder / "README.md", f"---\nconfigs:\n- config_name: {name}\n  data_files:\n  - split: test\n"
-                                    f"    path: {name}/test-*\n---\n")
+        write(
+            folder / "README.md",
+            f"---\nconfigs:\n- config_name: {name}\n  data_files:\n  - split: test\n    path: {name}/test-*\n---\n",
+        )
 
 
 @pytest.mark.lmms
@@ -196,19 +253,43 @@ def _write_copy(data_dir: Path, yaml_file: Path, columns: dict[str, list]) -> No
 def test_lmms_eval_task_folders_run_unchanged(tmp_path: Path, lmms_tasks_dir: Path) -> None:
     """MME, POPE and ScienceQA-IMG (multiple choice as generate_until), straight from lmms-eval's package."""
     images = _images(4)
-    tasks = {"mme": ("mme/mme.yaml", _mme(images), {"mme_perception_score", "mme_cognition_score"}),
-             "pope": ("pope/pope.yaml", _pope(images), {"pope_accuracy", "pope_precision", "pope_recall",
-                                                         "pope_f1_score", "pope_yes_ratio"}),
-             "scienceqa_img": ("scienceqa/scienceqa_img.yaml", _scienceqa(images), {"exact_match"})}
+    tasks = {
+        "mme": ("mme/mme.yaml", _mme(images), {"mme_perception_score", "mme_cognition_score"}),
+        "pope": (
+            "pope/pope.yaml",
+            _pope(images),
+            {"pope_accuracy", "pope_precision", "pope_recall", "pope_f1_score", "pope_yes_ratio"},
+        ),
+        "scienceqa_img": ("scienceqa/scienceqa_img.yaml", _scienceqa(images), {"exact_match"}),
+    }
     data = tmp_path / "data"
-    argv = ["eval", "--model", "tiny:qwen2_vl", "--tasks", ",".join(tasks), "--data-dir", str(data),
-            "--output", str(tmp_path / "out"), "--cache", str(tmp_path / "store.sqlite"), "--verbosity", "quiet"]
+    argv = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        ",".join(tasks),
+        "--data-dir",
+        str(data),
+        "--output",
+        str(tmp_path / "out"),
+        "--cache",
+        str(tmp_path / "store.sqlite"),
+        "--verbosity",
+        "quiet",
+    ]
     for yaml_name, columns, _ in tasks.values():
         _write_copy(data, lmms_tasks_dir / yaml_name, columns)
         argv += ["--include-path", str((lmms_tasks_dir / yaml_name).parent)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    done = subprocess.run([LMMS_PYTHON or "", "-m", "harness.cli", *argv], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [LMMS_PYTHON or "", "-m", "harness.cli", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     print(done.stdout)  # the summary table, shown with -s
     (results_file,) = (tmp_path / "out").rglob("results.json")

@@ -33,9 +33,11 @@ metric_list:
 """
 ARC_ROWS = {
     "question": ["What color is the sky?", "Which one is a shape?", "How many legs has a dog?"],
-    "choices": [{"text": ["blue", "green grass", "red"], "label": ["A", "B", "C"]},
-                {"text": ["circle", "dog"], "label": ["A", "B"]},
-                {"text": ["two", "four", "three", "one"], "label": ["1", "2", "3", "4"]}],
+    "choices": [
+        {"text": ["blue", "green grass", "red"], "label": ["A", "B", "C"]},
+        {"text": ["circle", "dog"], "label": ["A", "B"]},
+        {"text": ["two", "four", "three", "one"], "label": ["1", "2", "3", "4"]},
+    ],
     "answerKey": ["A", "A", "2"],
 }
 
@@ -57,15 +59,16 @@ def text_backend() -> HFBackend:
 def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[float, int]:
     """Summed log-probability of the continuation from one plain full forward pass (no cache, no batch)."""
     prompt_text, images = backend._render(messages)
-    full_text, _ = backend._render([*messages, {"role": "assistant", "content": [{"type": "text",
-                                                                                  "text": continuation}]}],
-                                   add_generation_prompt=False)
+    full_text, _ = backend._render(
+        [*messages, {"role": "assistant", "content": [{"type": "text", "text": continuation}]}],
+        add_generation_prompt=False,
+    )
     n_prompt = backend.encode([prompt_text], [images])["input_ids"].shape[1]
     encoded = backend.encode([full_text], [images])
     ids = encoded["input_ids"]
     with torch.no_grad():
         logprobs = torch.log_softmax(backend.model(**encoded).logits.float(), -1)[0]
-    picked = logprobs[n_prompt - 1:-1].gather(-1, ids[0, n_prompt:, None])
+    picked = logprobs[n_prompt - 1 : -1].gather(-1, ids[0, n_prompt:, None])
     return float(picked.sum()), ids.shape[1] - n_prompt
 
 
@@ -87,10 +90,16 @@ def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBack
 def test_choice_metrics_follow_lmms_eval() -> None:
     # losses 2.0, 1.5, 3.0 -> acc picks choice 1; per character 2/1, 1.5/6, 3/2 -> acc_norm picks 1 too
     assert choice_metrics([2.0, 1.5, 3.0], [False, True, False], ["a", "bbbbbb", "cc"], 1) == {
-        "acc": 1.0, "acc_norm": 1.0, "exact_match": 1.0}
+        "acc": 1.0,
+        "acc_norm": 1.0,
+        "exact_match": 1.0,
+    }
     # losses 1.0, 1.5: acc picks 0; per character 1/1 = 1.0 vs 1.5/6 = 0.25: acc_norm picks 1
     assert choice_metrics([1.0, 1.5], [True, False], ["a", "bbbbbb"], "a") == {
-        "acc": 1.0, "acc_norm": 0.0, "exact_match": 1.0}
+        "acc": 1.0,
+        "acc_norm": 0.0,
+        "exact_match": 1.0,
+    }
     assert gold_indices(5, ["a", "b"]) == [-100] and gold_indices("z", ["a"]) == [-100]
     assert gold_indices([0, 3], ["a", "b"]) == [0, -100]
     assert choice_metrics([1.0, 0.5], [False, False], ["a", "b"], [0, 1])["acc"] == 1.0
@@ -98,8 +107,9 @@ def test_choice_metrics_follow_lmms_eval() -> None:
 
 def test_arc_format_task_runs_and_is_cached(tmp_path: Path, text_backend: HFBackend) -> None:
     tasks = arc_task(tmp_path)
-    opts = EvalOptions(tasks=["arc_tiny"], include_paths=[str(tasks)], store_path=tmp_path / "store.sqlite",
-                       show_progress=False)
+    opts = EvalOptions(
+        tasks=["arc_tiny"], include_paths=[str(tasks)], store_path=tmp_path / "store.sqlite", show_progress=False
+    )
     run, samples, _ = evaluate(text_backend, "tiny:qwen3", opts)
     records = samples["arc_tiny"]
     assert [r.target for r in records] == [0, 0, 1]
@@ -113,8 +123,10 @@ def test_arc_format_task_runs_and_is_cached(tmp_path: Path, text_backend: HFBack
         assert record.choices[0].loglikelihood == pytest.approx(ll, abs=1e-4)
         best = min(range(len(losses)), key=losses.__getitem__)
         best_norm = min(range(len(losses)), key=lambda i: losses[i] / len(row[i]))
-        assert record.metrics == {"acc,none": float(best == record.target),
-                                  "acc_norm,none": float(best_norm == record.target)}
+        assert record.metrics == {
+            "acc,none": float(best == record.target),
+            "acc_norm,none": float(best_norm == record.target),
+        }
     assert messages[0]["content"][-1]["text"] == "Question: What color is the sky?\nAnswer:"
     assert run.results["arc_tiny"]["acc,none"] == pytest.approx(sum(r.metrics["acc,none"] for r in records) / 3)
     assert run.provenance.requests.scored == 3
@@ -145,9 +157,18 @@ def test_image_multiple_choice_scores_equal_one_full_pass(tmp_path: Path, data_d
     write(tmp_path / "shapes_mc.yaml", SHAPES_MC)
     write(tmp_path / "utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
     backend = HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
-    _, samples, _ = evaluate(backend, f"tiny:{arch}", EvalOptions(
-        tasks=["shapes_color_mc"], include_paths=[str(tmp_path)], data_dir=data_dir, limit=2, use_cache=False,
-        show_progress=False))
+    _, samples, _ = evaluate(
+        backend,
+        f"tiny:{arch}",
+        EvalOptions(
+            tasks=["shapes_color_mc"],
+            include_paths=[str(tmp_path)],
+            data_dir=data_dir,
+            limit=2,
+            use_cache=False,
+            show_progress=False,
+        ),
+    )
     opened = open_task("shapes_color_mc", backend.model_family, data_dir, [tmp_path])  # the prompts, images decoded
     for record in samples["shapes_color_mc"]:
         assert record.error is None and isinstance(record.target, str)
@@ -180,8 +201,11 @@ def test_loglikelihood_task_scores_its_target(tmp_path: Path, text_backend: HFBa
     perplexity is exp(-mean) of those (by hand below). A process_results gets [(mean loss, is_greedy)]."""
     tasks = arc_task(tmp_path)
     write(tasks / "arc_target.yaml", TARGET_YAML.format(data=tmp_path / "arc"))
-    run, samples, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
-        tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False))
+    run, samples, _ = evaluate(
+        text_backend,
+        "tiny:qwen3",
+        EvalOptions(tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False),
+    )
     records = samples["arc_target"]
     lls = []
     for record in records:
@@ -192,12 +216,18 @@ def test_loglikelihood_task_scores_its_target(tmp_path: Path, text_backend: HFBa
         assert record.metrics == {"perplexity,none": choice.loglikelihood, "acc,none": float(choice.is_greedy)}
         lls.append(choice.loglikelihood)
     assert run.results["arc_target"]["perplexity,none"] == pytest.approx(math.exp(-sum(lls) / 3))
-    write(tasks / "utils.py", "def pr(doc, results):\n    (loss, greedy), = results\n"
-                              "    return {'perplexity': -loss, 'acc': float(greedy)}\n")
+    write(
+        tasks / "utils.py",
+        "def pr(doc, results):\n    (loss, greedy), = results\n"
+        "    return {'perplexity': -loss, 'acc': float(greedy)}\n",
+    )
     text = (tasks / "arc_target.yaml").read_text() + "process_results: !function utils.pr\n"
     write(tasks / "arc_target.yaml", text)
-    _, custom, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
-        tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False))
+    _, custom, _ = evaluate(
+        text_backend,
+        "tiny:qwen3",
+        EvalOptions(tasks=["arc_target"], include_paths=[str(tasks)], use_cache=False, show_progress=False),
+    )
     for record in custom["arc_target"]:
         assert record.metrics["perplexity,none"] == pytest.approx(-record.choices[0].mean_loss)
 
@@ -215,8 +245,15 @@ def test_multiple_choice_config_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(TaskConfigError, match=r"lmms-eval 0\.7\.3 has no such output type"):
         TaskConfig.from_dict({**base, "output_type": "loglikelihood_rolling"}, tmp_path / "t.yaml")
     # perplexity aggregates as exp(-mean) unless the entry names another aggregation
-    specs = TaskConfig.from_dict({**base, "output_type": "loglikelihood", "doc_to_target": "a", "metric_list": [
-        {"metric": "perplexity"}, {"metric": "acc"}]}, tmp_path / "t.yaml").metric_list
+    specs = TaskConfig.from_dict(
+        {
+            **base,
+            "output_type": "loglikelihood",
+            "doc_to_target": "a",
+            "metric_list": [{"metric": "perplexity"}, {"metric": "acc"}],
+        },
+        tmp_path / "t.yaml",
+    ).metric_list
     assert [m.aggregation for m in specs] == ["perplexity", "mean"]
 
 
@@ -224,8 +261,11 @@ def test_bad_choices_are_that_docs_error(tmp_path: Path, text_backend: HFBackend
     tasks = arc_task(tmp_path)
     text = (tasks / "arc_tiny.yaml").read_text().replace('"{{choices.text}}"', '"{{question}}"')
     write(tasks / "arc_tiny.yaml", text)
-    _, samples, _ = evaluate(text_backend, "tiny:qwen3", EvalOptions(
-        tasks=["arc_tiny"], include_paths=[str(tasks)], limit=1, use_cache=False, show_progress=False))
+    _, samples, _ = evaluate(
+        text_backend,
+        "tiny:qwen3",
+        EvalOptions(tasks=["arc_tiny"], include_paths=[str(tasks)], limit=1, use_cache=False, show_progress=False),
+    )
     (record,) = samples["arc_tiny"]
     assert record.error is not None and record.error.startswith("bad input: doc_to_choice:")
 
@@ -236,8 +276,9 @@ def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:
     from harness.models.openai_api import OpenAIBackend
 
     backend = OpenAIBackend("tiny", {"base_url": "http://127.0.0.1:9/v1", "max_retries": "0"})
-    opts = EvalOptions(tasks=["arc_tiny"], include_paths=[str(arc_task(tmp_path))], use_cache=False,
-                       show_progress=False)
+    opts = EvalOptions(
+        tasks=["arc_tiny"], include_paths=[str(arc_task(tmp_path))], use_cache=False, show_progress=False
+    )
     with pytest.raises(UnsupportedRequestError, match=r"^openai: multiple_choice tasks need log-probabilities") as info:
         evaluate(backend, "openai:tiny", opts)
     assert "\n" not in str(info.value)
@@ -248,9 +289,17 @@ def test_harness_score_rescores_saved_choices(tmp_path: Path, text_backend: HFBa
     from harness.engine.runner import score_run
 
     tasks = arc_task(tmp_path)
-    run, _, run_dir = evaluate(text_backend, "tiny:qwen3", EvalOptions(
-        tasks=["arc_tiny"], include_paths=[str(tasks)], use_cache=False, show_progress=False,
-        output=tmp_path / "out"))
+    run, _, run_dir = evaluate(
+        text_backend,
+        "tiny:qwen3",
+        EvalOptions(
+            tasks=["arc_tiny"],
+            include_paths=[str(tasks)],
+            use_cache=False,
+            show_progress=False,
+            output=tmp_path / "out",
+        ),
+    )
     assert run_dir is not None
     rescored, samples = score_run(run_dir, output=tmp_path / "rescored", include_paths=[tasks])
     assert rescored.results["arc_tiny"] == run.results["arc_tiny"]

@@ -72,14 +72,40 @@ metric_list:
 def run_lmms(tmp_path: Path, tasks: Path, name: str) -> dict[int, dict]:
     """lmms-eval's ``llava_hf`` on the tiny LLaVA: its samples of ``name`` by doc id."""
     assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the compatibility test"
-    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     done = subprocess.run(
-        [LMMS_PYTHON, "-c", LMMS_DRIVER, "--model", "llava_hf",
-         "--model_args", f"pretrained={tiny_model_path('llava')},device=cpu,device_map=cpu", "--tasks", name,
-         "--include_path", str(tasks), "--batch_size", "1", "--output_path", str(tmp_path / "lmms"),
-         "--log_samples", "--process_docs_parallel", "1", "--force_simple"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+        [
+            LMMS_PYTHON,
+            "-c",
+            LMMS_DRIVER,
+            "--model",
+            "llava_hf",
+            "--model_args",
+            f"pretrained={tiny_model_path('llava')},device=cpu,device_map=cpu",
+            "--tasks",
+            name,
+            "--include_path",
+            str(tasks),
+            "--batch_size",
+            "1",
+            "--output_path",
+            str(tmp_path / "lmms"),
+            "--log_samples",
+            "--process_docs_parallel",
+            "1",
+            "--force_simple",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = list((tmp_path / "lmms").rglob(f"*_samples_{name}.jsonl"))
@@ -100,8 +126,10 @@ def _compare(tmp_path: Path, shots: str = "", image: bool = False) -> None:
         rows["image"] = [Image.new("RGB", (30 + 7 * i, 24 + 5 * i), c) for i, c in enumerate(["blue", "red", "gray"])]
     datasets.Dataset.from_dict(rows).to_parquet(str(tmp_path / "arc" / "data" / "test-00000-of-00001.parquet"))
     tasks = tmp_path / "tasks"
-    write(tasks / "utils.py", "def no_visual(doc):\n    return []\n\n\n"
-                              "def visual(doc):\n    return [doc['image'].convert('RGB')]\n")
+    write(
+        tasks / "utils.py",
+        "def no_visual(doc):\n    return []\n\n\ndef visual(doc):\n    return [doc['image'].convert('RGB')]\n",
+    )
     lmms = TASK.format(name="arc_lmms", prefix="") + shots
     if image:
         ours = TASK.format(name="arc_ours", prefix="")
@@ -114,8 +142,13 @@ def _compare(tmp_path: Path, shots: str = "", image: bool = False) -> None:
     write(tasks / "arc_ours.yaml", ours)
     theirs = run_lmms(tmp_path, tasks, "arc_lmms")
     model = tiny_model_path("llava")
-    _, samples, _ = evaluate(create_backend(f"hf:{model}", {"device": "cpu"}), f"hf:{model}", EvalOptions(
-        tasks=["arc_ours"], include_paths=[str(tasks)], data_dir=tmp_path, use_cache=False, show_progress=False))
+    _, samples, _ = evaluate(
+        create_backend(f"hf:{model}", {"device": "cpu"}),
+        f"hf:{model}",
+        EvalOptions(
+            tasks=["arc_ours"], include_paths=[str(tasks)], data_dir=tmp_path, use_cache=False, show_progress=False
+        ),
+    )
     assert sorted(theirs) == [r.doc_id for r in samples["arc_ours"]] == [0, 1, 2]
     for record in samples["arc_ours"]:
         lmms = theirs[record.doc_id]

@@ -30,7 +30,7 @@ generation_kwargs:
 metric_list:
   - metric: rounds
 """
-UTILS = '''
+UTILS = """
 def doc_to_visual(doc):
     return [doc["image"].convert("RGB")]
 
@@ -57,7 +57,7 @@ def process_results(doc, results):
     (rounds,) = results
     assert isinstance(rounds, tuple)
     return {"rounds": len(rounds)}
-'''
+"""
 
 
 def _tasks(folder: Path) -> Path:
@@ -69,16 +69,23 @@ def _tasks(folder: Path) -> Path:
 
 def test_rounds_follow_doc_to_text_and_are_cached(data_dir: Path, tmp_path: Path) -> None:
     backend = create_backend("tiny:llava")
-    opts = EvalOptions(tasks=["rounds"], include_paths=[str(_tasks(tmp_path / "tasks"))], limit=2, data_dir=data_dir,
-                       store_path=tmp_path / "store.sqlite", show_progress=False)
+    opts = EvalOptions(
+        tasks=["rounds"],
+        include_paths=[str(_tasks(tmp_path / "tasks"))],
+        limit=2,
+        data_dir=data_dir,
+        store_path=tmp_path / "store.sqlite",
+        show_progress=False,
+    )
     run, samples, _ = evaluate(backend, "tiny:llava", opts)
     params = GenerationParams.from_kwargs({"max_new_tokens": 5})
     for record in samples["rounds"]:
         assert record.error is None and len(record.responses) == 3 and len(record.turns) == 2
         assert record.metrics == {"rounds,none": 3}
         answers = record.responses
-        for round_idx, (turn, previous, answer) in enumerate(zip(record.turns, answers[:-1], answers[1:],
-                                                                strict=True), start=1):
+        for round_idx, (turn, previous, answer) in enumerate(
+            zip(record.turns, answers[:-1], answers[1:], strict=True), start=1
+        ):
             assert turn.prompt == f"Round {round_idx}: you said {previous!r}. Again?"
             messages = [{"role": "user", "content": [{"type": "text", "text": turn.prompt}]}]
             request = make_request(messages, params, 1, 0)  # each round asked on its own, with no image
@@ -93,15 +100,34 @@ def test_rounds_follow_doc_to_text_and_are_cached(data_dir: Path, tmp_path: Path
 def test_a_bad_round_is_that_docs_error(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(multi_round, "MAX_ROUNDS", 3)
     backend = create_backend("tiny:llava")
-    opts = EvalOptions(tasks=["rounds_bad", "rounds_endless"], include_paths=[str(_tasks(tmp_path / "tasks"))],
-                       limit=1, use_cache=False, show_progress=False, data_dir=data_dir)
+    opts = EvalOptions(
+        tasks=["rounds_bad", "rounds_endless"],
+        include_paths=[str(_tasks(tmp_path / "tasks"))],
+        limit=1,
+        use_cache=False,
+        show_progress=False,
+        data_dir=data_dir,
+    )
     _, samples, _ = evaluate(backend, "tiny:llava", opts)
     (bad,), (endless,) = samples["rounds_bad"], samples["rounds_endless"]
-    assert bad.error == ("bad input: doc_to_text: round 1 returned str, not (visuals, context, terminal_signal, "
-                         "round_results, round_info)") and bad.metrics == {}
+    assert (
+        bad.error
+        == (
+            "bad input: doc_to_text: round 1 returned str, not (visuals, context, terminal_signal, "
+            "round_results, round_info)"
+        )
+        and bad.metrics == {}
+    )
     assert endless.error == "bad input: doc_to_text gave no terminal signal in 3 rounds" and len(endless.turns) == 3
-    twice = EvalOptions(tasks=["rounds"], include_paths=opts.include_paths, limit=1, data_dir=data_dir, repeats=2,
-                        use_cache=False, show_progress=False)
+    twice = EvalOptions(
+        tasks=["rounds"],
+        include_paths=opts.include_paths,
+        limit=1,
+        data_dir=data_dir,
+        repeats=2,
+        use_cache=False,
+        show_progress=False,
+    )
     with pytest.raises(UnsupportedRequestError, match=r"answers once per doc .* got repeats 2"):
         evaluate(backend, "tiny:llava", twice)
 
@@ -115,5 +141,6 @@ def test_multi_round_config_errors_are_one_line(tmp_path: Path) -> None:
 
     loaded = load_yaml_config(folder / "rounds.yaml")
     with pytest.raises(TaskConfigError, match="filter_list does not apply"):
-        TaskConfig.from_dict({**loaded, "filter_list": [{"name": "x", "filter": [{"function": "take_first"}]}]},
-                             folder / "rounds.yaml")
+        TaskConfig.from_dict(
+            {**loaded, "filter_list": [{"name": "x", "filter": [{"function": "take_first"}]}]}, folder / "rounds.yaml"
+        )

@@ -42,9 +42,12 @@ def server(harness_cache: Path):
     model = tiny_model_path("qwen2_vl")
     port = _free_port()
     exe = shutil.which("transformers") or str(Path(sys.executable).parent / "transformers")
-    proc = subprocess.Popen([exe, "serve", str(model), "--host", "127.0.0.1", "--port", str(port)],
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "serve", str(model), "--host", "127.0.0.1", "--port", str(port)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 180
     while time.time() < deadline:
@@ -64,8 +67,13 @@ def server(harness_cache: Path):
 
 
 def test_messages_become_content_parts() -> None:
-    msgs = [{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (4, 4))},
-                                         {"type": "text", "text": "hi"}]}, {"role": "assistant", "content": "ok"}]
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "url": Image.new("RGB", (4, 4))}, {"type": "text", "text": "hi"}],
+        },
+        {"role": "assistant", "content": "ok"},
+    ]
     out = to_openai_messages(msgs)
     assert out[0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
     assert out[0]["content"][1] == {"type": "text", "text": "hi"} and out[1] == {"role": "assistant", "content": "ok"}
@@ -75,8 +83,15 @@ def test_eval_through_a_local_server_with_n_samples(server, data_dir: Path) -> N
     base_url, model = server
     # transformers serve 5.24 fails on `stop` for vision-language models: keep stop strings client-side.
     backend = create_backend(f"openai:{model}", {"base_url": base_url, "send_stop": "false"})
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, use_cache=False, show_progress=False,
-                       repeats=2, gen_overrides={"temperature": 0.7, "max_new_tokens": 6})
+    opts = EvalOptions(
+        tasks=["shapes_color"],
+        data_dir=data_dir,
+        limit=3,
+        use_cache=False,
+        show_progress=False,
+        repeats=2,
+        gen_overrides={"temperature": 0.7, "max_new_tokens": 6},
+    )
     run, samples, _ = evaluate(backend, f"openai:{model}", opts)
     records = samples["shapes_color"]
     assert all(r.error is None and len(r.responses) == 2 for r in records)  # the server returns 1 choice per call
@@ -90,8 +105,9 @@ def test_unsupported_settings_and_a_dead_server_become_sample_errors(server) -> 
     ask = [{"role": "user", "content": "hello"}]
     out = backend.generate([GenerationRequest("k", ask, GenerationParams(max_new_tokens=4, top_k=5))])
     assert isinstance(out[0], Exception) and "top_k" in str(out[0])
-    dead = create_backend(f"openai:{model}", {"base_url": f"http://127.0.0.1:{_free_port()}/v1",
-                                              "max_retries": "0", "timeout": "5"})
+    dead = create_backend(
+        f"openai:{model}", {"base_url": f"http://127.0.0.1:{_free_port()}/v1", "max_retries": "0", "timeout": "5"}
+    )
     failed = dead.generate([GenerationRequest("k", ask, GenerationParams(max_new_tokens=4))])
     assert isinstance(failed[0], Exception)
 
@@ -109,8 +125,15 @@ class ScriptedServer:
             def do_POST(self) -> None:  # http.server's name for the POST handler
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.bodies.append(body)
-                reply = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                    "choices": server.choices(body)}).encode()
+                reply = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": server.choices(body),
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply)))
@@ -126,8 +149,11 @@ class ScriptedServer:
 
 
 def choice(content: str | None, finish_reason: str = "stop", index: int = 0) -> dict[str, Any]:
-    return {"index": index, "finish_reason": finish_reason,
-            "message": {"role": "assistant", "content": content, "refusal": None}}
+    return {
+        "index": index,
+        "finish_reason": finish_reason,
+        "message": {"role": "assistant", "content": content, "refusal": None},
+    }
 
 
 @pytest.fixture()
@@ -168,9 +194,17 @@ def test_a_trailing_replacement_character_is_dropped_as_in_every_backend(scripte
     assert _ask(scripted, n=1, temperature=0.0) == ["red \ufffdsquare"]
 
 
-@pytest.mark.parametrize("bad", [choice(None), choice("partial", "content_filter"),
-                                 {**choice(None, "stop"), "message": {"role": "assistant", "content": None,
-                                                                      "refusal": "I can't help with that."}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        choice(None),
+        choice("partial", "content_filter"),
+        {
+            **choice(None, "stop"),
+            "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+        },
+    ],
+)
 def test_a_choice_without_text_is_an_error(scripted: ScriptedServer, bad: dict[str, Any]) -> None:
     scripted.choices = lambda body: [bad]
     out = _ask(scripted, n=1, temperature=0.0)
@@ -179,11 +213,24 @@ def test_a_choice_without_text_is_an_error(scripted: ScriptedServer, bad: dict[s
         assert "I can't help with that." in str(out)
 
 
-def test_refusals_are_sample_errors_not_cached_answers(scripted: ScriptedServer, data_dir: Path,
-                                                       tmp_path: Path) -> None:
-    argv = ["eval", "--model", "openai:scripted", "--model-args", f"base_url={scripted.base_url},max_retries=0",
-            "--tasks", "shapes_color", "--limit", "2", "--cache", str(tmp_path / "store.sqlite"),
-            "--output", str(tmp_path / "runs")]
+def test_refusals_are_sample_errors_not_cached_answers(
+    scripted: ScriptedServer, data_dir: Path, tmp_path: Path
+) -> None:
+    argv = [
+        "eval",
+        "--model",
+        "openai:scripted",
+        "--model-args",
+        f"base_url={scripted.base_url},max_retries=0",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "2",
+        "--cache",
+        str(tmp_path / "store.sqlite"),
+        "--output",
+        str(tmp_path / "runs"),
+    ]
 
     def run() -> dict[str, Any]:
         main(argv)
@@ -202,20 +249,24 @@ def test_refusals_are_sample_errors_not_cached_answers(scripted: ScriptedServer,
     assert len(scripted.bodies) == 4  # the answers are cached
 
 
-@pytest.mark.parametrize(("arg", "expected"), [
-    ("concurrency=abc", "concurrency='abc': expected a whole number >= 1"),
-    ("concurrency=0", "concurrency='0': expected a whole number >= 1"),
-    ("concurrency=-2", "concurrency='-2': expected a whole number >= 1"),
-    ("timeout=abc", "timeout='abc': expected a number of seconds > 0"),
-    ("timeout=0", "timeout='0': expected a number of seconds > 0"),
-    ("timeout=-1.5", "timeout='-1.5': expected a number of seconds > 0"),
-    ("timeout=nan", "timeout='nan': expected a number of seconds > 0"),
-    ("max_retries=-1", "max_retries='-1': expected a whole number >= 0"),
-    ("max_retries=two", "max_retries='two': expected a whole number >= 0"),
-    ("send_stop=maybe", "send_stop='maybe': expected true or false"),
-])
-def test_bad_model_args_fail_with_one_line(arg: str, expected: str, capsys: pytest.CaptureFixture,
-                                           data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        ("concurrency=abc", "concurrency='abc': expected a whole number >= 1"),
+        ("concurrency=0", "concurrency='0': expected a whole number >= 1"),
+        ("concurrency=-2", "concurrency='-2': expected a whole number >= 1"),
+        ("timeout=abc", "timeout='abc': expected a number of seconds > 0"),
+        ("timeout=0", "timeout='0': expected a number of seconds > 0"),
+        ("timeout=-1.5", "timeout='-1.5': expected a number of seconds > 0"),
+        ("timeout=nan", "timeout='nan': expected a number of seconds > 0"),
+        ("max_retries=-1", "max_retries='-1': expected a whole number >= 0"),
+        ("max_retries=two", "max_retries='two': expected a whole number >= 0"),
+        ("send_stop=maybe", "send_stop='maybe': expected true or false"),
+    ],
+)
+def test_bad_model_args_fail_with_one_line(
+    arg: str, expected: str, capsys: pytest.CaptureFixture, data_dir: Path
+) -> None:
     key, _, value = arg.partition("=")
     with pytest.raises(ModelSpecError, match=re.escape(expected)) as caught:
         create_backend("openai:m", {key: value})

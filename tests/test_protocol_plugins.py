@@ -18,7 +18,7 @@ from harness.cli import main
 from harness.protocols import base
 from tests.conftest import ROOT, write
 
-TOY = '''
+TOY = """
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,9 +79,9 @@ PROTOCOL = Protocol(
     audit=Command("toy", "count what the runs hold", add_arguments, run_audit),
     after_eval=after_eval, eval_arguments=eval_arguments,
 )
-'''
+"""
 
-TASK = '''# toy: name the color of a one-color square
+TASK = """# toy: name the color of a one-color square
 task: toy_color
 dataset_path: toy-org/toy
 test_split: test
@@ -97,16 +97,16 @@ generation_kwargs:
 metadata:
   version: 1
   harness_audit: toy
-'''
+"""
 
-UTILS = '''
+UTILS = """
 def doc_to_visual(doc):
     return [doc["image"].convert("RGB")]
 
 
 def process_results(doc, results):
     return {"exact_match": float(results[0].strip().lower() == doc["color"])}
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -132,16 +132,37 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch, toy_site: Path) -> None:
 def _build_eval_audit(capsys: pytest.CaptureFixture, site: Path, tmp_path: Path) -> str:
     data = tmp_path / "data"
     assert main(["build", "toy", "--out", str(data / "toy-org" / "toy"), "--color", "blue", "-O", "n=3"]) == 0
-    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "toy_color", "--include-path", str(site / "tasks"),
-                 "--data-dir", str(data), "--output", str(tmp_path / "runs"), "--no-cache", "--verbosity", "quiet",
-                 "--toy-greeting", "hi"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:qwen2_vl",
+                "--tasks",
+                "toy_color",
+                "--include-path",
+                str(site / "tasks"),
+                "--data-dir",
+                str(data),
+                "--output",
+                str(tmp_path / "runs"),
+                "--no-cache",
+                "--verbosity",
+                "quiet",
+                "--toy-greeting",
+                "hi",
+            ]
+        )
+        == 0
+    )
     (run_dir,) = [p.parent for p in (tmp_path / "runs").rglob("results.json")]
     assert main(["audit", "toy", str(run_dir)]) == 0
     return capsys.readouterr().out
 
 
-def test_registered_protocol_builds_evaluates_and_audits(capsys: pytest.CaptureFixture, toy_site: Path,
-                                                         tmp_path: Path, fresh_registry: None, data_dir: Path) -> None:
+def test_registered_protocol_builds_evaluates_and_audits(
+    capsys: pytest.CaptureFixture, toy_site: Path, tmp_path: Path, fresh_registry: None, data_dir: Path
+) -> None:
     toy = importlib.import_module("toyproto")
     base.register_protocol(toy.PROTOCOL)
     toy.SEEN.clear()
@@ -156,8 +177,9 @@ def test_registered_protocol_builds_evaluates_and_audits(capsys: pytest.CaptureF
         main(["build", "toy", "--help"])
     assert "--color COLOR" in capsys.readouterr().out
     assert main(["build", "toy", "--squad", "x"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: option(s) --squad do not apply to the toy builder "
-                                               "(its options: --seed, --n, --color)")
+    assert capsys.readouterr().err.strip() == (
+        "error: option(s) --squad do not apply to the toy builder (its options: --seed, --n, --color)"
+    )
     assert base.protocol_of_task("toy_color", _registry(toy_site)) is toy.PROTOCOL
 
 
@@ -167,8 +189,9 @@ def _registry(site: Path):
     return TaskRegistry.discover([str(site / "tasks")])
 
 
-def test_entry_point_plugin_is_found(capsys: pytest.CaptureFixture, toy_site: Path, tmp_path: Path,
-                                     fresh_registry: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_point_plugin_is_found(
+    capsys: pytest.CaptureFixture, toy_site: Path, tmp_path: Path, fresh_registry: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(base, "_REGISTRY", {})
     monkeypatch.setattr(base, "_loaded", False)  # discovery runs again, now with toyproto installed
     found = base.get_protocol("toy")
@@ -191,17 +214,27 @@ def _code_tokens(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
-                    first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 docstrings.add(first.lineno)
-    return [(tok.start[0], tok.string) for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-            if tok.type != tokenize.COMMENT and not (tok.type == tokenize.STRING and tok.start[0] in docstrings)]
+    return [
+        (tok.start[0], tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type != tokenize.COMMENT and not (tok.type == tokenize.STRING and tok.start[0] in docstrings)
+    ]
 
 
 @pytest.mark.parametrize("package", GENERIC)
 def test_generic_layers_name_no_protocol(package: str) -> None:
-    found = [f"{path.relative_to(ROOT)}:{line}: {text}" for path in sorted((ROOT / package).rglob("*.py"))
-             for line, text in _code_tokens(path) if PROTOCOL_NAME.search(text)]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text}"
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line, text in _code_tokens(path)
+        if PROTOCOL_NAME.search(text)
+    ]
     assert not found, "\n".join(found)
 
 

@@ -65,9 +65,26 @@ def requests_of(run_root: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_a_sampled_run_on_two_workers_equals_the_single_process_run(data_dir: Path, tmp_path: Path) -> None:
-    common = ["eval", "--model", "tiny:llava", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "4",
-              "--gen-kwargs", "temperature=0.9,max_new_tokens=6", "--repeats", "2", "--batch-size", "2",
-              "--verbosity", "quiet", "--no-cache"]
+    common = [
+        "eval",
+        "--model",
+        "tiny:llava",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "shapes_color",
+        "--limit",
+        "4",
+        "--gen-kwargs",
+        "temperature=0.9,max_new_tokens=6",
+        "--repeats",
+        "2",
+        "--batch-size",
+        "2",
+        "--verbosity",
+        "quiet",
+        "--no-cache",
+    ]
     assert main([*common, "--output", str(tmp_path / "single")]) == 0
     assert main([*common, "--ray", "--workers", "2", "--output", str(tmp_path / "ray")]) == 0
     single, on_ray = samples(tmp_path / "single", "shapes_color"), samples(tmp_path / "ray", "shapes_color")
@@ -78,14 +95,22 @@ def test_a_sampled_run_on_two_workers_equals_the_single_process_run(data_dir: Pa
     assert info["ray_workers"] == 2 and info["fingerprint"] == create_backend("tiny:llava").fingerprint
 
 
-def test_a_killed_worker_loses_nothing_and_a_rerun_generates_only_what_is_missing(data_dir: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_a_killed_worker_loses_nothing_and_a_rerun_generates_only_what_is_missing(
+    data_dir: Path, tmp_path: Path
+) -> None:
     from harness.engine.runner import EvalOptions, evaluate
 
     def run(backend: Any, limit: int, store: Path | None) -> tuple[list[list[str]], tuple[int, int]]:
-        opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=limit, store_path=store,
-                           use_cache=store is not None, gen_overrides={"temperature": 1.0, "max_new_tokens": 5},
-                           repeats=2, show_progress=False)
+        opts = EvalOptions(
+            tasks=["shapes_color"],
+            data_dir=data_dir,
+            limit=limit,
+            store_path=store,
+            use_cache=store is not None,
+            gen_overrides={"temperature": 1.0, "max_new_tokens": 5},
+            repeats=2,
+            show_progress=False,
+        )
         result, by_task, _ = evaluate(backend, "tiny:llava", opts)
         counts = result.provenance.requests
         return [r.responses for r in by_task["shapes_color"]], (counts.generated, counts.cached)
@@ -93,8 +118,9 @@ def test_a_killed_worker_loses_nothing_and_a_rerun_generates_only_what_is_missin
     local = create_backend("tiny:llava")
     expected, _ = run(local, 4, None)
     params = GenerationParams(max_new_tokens=5, temperature=1.0)
-    reqs = [make_request(ask(f"what is it {i}", (40 * i, 90, 200 - 30 * i)), params, n=2, base_seed=3)
-            for i in range(6)]
+    reqs = [
+        make_request(ask(f"what is it {i}", (40 * i, 90, 200 - 30 * i)), params, n=2, base_seed=3) for i in range(6)
+    ]
     backend = RayBackend("tiny:llava", {}, TWO)
     try:
         # a run that stopped after 2 docs (as a crashed driver leaves the store), then the rerun: 2 more generated
@@ -125,10 +151,22 @@ def test_harness_attack_shards_on_ray_and_survives_a_killed_worker(tmp_path: Pat
         clean = backend.generate([make_request(messages, greedy)])[0]
         assert isinstance(clean, list)
         image = messages[0]["content"][0]["url"]
-        items.append(CleanItem(f"item{i}", {"source": "docvqa", "answers": [clean[0].strip() or "."],
-                                            "wrong_answer": "zzz"}, messages, image, clean[0]))
-    opts = AttackOptions(attacks=("end_pgd",), pgd=PGDConfig(eps=16 / 255, alpha=8 / 255, steps=1), batch_size=1,
-                         diagnostics=(), show_progress=False)
+        items.append(
+            CleanItem(
+                f"item{i}",
+                {"source": "docvqa", "answers": [clean[0].strip() or "."], "wrong_answer": "zzz"},
+                messages,
+                image,
+                clean[0],
+            )
+        )
+    opts = AttackOptions(
+        attacks=("end_pgd",),
+        pgd=PGDConfig(eps=16 / 255, alpha=8 / 255, steps=1),
+        batch_size=1,
+        diagnostics=(),
+        show_progress=False,
+    )
     here = run_attacks(backend, tmp_path / "here", items, greedy, opts)
     # no replacement actor: the killed actor's shards finish on the other one
     pool = KillAfterFirst(partial(white_box_replica, "tiny:llava", {}), RayOptions(workers=2, max_replacements=0))
@@ -138,8 +176,10 @@ def test_harness_attack_shards_on_ray_and_survives_a_killed_worker(tmp_path: Pat
     finally:
         pool.close()
     assert there.asr == here.asr and there.n_clean_correct == 4
-    rows = {d: [json.loads(line) for line in (tmp_path / d / "attack_outcomes.jsonl").read_text().splitlines()]
-            for d in ("here", "ray")}
+    rows = {
+        d: [json.loads(line) for line in (tmp_path / d / "attack_outcomes.jsonl").read_text().splitlines()]
+        for d in ("here", "ray")
+    }
     assert len(rows["here"]) == 4
     for a, b in zip(rows["ray"], rows["here"], strict=True):
         # losses agree to rounding (a replica may use another thread count); everything else is identical
@@ -150,8 +190,9 @@ def test_harness_attack_shards_on_ray_and_survives_a_killed_worker(tmp_path: Pat
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "here" / name).read_bytes()
 
 
-def test_ray_flags_are_checked_before_any_model_loads(capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_flags_are_checked_before_any_model_loads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     base = ["eval", "--model", "tiny:llava", "--tasks", "shapes_color"]
     assert main([*base, "--workers", "2"]) == 2
     assert "--workers needs --ray" in capsys.readouterr().err
@@ -180,8 +221,18 @@ def test_multiple_choice_scores_on_two_workers_equal_the_single_process_run(tmp_
 
     tasks = arc_task(tmp_path)
     model = f"hf:{tiny_model_path('qwen3')}"
-    common = ["eval", "--model", model, "--tasks", "arc_tiny", "--include-path", str(tasks), "--verbosity", "quiet",
-              "--no-cache"]
+    common = [
+        "eval",
+        "--model",
+        model,
+        "--tasks",
+        "arc_tiny",
+        "--include-path",
+        str(tasks),
+        "--verbosity",
+        "quiet",
+        "--no-cache",
+    ]
     assert main([*common, "--output", str(tmp_path / "single")]) == 0
     assert main([*common, "--ray", "--workers", "2", "--output", str(tmp_path / "ray")]) == 0
 

@@ -12,8 +12,11 @@ def tasks_dir(tmp_path: Path) -> Path:
     write(tmp_path / "_template_yaml", "doc_to_text: q\nmetric_list:\n  - metric: exact_match\n")
     write(tmp_path / "alpha.yaml", "task: alpha_one\ntag: letters\ninclude: _template_yaml\n")
     write(tmp_path / "beta.yaml", "task: beta_two\ntag: [letters, second]\ninclude: _template_yaml\n")
-    write(tmp_path / "group.yaml", "group: greek\ntask: [alpha_one, beta_two]\naggregate_metric_list:\n"
-          "  - metric: exact_match\n    weight_by_size: true\n")
+    write(
+        tmp_path / "group.yaml",
+        "group: greek\ntask: [alpha_one, beta_two]\naggregate_metric_list:\n"
+        "  - metric: exact_match\n    weight_by_size: true\n",
+    )
     write(tmp_path / "broken.yaml", "task: [oops\n")
     return tmp_path
 
@@ -46,11 +49,14 @@ def test_group_aggregate_metric_list_is_typed(tasks_dir: Path) -> None:
     assert (spec.metric, spec.filter_list, spec.weight_by_size) == ("exact_match", ("none",), True)
 
 
-@pytest.mark.parametrize("entry, message", [
-    ("  - weight_by_size: true\n", "each aggregate_metric_list entry needs a 'metric' name"),
-    ("  - metric: exact_match\n    weight_by_size: maybe\n", "weight_by_size must be true or false, got 'maybe'"),
-    ("  - metric: exact_match\n    filter_list: [1]\n", "filter_list must be a filter name or a list of them"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ("  - weight_by_size: true\n", "each aggregate_metric_list entry needs a 'metric' name"),
+        ("  - metric: exact_match\n    weight_by_size: maybe\n", "weight_by_size must be true or false, got 'maybe'"),
+        ("  - metric: exact_match\n    filter_list: [1]\n", "filter_list must be a filter name or a list of them"),
+    ],
+)
 def test_a_bad_aggregate_metric_list_names_the_group_file(tasks_dir: Path, entry: str, message: str) -> None:
     write(tasks_dir / "group.yaml", "group: greek\ntask: [alpha_one, beta_two]\naggregate_metric_list:\n" + entry)
     reg = TaskRegistry.discover([tasks_dir])

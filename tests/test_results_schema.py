@@ -14,40 +14,96 @@ from harness.results.schema import SCHEMA_VERSION, read_run, read_samples
 # A results.json as version 1 wrote it (untyped dicts; follow-up counts only when a task had turns).
 V1_RESULTS = {
     "schema_version": 1,
-    "results": {"shapes_color": {"alias": "shapes_color", "exact_match,none": 0.5,
-                                 "exact_match_stderr,none": 0.5}},
-    "groups": {}, "group_subtasks": {},
+    "results": {"shapes_color": {"alias": "shapes_color", "exact_match,none": 0.5, "exact_match_stderr,none": 0.5}},
+    "groups": {},
+    "group_subtasks": {},
     "configs": {"shapes_color": {"task": "shapes_color", "source": "tasks/shapes/shapes_color.yaml"}},
     "versions": {"shapes_color": 1},
     "n-samples": {"shapes_color": {"original": 96, "effective": 2}},
     "higher_is_better": {"shapes_color": {"exact_match": True}},
     "counts": {"shapes_color": {"samples": 2, "scored": 2, "errors": 0, "unparsed": {}}},
     "reports": {},
-    "config": {"model": "tiny:qwen2_vl", "model_args": {}, "batch_size": 1, "limit": 2, "seed": 0,
-               "tasks": ["shapes_color"], "include_paths": [], "gen_overrides": {}, "repeats": None,
-               "use_cache": True, "refresh": False},
+    "config": {
+        "model": "tiny:qwen2_vl",
+        "model_args": {},
+        "batch_size": 1,
+        "limit": 2,
+        "seed": 0,
+        "tasks": ["shapes_color"],
+        "include_paths": [],
+        "gen_overrides": {},
+        "repeats": None,
+        "use_cache": True,
+        "refresh": False,
+    },
     "provenance": {
-        "harness_version": "0.1.0", "git_revision": "abc123", "packages": {"torch": "2.4.0"},
-        "python": "3.11.9", "platform": "Linux", "command": ["harness", "eval"],
-        "model": {"backend": "tiny", "model": "tiny:qwen2_vl", "model_type": "qwen2_vl", "model_family": "qwen2_vl",
-                  "revision": None, "commit": None, "fingerprint": "f00d", "dtype": "float32", "device": "cpu",
-                  "attn_implementation": "sdpa", "parameters": 123456, "smoke_test_model": True,
-                  "min_pixels": 3136},
-        "datasets": {"shapes_color": {"kind": "local", "path": "/data/vlm-audit/shapes", "sha256": "beef",
-                                      "split": "test", "num_rows": 96, "datasets_fingerprint": "fp"}},
-        "generation": {"shapes_color": {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "top_k": None,
-                                        "num_beams": 1, "until": [], "do_sample": False, "n": 1}},
+        "harness_version": "0.1.0",
+        "git_revision": "abc123",
+        "packages": {"torch": "2.4.0"},
+        "python": "3.11.9",
+        "platform": "Linux",
+        "command": ["harness", "eval"],
+        "model": {
+            "backend": "tiny",
+            "model": "tiny:qwen2_vl",
+            "model_type": "qwen2_vl",
+            "model_family": "qwen2_vl",
+            "revision": None,
+            "commit": None,
+            "fingerprint": "f00d",
+            "dtype": "float32",
+            "device": "cpu",
+            "attn_implementation": "sdpa",
+            "parameters": 123456,
+            "smoke_test_model": True,
+            "min_pixels": 3136,
+        },
+        "datasets": {
+            "shapes_color": {
+                "kind": "local",
+                "path": "/data/vlm-audit/shapes",
+                "sha256": "beef",
+                "split": "test",
+                "num_rows": 96,
+                "datasets_fingerprint": "fp",
+            }
+        },
+        "generation": {
+            "shapes_color": {
+                "max_new_tokens": 8,
+                "temperature": 0.0,
+                "top_p": 1.0,
+                "top_k": None,
+                "num_beams": 1,
+                "until": [],
+                "do_sample": False,
+                "n": 1,
+            }
+        },
         "seeds": {"base_seed": 0, "per_request": "sha256(base_seed:request_key)[:8]"},
-        "started_at": "2026-01-01T00:00:00+00:00", "wall_time_s": 1.5, "generation_time_s": 1.0,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "wall_time_s": 1.5,
+        "generation_time_s": 1.0,
         "throughput_samples_per_s": 2.0,
         "requests": {"requests": 2, "unique_requests": 2, "cached": 0, "generated": 2, "generated_samples": 2},
     },
 }
-V1_SAMPLE = {"task": "shapes_color", "doc_id": 0, "doc_hash": "h0", "doc": {"id": "shape-0000", "color": "red"},
-             "target": "red", "prompt": [], "request_key": "k0", "seed": 7, "responses": ["red"],
-             "filtered": {"none": "red"}, "metrics": {"exact_match,none": 1.0}, "unparsed": [],
-             "turns": [{"prompt": "Why?", "request_keys": ["k1"], "responses": ["because"], "error": None}],
-             "error": None}
+V1_SAMPLE = {
+    "task": "shapes_color",
+    "doc_id": 0,
+    "doc_hash": "h0",
+    "doc": {"id": "shape-0000", "color": "red"},
+    "target": "red",
+    "prompt": [],
+    "request_key": "k0",
+    "seed": 7,
+    "responses": ["red"],
+    "filtered": {"none": "red"},
+    "metrics": {"exact_match,none": 1.0},
+    "unparsed": [],
+    "turns": [{"prompt": "Why?", "request_keys": ["k1"], "responses": ["because"], "error": None}],
+    "error": None,
+}
 
 
 def _v1_run(folder: Path, **changes: object) -> Path:
@@ -63,8 +119,12 @@ def test_a_version_1_results_file_reads_as_the_current_typed_model(tmp_path: Pat
     assert (run.config.model, run.config.limit, run.config.tasks) == ("tiny:qwen2_vl", 2, ["shapes_color"])
     model = run.provenance.model
     assert (model.model_family, model.parameters, model.smoke_test_model) == ("qwen2_vl", 123456, True)
-    assert model.model_extra == {"dtype": "float32", "device": "cpu", "attn_implementation": "sdpa",
-                                 "min_pixels": 3136}  # a backend's own keys are kept
+    assert model.model_extra == {
+        "dtype": "float32",
+        "device": "cpu",
+        "attn_implementation": "sdpa",
+        "min_pixels": 3136,
+    }  # a backend's own keys are kept
     assert run.provenance.datasets["shapes_color"].sha256 == "beef"
     assert run.provenance.generation["shapes_color"].max_new_tokens == 8
     assert run.provenance.requests.generated == 2 and run.provenance.requests.follow_up_generated == 0

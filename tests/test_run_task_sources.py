@@ -41,8 +41,7 @@ def received_run(tmp_path: Path, files: dict[str, bytes], include_paths: list[st
 
 
 @pytest.mark.parametrize("recorded", ["relative", "absolute", "root"])
-def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, saved_run: dict[str, bytes],
-                                                     recorded: str) -> None:
+def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, saved_run: dict[str, bytes], recorded: str) -> None:
     folder, marker = hostile_tasks(tmp_path)
     paths = {"relative": ["evil"], "absolute": [str(folder)], "root": ["/"]}[recorded]
     run_dir = received_run(tmp_path, saved_run, paths)
@@ -52,12 +51,12 @@ def test_score_never_runs_a_received_runs_task_code(tmp_path: Path, saved_run: d
     warnings = [line for line in done.stderr.splitlines() if "not used" in line]
     assert len(warnings) == 1 and paths[0] in warnings[0] and "--trust-run-include-paths" in warnings[0]
     assert "Traceback" not in done.stderr and "shadows" not in done.stderr
-    assert read_run(run_dir).results["shapes_color"] == json.loads(saved_run["results.json"])["results"][
-        "shapes_color"]
+    assert read_run(run_dir).results["shapes_color"] == json.loads(saved_run["results.json"])["results"]["shapes_color"]
 
 
-def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(tmp_path: Path,
-                                                                      saved_run: dict[str, bytes]) -> None:
+def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(
+    tmp_path: Path, saved_run: dict[str, bytes]
+) -> None:
     folder, marker = hostile_tasks(tmp_path)
     run_dir = received_run(tmp_path, saved_run, [str(folder)])
     done = run_harness("score", str(run_dir), "--trust-run-include-paths", cwd=tmp_path)
@@ -70,7 +69,8 @@ def test_trusting_the_runs_include_paths_is_an_opt_in_that_names_them(tmp_path: 
 
 
 def test_an_include_path_named_on_the_command_line_is_used_without_a_provenance_warning(
-        tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture
+) -> None:
     folder, marker = hostile_tasks(tmp_path)
     run_dir = received_run(tmp_path, saved_run, [str(folder)])
     with caplog.at_level(logging.WARNING):
@@ -94,7 +94,8 @@ def test_diavlo_audit_takes_the_same_flags() -> None:
 
 
 def test_a_task_shadowing_a_bundled_one_warns_once_and_the_leaderboard_refuses_it(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     folder, _ = hostile_tasks(tmp_path)
     with caplog.at_level(logging.WARNING):
         TaskRegistry.discover([folder])
@@ -109,14 +110,22 @@ def test_a_task_shadowing_a_bundled_one_warns_once_and_the_leaderboard_refuses_i
 
 
 def test_leaderboard_import_refuses_an_include_path_that_shadows_a_bundled_task(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     folder, marker = hostile_tasks(tmp_path)
     hub = tmp_path / "hub" / "runs" / "tiny" / "0"
     hub.mkdir(parents=True)
     for name, data in saved_run.items():
         (hub / name).write_bytes(data)
-    argv = ["leaderboard", "import", str(tmp_path / "hub"), "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}",
-            "--include-path", str(folder)]
+    argv = [
+        "leaderboard",
+        "import",
+        str(tmp_path / "hub"),
+        "--db",
+        f"sqlite:///{tmp_path / 'lb.sqlite'}",
+        "--include-path",
+        str(folder),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "has the name of a bundled task" in err[-1] and not marker.exists()

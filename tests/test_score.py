@@ -28,7 +28,8 @@ def tamper(run_dir: Path) -> bytes:
 
 
 def test_score_in_place_says_what_it_rewrote_and_keeps_the_originals_once(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     claimed = tamper(run_dir)
     samples = (run_dir / "samples_shapes_color.jsonl").read_bytes()
@@ -45,7 +46,8 @@ def test_score_in_place_says_what_it_rewrote_and_keeps_the_originals_once(
 
 
 def test_score_output_writes_elsewhere_and_leaves_the_run_untouched(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     tamper(run_dir)
     before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
@@ -60,7 +62,8 @@ def test_score_output_writes_elsewhere_and_leaves_the_run_untouched(
 
 @pytest.mark.parametrize("cut", ["mid-way", "empty"])
 def test_score_on_a_truncated_results_json_fails_in_one_line(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str], cut: str) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str], cut: str
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     data = saved_run["results.json"]
     (run_dir / "results.json").write_bytes(data[: len(data) // 2] if cut == "mid-way" else b"")
@@ -71,7 +74,8 @@ def test_score_on_a_truncated_results_json_fails_in_one_line(
 
 
 def test_score_with_a_cut_last_samples_line_warns_and_keeps_the_rest(
-        tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     data = saved_run["samples_shapes_color.jsonl"]
     (run_dir / "samples_shapes_color.jsonl").write_bytes(data[: len(data) - 40])
@@ -81,7 +85,8 @@ def test_score_with_a_cut_last_samples_line_warns_and_keeps_the_rest(
 
 
 def test_score_with_a_broken_samples_line_mid_file_fails_in_one_line(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     lines = saved_run["samples_shapes_color.jsonl"].decode().splitlines(keepends=True)
     lines[1] = lines[1][:30] + "\n"
@@ -92,7 +97,8 @@ def test_score_with_a_broken_samples_line_mid_file_fails_in_one_line(
 
 
 def test_score_with_a_missing_samples_file_fails_in_one_line(
-        tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     run_dir = run_copy(tmp_path, saved_run)
     (run_dir / "samples_shapes_color.jsonl").unlink()
     assert main(["score", str(run_dir)]) == 2

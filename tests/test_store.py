@@ -75,7 +75,8 @@ def _hold_write_lock(path: Path) -> sqlite3.Connection:
 
 
 def test_store_locked_by_another_writer_keeps_answers_and_merges_them_later(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.05)
     monkeypatch.setattr(store_module, "LOCK_WAIT_S", 0.3)
     db = tmp_path / "r.sqlite"
@@ -102,7 +103,8 @@ def test_store_locked_by_another_writer_keeps_answers_and_merges_them_later(
 
 
 def test_answers_kept_during_a_lock_are_written_once_it_is_released(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.05)
     db = tmp_path / "r.sqlite"
     store = ResponseStore(db)

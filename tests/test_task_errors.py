@@ -95,20 +95,40 @@ def qwen() -> Backend:
     return create_backend("tiny:qwen2_vl")
 
 
-def task_dir(tmp_path: Path, text: str = '"What color?"', target: str = "color",
-             process_results: str = "scores", aggregation: str = "mean",
-             process_docs: str = "process_docs") -> Path:
+def task_dir(
+    tmp_path: Path,
+    text: str = '"What color?"',
+    target: str = "color",
+    process_results: str = "scores",
+    aggregation: str = "mean",
+    process_docs: str = "process_docs",
+) -> Path:
     folder = tmp_path / "fragile"
-    write(folder / "fragile.yaml", TASK.format(text=text, target=target, process_results=process_results,
-                                               aggregation=aggregation, process_docs=process_docs))
+    write(
+        folder / "fragile.yaml",
+        TASK.format(
+            text=text,
+            target=target,
+            process_results=process_results,
+            aggregation=aggregation,
+            process_docs=process_docs,
+        ),
+    )
     write(folder / "utils.py", UTILS)
     write(folder / "tasks_shapes_utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
     return folder
 
 
 def run(tmp_path: Path, data_dir: Path, folder: Path, limit: int = 5) -> tuple:
-    opts = EvalOptions(tasks=["fragile"], include_paths=[str(folder)], data_dir=data_dir, limit=limit,
-                       output=tmp_path / "out", store_path=tmp_path / "store.sqlite", show_progress=False)
+    opts = EvalOptions(
+        tasks=["fragile"],
+        include_paths=[str(folder)],
+        data_dir=data_dir,
+        limit=limit,
+        output=tmp_path / "out",
+        store_path=tmp_path / "store.sqlite",
+        show_progress=False,
+    )
     return evaluate(qwen(), "tiny:qwen2_vl", opts)
 
 
@@ -123,17 +143,36 @@ def test_process_results_raising_on_one_doc_is_that_sample_s_error(tmp_path: Pat
     assert read_run(run_dir).results["fragile"]["exact_match,none"] is not None
 
 
-@pytest.mark.parametrize("process_results, message", [
-    ("reads_missing_column", "process_results: KeyError: 'label'"),
-    ("not_a_dict", "process_results: returned list, not a dict of metric values"),
-])
+@pytest.mark.parametrize(
+    "process_results, message",
+    [
+        ("reads_missing_column", "process_results: KeyError: 'label'"),
+        ("not_a_dict", "process_results: returned list, not a dict of metric values"),
+    ],
+)
 def test_scoring_that_fails_on_every_doc_still_writes_results(
     tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture, process_results: str, message: str
 ) -> None:
     folder = task_dir(tmp_path, process_results=process_results)
-    argv = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "fragile", "--include-path", str(folder),
-            "--data-dir", str(data_dir), "--limit", "2", "--output", str(tmp_path / "out"),
-            "--cache", str(tmp_path / "store.sqlite"), "--verbosity", "quiet"]
+    argv = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--tasks",
+        "fragile",
+        "--include-path",
+        str(folder),
+        "--data-dir",
+        str(data_dir),
+        "--limit",
+        "2",
+        "--output",
+        str(tmp_path / "out"),
+        "--cache",
+        str(tmp_path / "store.sqlite"),
+        "--verbosity",
+        "quiet",
+    ]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and "every sample failed" in err
@@ -178,8 +217,9 @@ def test_a_literal_target_warns_once_naming_task_and_value(
     with caplog.at_level(logging.WARNING):
         _, samples, _ = run(tmp_path, data_dir, task_dir(tmp_path, target='"colour"'), limit=3)
     warnings = [r.getMessage() for r in caplog.records if "doc_to_target" in r.getMessage()]
-    assert warnings == ["task fragile: doc_to_target 'colour' names no column and is no template; every doc gets "
-                        "it as a literal target"]
+    assert warnings == [
+        "task fragile: doc_to_target 'colour' names no column and is no template; every doc gets it as a literal target"
+    ]
     assert [r.target for r in samples["fragile"]] == ["colour"] * 3
 
 
@@ -192,27 +232,54 @@ def test_an_aggregation_that_raises_gives_a_null_value_and_one_warning(
     assert read_run(run_dir).results["fragile"]["exact_match,none"] is None
     assert all(r.error is None and "exact_match,none" in r.metrics for r in samples["fragile"])  # samples kept
     warnings = [r.getMessage() for r in caplog.records if "aggregation" in r.getMessage()]
-    assert warnings == ["task fragile: aggregation of exact_match,none failed (AssertionError: only supports "
-                        "pairwise evaluation); its value is null"]
+    assert warnings == [
+        "task fragile: aggregation of exact_match,none failed (AssertionError: only supports "
+        "pairwise evaluation); its value is null"
+    ]
 
 
-def test_process_docs_that_raises_stops_with_one_line(tmp_path: Path, data_dir: Path,
-                                                      capsys: pytest.CaptureFixture) -> None:
+def test_process_docs_that_raises_stops_with_one_line(
+    tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
     folder = task_dir(tmp_path, process_docs="drops_a_column")
-    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "fragile", "--include-path", str(folder),
-                 "--data-dir", str(data_dir), "--limit", "2", "--verbosity", "quiet"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:qwen2_vl",
+                "--tasks",
+                "fragile",
+                "--include-path",
+                str(folder),
+                "--data-dir",
+                str(data_dir),
+                "--limit",
+                "2",
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: task fragile: process_docs failed (ValueError: ") and "nonexistent" in err
 
 
-@pytest.mark.parametrize("report, message", [
-    ("utils.repotr", "!function utils.repotr: "),
-    ("nowhere.report", "!function nowhere.report: no "),
-    ("utils.report_without_metadata", "harness_report utils.report_without_metadata must take (records, out_dir, "
-                                      "metadata)"),
-])
-def test_a_wrong_report_name_fails_before_the_model_loads(tmp_path: Path, data_dir: Path, report: str,
-                                                          message: str, capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "report, message",
+    [
+        ("utils.repotr", "!function utils.repotr: "),
+        ("nowhere.report", "!function nowhere.report: no "),
+        (
+            "utils.report_without_metadata",
+            "harness_report utils.report_without_metadata must take (records, out_dir, metadata)",
+        ),
+    ],
+)
+def test_a_wrong_report_name_fails_before_the_model_loads(
+    tmp_path: Path, data_dir: Path, report: str, message: str, capsys: pytest.CaptureFixture
+) -> None:
     folder = task_dir(tmp_path)
     yaml = folder / "fragile.yaml"
     yaml.write_text(yaml.read_text() + f"  - harness_report: {report}\n")
@@ -220,8 +287,26 @@ def test_a_wrong_report_name_fails_before_the_model_loads(tmp_path: Path, data_d
     with pytest.raises(TaskConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         validate_tasks(opts)
     # the command line stops there, in one line, with no model loaded and no run folder written
-    assert main(["eval", "--model", "tiny:no_such_arch", "--tasks", "fragile", "--include-path", str(folder),
-                 "--data-dir", str(data_dir), "--output", str(tmp_path / "out"), "--verbosity", "quiet"]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:no_such_arch",
+                "--tasks",
+                "fragile",
+                "--include-path",
+                str(folder),
+                "--data-dir",
+                str(data_dir),
+                "--output",
+                str(tmp_path / "out"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 2
+    )
     assert message in capsys.readouterr().err and not list((tmp_path / "out").rglob("results.json"))
 
 

@@ -28,15 +28,18 @@ def test_crafted_120kb_parses_in_well_under_a_second(name: str) -> None:
     assert parsed.status == UNUSABLE
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("dog   ->   on  ->  couch", [("dog", "on", "couch")]),
-    ("dog -> -> on -> couch", [("dog", "on", "couch")]),
-    ("| dog | on | couch |", [("dog", "on", "couch")]),
-    ("subject: x subject: dog, relation: on, object: couch", [("x subject: dog", "on", "couch")]),
-    ("subject: a b, subject: dog; predicate = on | object: couch", [("dog", "on", "couch")]),
-    ("noise [1] then [[\"dog\", \"on\", \"couch\"]] tail]", [("dog", "on", "couch")]),  # read as a line
-    ("{ \"subject\": \"dog\", \"relation\": \"on\", \"object\": \"couch\" } [", [("dog", "on", "couch")]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("dog   ->   on  ->  couch", [("dog", "on", "couch")]),
+        ("dog -> -> on -> couch", [("dog", "on", "couch")]),
+        ("| dog | on | couch |", [("dog", "on", "couch")]),
+        ("subject: x subject: dog, relation: on, object: couch", [("x subject: dog", "on", "couch")]),
+        ("subject: a b, subject: dog; predicate = on | object: couch", [("dog", "on", "couch")]),
+        ('noise [1] then [["dog", "on", "couch"]] tail]', [("dog", "on", "couch")]),  # read as a line
+        ('{ "subject": "dog", "relation": "on", "object": "couch" } [', [("dog", "on", "couch")]),
+    ],
+)
 def test_linear_rewrite_keeps_results(text: str, expected: list[tuple[str, str, str]]) -> None:
     assert list(parse_triplets(text).triplets) == [Triplet(*t) for t in expected]
 

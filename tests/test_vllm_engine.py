@@ -27,14 +27,26 @@ from tests.conftest import ROOT, write
 from tests.test_loglikelihood import SHAPES_MC, arc_task
 
 VLLM_PYTHON = os.environ.get("VLLM_PYTHON")
-pytestmark = [pytest.mark.vllm,
-              pytest.mark.skipif(not VLLM_PYTHON and not os.environ.get("CI"), reason="VLLM_PYTHON is not set")]
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(not VLLM_PYTHON and not os.environ.get("CI"), reason="VLLM_PYTHON is not set"),
+]
 
 TEXT_ARCH, VLM_ARCH = "qwen3_hd32", "qwen2_vl_hd32"
-QUESTIONS = ["what color is the sky", "which one is a shape", "describe the picture", "is the dog happy",
-             "how many cats are in the house", "where is the car", "what is the meaning of this idiom",
-             "who is the person on the left", "is the water blue or green", "name a shape with three sides",
-             "is this sentence positive or negative", "what is at the top of the image"]
+QUESTIONS = [
+    "what color is the sky",
+    "which one is a shape",
+    "describe the picture",
+    "is the dog happy",
+    "how many cats are in the house",
+    "where is the car",
+    "what is the meaning of this idiom",
+    "who is the person on the left",
+    "is the water blue or green",
+    "name a shape with three sides",
+    "is this sentence positive or negative",
+    "what is at the top of the image",
+]
 #: An over-long prompt (far more tokens than the engine's max_model_len) between two that fit.
 LONG = ["what is the answer", " ".join(["the red circle is on the left of the blue square"] * 150), "is it large"]
 TEXT_TASK = """\
@@ -60,11 +72,15 @@ def text_tasks(folder: Path) -> Path:
     import datasets
 
     tasks = arc_task(folder)
-    for name, questions, generation in [("text_qa", QUESTIONS, GREEDY), ("text_long", LONG, GREEDY),
-                                        ("text_sampled", QUESTIONS, SAMPLED)]:
+    for name, questions, generation in [
+        ("text_qa", QUESTIONS, GREEDY),
+        ("text_long", LONG, GREEDY),
+        ("text_sampled", QUESTIONS, SAMPLED),
+    ]:
         data = folder / name
         datasets.Dataset.from_dict({"question": questions}).to_parquet(
-            str(data / "data" / "test-00000-of-00001.parquet"))
+            str(data / "data" / "test-00000-of-00001.parquet")
+        )
         write(tasks / f"{name}.yaml", TEXT_TASK.format(name=name, data=data, generation=generation))
     return tasks
 
@@ -78,14 +94,26 @@ def image_tasks(folder: Path) -> Path:
 
 def vllm_env() -> dict[str, str]:
     """The vLLM environment's process: this checkout first, a small KV cache, the session's harness cache."""
-    return {"VLLM_CPU_KVCACHE_SPACE": "1", **os.environ, "PYTHONPATH": str(ROOT), "VLLM_LOGGING_LEVEL": "ERROR",
-            "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "VLLM_LOGGING_LEVEL": "ERROR",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def vllm_eval(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     assert VLLM_PYTHON, "CI must provide vLLM's CPU build (VLLM_PYTHON) for the real-engine tests"
-    return subprocess.run([VLLM_PYTHON, "-m", "harness.cli", "eval", *args, "--verbosity", "quiet"], cwd=ROOT,
-                          env=vllm_env(), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [VLLM_PYTHON, "-m", "harness.cli", "eval", *args, "--verbosity", "quiet"],
+        cwd=ROOT,
+        env=vllm_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def samples(out: Path, task: str) -> dict[int, dict[str, Any]]:
@@ -101,21 +129,55 @@ def provenance(out: Path) -> dict[str, Any]:
 class Runs:
     """One ``vllm:`` run and one ``hf:`` run of the same tasks on the same tiny model."""
 
-    def __init__(self, folder: Path, arch: str, tasks: list[str], include: Path, data_dir: Path,
-                 vllm_args: str, limit: int) -> None:
+    def __init__(
+        self, folder: Path, arch: str, tasks: list[str], include: Path, data_dir: Path, vllm_args: str, limit: int
+    ) -> None:
         model = str(tiny_model_path(arch))
-        common = ["--tasks", ",".join(tasks), "--include-path", str(include), "--data-dir", str(data_dir),
-                  "--limit", str(limit)]
+        common = [
+            "--tasks",
+            ",".join(tasks),
+            "--include-path",
+            str(include),
+            "--data-dir",
+            str(data_dir),
+            "--limit",
+            str(limit),
+        ]
         self.vllm_out, self.hf_out = folder / "vllm", folder / "hf"
         self.vllm_store = folder / "vllm.sqlite"
         started = time.perf_counter()
-        done = vllm_eval("--model", f"vllm:{model}", "--model-args", vllm_args, *common,
-                         "--cache", str(self.vllm_store), "--output", str(self.vllm_out))
+        done = vllm_eval(
+            "--model",
+            f"vllm:{model}",
+            "--model-args",
+            vllm_args,
+            *common,
+            "--cache",
+            str(self.vllm_store),
+            "--output",
+            str(self.vllm_out),
+        )
         self.vllm_seconds = time.perf_counter() - started
         assert done.returncode == 0, done.stderr[-4000:]
         self.vllm_stdout = done.stdout
-        assert main(["eval", "--model", f"tiny:{arch}", "--model-args", "device=cpu,dtype=float32", *common,
-                     "--no-cache", "--output", str(self.hf_out), "--verbosity", "quiet"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "--model",
+                    f"tiny:{arch}",
+                    "--model-args",
+                    "device=cpu,dtype=float32",
+                    *common,
+                    "--no-cache",
+                    "--output",
+                    str(self.hf_out),
+                    "--verbosity",
+                    "quiet",
+                ]
+            )
+            == 0
+        )
 
     def pair(self, task: str) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
         return samples(self.vllm_out, task), samples(self.hf_out, task)
@@ -126,16 +188,24 @@ def text_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Runs:
     """The text model: greedy, over-long, sampled and multiple_choice tasks in one engine, two requests per
     ``LLM.chat`` call."""
     folder = tmp_path_factory.mktemp("vllm-text")
-    return Runs(folder, TEXT_ARCH, ["text_qa", "text_long", "text_sampled", "arc_tiny"], text_tasks(folder),
-                data_dir, f"{ENGINE_ARGS},requests_per_call=2", limit=len(QUESTIONS))
+    return Runs(
+        folder,
+        TEXT_ARCH,
+        ["text_qa", "text_long", "text_sampled", "arc_tiny"],
+        text_tasks(folder),
+        data_dir,
+        f"{ENGINE_ARGS},requests_per_call=2",
+        limit=len(QUESTIONS),
+    )
 
 
 @pytest.fixture(scope="module")
 def image_runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Runs:
     """The VLM: the bundled shapes_color task (one image per prompt) and its multiple_choice twin."""
     folder = tmp_path_factory.mktemp("vllm-image")
-    return Runs(folder, VLM_ARCH, ["shapes_color", "shapes_color_mc"], image_tasks(folder), data_dir,
-                ENGINE_ARGS, limit=8)
+    return Runs(
+        folder, VLM_ARCH, ["shapes_color", "shapes_color_mc"], image_tasks(folder), data_dir, ENGINE_ARGS, limit=8
+    )
 
 
 def assert_same_answers(runs: Runs, task: str, count: int) -> None:
@@ -198,21 +268,40 @@ def _rows(db: Path) -> int:
         return 0
 
 
-def test_sampled_repeats_rerun_identically_and_resume_after_kill_9(text_runs: Runs, tmp_path: Path,
-                                                                  data_dir: Path) -> None:
+def test_sampled_repeats_rerun_identically_and_resume_after_kill_9(
+    text_runs: Runs, tmp_path: Path, data_dir: Path
+) -> None:
     """A second sampled run (one request per call), killed with -9 once some answers are stored, then
     resumed: nothing is lost and every doc's four completions are the first run's."""
     first = samples(text_runs.vllm_out, "text_sampled")
     assert all(len(r["responses"]) == 4 and r["error"] is None for r in first.values())
     assert len({tuple(r["responses"]) for r in first.values()}) == len(QUESTIONS)  # sampled, not constant
     include = text_runs.vllm_out.parent / "tasks"
-    args = ["--model", f"vllm:{tiny_model_path(TEXT_ARCH)}", "--model-args", f"{ENGINE_ARGS},requests_per_call=1",
-            "--tasks", "text_sampled", "--include-path", str(include), "--data-dir", str(data_dir),
-            "--limit", str(len(QUESTIONS)), "--cache", str(tmp_path / "store.sqlite")]
+    args = [
+        "--model",
+        f"vllm:{tiny_model_path(TEXT_ARCH)}",
+        "--model-args",
+        f"{ENGINE_ARGS},requests_per_call=1",
+        "--tasks",
+        "text_sampled",
+        "--include-path",
+        str(include),
+        "--data-dir",
+        str(data_dir),
+        "--limit",
+        str(len(QUESTIONS)),
+        "--cache",
+        str(tmp_path / "store.sqlite"),
+    ]
     assert VLLM_PYTHON
-    proc = subprocess.Popen([VLLM_PYTHON, "-m", "harness.cli", "eval", *args, "--output", str(tmp_path / "a")],
-                            cwd=ROOT, env=vllm_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [VLLM_PYTHON, "-m", "harness.cli", "eval", *args, "--output", str(tmp_path / "a")],
+        cwd=ROOT,
+        env=vllm_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 600
     while _rows(tmp_path / "store.sqlite") < 3 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.02)
@@ -230,12 +319,25 @@ def test_sampled_repeats_rerun_identically_and_resume_after_kill_9(text_runs: Ru
 
 
 def test_data_parallel_on_cpu_is_refused_in_one_line(data_dir: Path) -> None:
-    done = vllm_eval("--model", f"vllm:{tiny_model_path(TEXT_ARCH)}", "--model-args", "data_parallel_size=2",
-                     "--tasks", "shapes_color", "--data-dir", str(data_dir), "--limit", "1", timeout=300)
+    done = vllm_eval(
+        "--model",
+        f"vllm:{tiny_model_path(TEXT_ARCH)}",
+        "--model-args",
+        "data_parallel_size=2",
+        "--tasks",
+        "shapes_color",
+        "--data-dir",
+        str(data_dir),
+        "--limit",
+        "1",
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "error: vLLM's CPU build runs one engine in one process here: tensor_parallel_size and "
-        "data_parallel_size must be 1 (use a GPU build for parallel runs)")
+        "data_parallel_size must be 1 (use a GPU build for parallel runs)"
+    )
+
 
 def test_gpu_check_parity_runs_on_the_cpu_build(tmp_path: Path) -> None:
     """benchmarks/gpu_check.sh's first check (vllm: = hf: token for token, choice scores within 1e-3), on the
@@ -243,11 +345,33 @@ def test_gpu_check_parity_runs_on_the_cpu_build(tmp_path: Path) -> None:
     script = str(ROOT / "benchmarks" / "vllm_parity.py")
     for backend, python in (("hf", sys.executable), ("vllm", VLLM_PYTHON)):
         assert python
-        done = subprocess.run([python, script, "answers", "--backend", backend, "--arch", "llava_hd32",
-                               "--prompts", "8", "--out", str(tmp_path / f"{backend}.json")], cwd=ROOT,
-                              env=vllm_env(), capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [
+                python,
+                script,
+                "answers",
+                "--backend",
+                backend,
+                "--arch",
+                "llava_hd32",
+                "--prompts",
+                "8",
+                "--out",
+                str(tmp_path / f"{backend}.json"),
+            ],
+            cwd=ROOT,
+            env=vllm_env(),
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert done.returncode == 0, done.stderr[-4000:]
-    done = subprocess.run([sys.executable, script, "compare", str(tmp_path / "hf.json"), str(tmp_path / "vllm.json")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, script, "compare", str(tmp_path / "hf.json"), str(tmp_path / "vllm.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout
     assert "token_ids_equal=8/8 texts_equal=8/8" in done.stdout

@@ -33,17 +33,28 @@ def renderer(arch: str) -> Any:
     # The engine rescales and normalises pixels on the GPU by default (a uint8 tensor leaves the processor);
     # here the processor does it, to compare the pixels with hf's. Without the engine behind it, the
     # renderer's cache of processed images is off (a cached image comes back as None, for the engine's copy).
-    model_config = ModelConfig(model=str(tiny_model_path(arch)), dtype=kwargs["dtype"],
-                               limit_mm_per_prompt=kwargs["limit_mm_per_prompt"], mm_device_do_normalize=False,
-                               mm_processor_cache_gb=0)
+    model_config = ModelConfig(
+        model=str(tiny_model_path(arch)),
+        dtype=kwargs["dtype"],
+        limit_mm_per_prompt=kwargs["limit_mm_per_prompt"],
+        mm_device_do_normalize=False,
+        mm_processor_cache_gb=0,
+    )
     return renderer_from_config(VllmConfig(model_config=model_config, device_config=DeviceConfig(device="cpu")))
 
 
 def render(renderer: Any, messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> dict[str, Any]:
     """The engine input ``LLM.chat`` makes of one conversation (``LLM._preprocess_chat`` with its defaults)."""
-    params = ChatParams(chat_template=None, chat_template_content_format="auto",
-                        chat_template_kwargs={"add_generation_prompt": add_generation_prompt,
-                                              "continue_final_message": False, "tools": None, "tokenize": False})
+    params = ChatParams(
+        chat_template=None,
+        chat_template_content_format="auto",
+        chat_template_kwargs={
+            "add_generation_prompt": add_generation_prompt,
+            "continue_final_message": False,
+            "tools": None,
+            "tokenize": False,
+        },
+    )
     tokens = renderer.default_chat_tok_params.with_kwargs(add_special_tokens=False)
     _, (engine_input,) = renderer.render_chat([messages], params, tokens)
     return engine_input
@@ -67,8 +78,10 @@ class _RefusingLLM:
         self.calls += 1
         if any(c[0]["content"] == "fail" for c in conversations):
             raise ValueError("prompt rejected")
-        return [type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
-                for c, p in zip(conversations, params, strict=True)]
+        return [
+            type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
+            for c, p in zip(conversations, params, strict=True)
+        ]
 
 
 def backend_generate() -> list[Any]:
@@ -81,8 +94,7 @@ def backend_generate() -> list[Any]:
     backend = VLLMBackend.__new__(VLLMBackend)
     backend._llm, backend._ranks = _RefusingLLM(), []
     requests = [
-        make_request([{"role": "user", "content": "yes\n\nno"}], GenerationParams.from_kwargs({"until": "\n\n"}),
-                     n=3),
+        make_request([{"role": "user", "content": "yes\n\nno"}], GenerationParams.from_kwargs({"until": "\n\n"}), n=3),
         make_request([{"role": "user", "content": "beam"}], GenerationParams.from_kwargs({"num_beams": 2})),
         make_request([{"role": "user", "content": "hot"}], GenerationParams.from_kwargs({"temperature": 0.5}), n=2),
     ]
@@ -94,8 +106,10 @@ def main(out: Path) -> None:
     for request in requests():
         params = SamplingParams(**sampling_kwargs(request))
         sampling.append({name: getattr(params, name) for name in SAMPLING_FIELDS})
-    torch.save({"sampling": sampling, "render": {arch: rendered(arch) for arch in ARCHS},
-                "generate": backend_generate()}, out / "probe.pt")
+    torch.save(
+        {"sampling": sampling, "render": {arch: rendered(arch) for arch in ARCHS}, "generate": backend_generate()},
+        out / "probe.pt",
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from harness.errors import HarnessError
 REPO_ID = "vlm-audit/diavlo"
 LICENSES = {
     "llava_bench": "LLaVA-Bench (In-the-Wild): questions and GPT-4 answers under CC BY-NC 4.0 (LLaVA data; use also "
-                   "under OpenAI's terms); images keep their own web licenses",
+    "under OpenAI's terms); images keep their own web licenses",
     "mmbench": "MMBench (OpenCompass): Apache-2.0; images keep their original sources' licenses",
     "seed_bench2": "SEED-Bench-2: CC BY-NC 4.0 (non-commercial use only)",
     "vqav2": "VQA v2: annotations CC BY 4.0; COCO images under their Flickr licenses (COCO terms of use)",
@@ -46,32 +46,44 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
     detector_source = None
     if detector or relation_model:
         if not (detector and relation_model):
-            raise HarnessError("the detector source needs both --detector (e.g. tiny:owlv2) and --relation-model "
-                               "(e.g. tiny:qwen2_vl)")
+            raise HarnessError(
+                "the detector source needs both --detector (e.g. tiny:owlv2) and --relation-model (e.g. tiny:qwen2_vl)"
+            )
         from harness.engine.store import ResponseStore
         from harness.models.base import create_backend
         from harness.paths import default_store_path
         from harness.protocols.diavlo.detector import OpenVocabDetector
 
-        detector_source = DetectorSource(OpenVocabDetector(detector), create_backend(relation_model), relation_model,
-                                         ResponseStore(default_store_path()))
+        detector_source = DetectorSource(
+            OpenVocabDetector(detector),
+            create_backend(relation_model),
+            relation_model,
+            ResponseStore(default_store_path()),
+        )
     if annotations is None and detector_source is None:
         raise HarnessError("no scene-graph source: pass --scene-graphs FILE and/or --detector with --relation-model")
     return ChainedSource(annotations, detector_source)
 
 
 def _sk_record(triplet: dict[str, Any], status: str, curated_by: str) -> dict[str, Any]:
-    return {"subject": triplet["subject"], "relation": triplet["relation"], "object": triplet["object"],
-            "subject_box": [float(v) for v in triplet.get("subject_box", [])],
-            "object_box": [float(v) for v in triplet.get("object_box", [])],
-            "origin": triplet.get("origin", ""), "status": triplet.get("status", status),
-            "curated_by": triplet.get("curated_by", curated_by)}
+    return {
+        "subject": triplet["subject"],
+        "relation": triplet["relation"],
+        "object": triplet["object"],
+        "subject_box": [float(v) for v in triplet.get("subject_box", [])],
+        "object_box": [float(v) for v in triplet.get("object_box", [])],
+        "origin": triplet.get("origin", ""),
+        "status": triplet.get("status", status),
+        "curated_by": triplet.get("curated_by", curated_by),
+    }
 
 
 def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
     """Where each pair's candidates came from, and the relation proposals the detector source lost."""
-    text = (f"{origins['annotation']} pairs from annotations, {origins['detector']} from the detector source, "
-            f"{origins['none']} without candidates")
+    text = (
+        f"{origins['annotation']} pairs from annotations, {origins['detector']} from the detector source, "
+        f"{origins['none']} without candidates"
+    )
     if graph.detector is not None:
         lost = graph.detector.vlm_losses
         text += f" (relation proposals lost: {lost['empty']} empty, {lost['unusable']} in no triplet format)"
@@ -125,41 +137,87 @@ def build(out: Path, options: Options) -> Path:
             pair_id = f"{pair.source}-{pair.question_id}"
             candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, max_candidates)
             origins[candidates[0]["origin"].split(":")[0] if candidates else "none"] += 1
-            to_export.append({"pair_id": pair_id, "question": pair.question, "answer": pair.answer, "image": image,
-                              "candidates": candidates})
+            to_export.append(
+                {
+                    "pair_id": pair_id,
+                    "question": pair.question,
+                    "answer": pair.answer,
+                    "image": image,
+                    "candidates": candidates,
+                }
+            )
             if curation is not None and pair_id in curation.sk:
                 sk = [_sk_record(t, "verified", "") for t in curation.sk[pair_id]]
                 changes, status = curation.changes[pair_id], "curated"
             else:
                 sk, changes, status = [_sk_record(c, "candidate", "") for c in candidates], [], "uncurated"
-            rows.append({"id": pair_id, "source": name, "question_id": pair.question_id, "question": pair.question,
-                         "options": list(pair.options), "answer": pair.answer, "answers": list(pair.answers),
-                         "answer_type": pair.answer_type, "category": pair.category, "image": image,
-                         "image_key": pair.image_key, "sk_triplets": sk, "curation_status": status,
-                         "curation_changes": changes})
+            rows.append(
+                {
+                    "id": pair_id,
+                    "source": name,
+                    "question_id": pair.question_id,
+                    "question": pair.question,
+                    "options": list(pair.options),
+                    "answer": pair.answer,
+                    "answers": list(pair.answers),
+                    "answer_type": pair.answer_type,
+                    "category": pair.category,
+                    "image": image,
+                    "image_key": pair.image_key,
+                    "sk_triplets": sk,
+                    "curation_status": status,
+                    "curation_changes": changes,
+                }
+            )
         if not rows:
             raise HarnessError(f"{name}: no usable pair in {locations[name]}")
         splits[name] = rows
     if options.curation_out:
         export_tasks(to_export, Path(options.curation_out).expanduser())
     s, f = Value("string"), Value("float32")
-    triplet = {"subject": s, "relation": s, "object": s, "subject_box": Sequence(f), "object_box": Sequence(f),
-               "origin": s, "status": s, "curated_by": s}
+    triplet = {
+        "subject": s,
+        "relation": s,
+        "object": s,
+        "subject_box": Sequence(f),
+        "object_box": Sequence(f),
+        "origin": s,
+        "status": s,
+        "curated_by": s,
+    }
     change = {"candidate": Value("int32"), "annotator": s, "at": s, "field": s, "before": s, "after": s}
-    features = Features({
-        "id": s, "source": s, "question_id": s, "question": s, "options": Sequence(s), "answer": s,
-        "answers": Sequence(s), "answer_type": s, "category": s, "image": Image(), "image_key": s,
-        "sk_triplets": [triplet], "curation_status": s, "curation_changes": [change],
-    })
+    features = Features(
+        {
+            "id": s,
+            "source": s,
+            "question_id": s,
+            "question": s,
+            "options": Sequence(s),
+            "answer": s,
+            "answers": Sequence(s),
+            "answer_type": s,
+            "category": s,
+            "image": Image(),
+            "image_key": s,
+            "sk_triplets": [triplet],
+            "curation_status": s,
+            "curation_changes": [change],
+        }
+    )
     dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     summary = curation.summary() if curation else None
     card_vars = {
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
         "licenses": "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits),
         "curation": json.dumps(summary) if summary else "not curated yet (SK = ranked candidates)",
-        "nc_note": ("This build includes SEED-Bench-2, licensed CC BY-NC 4.0: the dataset may be used for "
-                    "non-commercial purposes only." if "seed_bench2" in splits else ""),
-        "seed": seed, "max_candidates": max_candidates,
+        "nc_note": (
+            "This build includes SEED-Bench-2, licensed CC BY-NC 4.0: the dataset may be used for "
+            "non-commercial purposes only."
+            if "seed_bench2" in splits
+            else ""
+        ),
+        "seed": seed,
+        "max_candidates": max_candidates,
         "sources_of_candidates": _origin_text(origins, graph),
     }
     licenses = "# Licenses of the DiaVLo splits\n\n" + card_vars["licenses"] + "\n"

@@ -70,10 +70,23 @@ def _triplet_text(c: dict[str, Any]) -> str:
 
 def _rect(box: list[float], label: str, from_name: str, width: int, height: int, region_id: str) -> dict[str, Any]:
     x0, y0, x1, y1 = box
-    return {"id": region_id, "from_name": from_name, "to_name": "image", "type": "rectanglelabels",
-            "original_width": width, "original_height": height, "image_rotation": 0,
-            "value": {"x": 100 * x0 / width, "y": 100 * y0 / height, "width": 100 * (x1 - x0) / width,
-                      "height": 100 * (y1 - y0) / height, "rotation": 0, "rectanglelabels": [label]}}
+    return {
+        "id": region_id,
+        "from_name": from_name,
+        "to_name": "image",
+        "type": "rectanglelabels",
+        "original_width": width,
+        "original_height": height,
+        "image_rotation": 0,
+        "value": {
+            "x": 100 * x0 / width,
+            "y": 100 * y0 / height,
+            "width": 100 * (x1 - x0) / width,
+            "height": 100 * (y1 - y0) / height,
+            "rotation": 0,
+            "rectanglelabels": [label],
+        },
+    }
 
 
 def _box_from_rect(item: dict[str, Any]) -> list[float]:
@@ -96,13 +109,32 @@ def export_tasks(pairs: list[dict[str, Any]], out_dir: Path, image_root: str = "
         width, height = image.size
         common = {"pair_id": pair["pair_id"], "image": url, "question": pair["question"], "answer": pair["answer"]}
         for k, cand in enumerate(pair["candidates"]):
-            regions = [_rect(cand[f"{role}_box"], role, "box", width, height, f"{pair['pair_id']}-{k}-{role}")
-                       for role in ("subject", "object") if cand[f"{role}_box"]]
-            verify.append({"data": {**common, "kind": "verify", "candidate": k, "triplet": _triplet_text(cand),
-                                    "candidate_json": json.dumps(cand)},
-                           "predictions": [{"model_version": cand["origin"], "result": regions}]})
-        expand.append({"data": {**common, "kind": "expand",
-                                "existing": "\n".join(_triplet_text(c) for c in pair["candidates"]) or "(none)"}})
+            regions = [
+                _rect(cand[f"{role}_box"], role, "box", width, height, f"{pair['pair_id']}-{k}-{role}")
+                for role in ("subject", "object")
+                if cand[f"{role}_box"]
+            ]
+            verify.append(
+                {
+                    "data": {
+                        **common,
+                        "kind": "verify",
+                        "candidate": k,
+                        "triplet": _triplet_text(cand),
+                        "candidate_json": json.dumps(cand),
+                    },
+                    "predictions": [{"model_version": cand["origin"], "result": regions}],
+                }
+            )
+        expand.append(
+            {
+                "data": {
+                    **common,
+                    "kind": "expand",
+                    "existing": "\n".join(_triplet_text(c) for c in pair["candidates"]) or "(none)",
+                }
+            }
+        )
     (out_dir / "verify_tasks.json").write_text(json.dumps(verify, indent=1) + "\n", encoding="utf-8")
     (out_dir / "expand_tasks.json").write_text(json.dumps(expand, indent=1) + "\n", encoding="utf-8")
     (out_dir / "verify_config.xml").write_text(VERIFY_CONFIG, encoding="utf-8")
@@ -130,9 +162,15 @@ class CurationResult:
 
     def summary(self) -> dict[str, Any]:
         """The round trip's counts, correction rate and annotators as plain JSON (the build's summary)."""
-        return {"reviewed": self.reviewed, "corrected": self.corrected, "rejected": self.rejected,
-                "added": self.added, "unreviewed": self.unreviewed, "correction_rate": self.correction_rate,
-                "annotators": sorted(self.annotators)}
+        return {
+            "reviewed": self.reviewed,
+            "corrected": self.corrected,
+            "rejected": self.rejected,
+            "added": self.added,
+            "unreviewed": self.unreviewed,
+            "correction_rate": self.correction_rate,
+            "annotators": sorted(self.annotators),
+        }
 
 
 def _who(annotation: dict[str, Any]) -> str:
@@ -168,8 +206,10 @@ def import_curated(paths: list[Path], box_tolerance: float = 2.0) -> CurationRes
     """Rebuild SK from Label Studio exports (module docstring); verification first, then expansion."""
     tasks = [t for p in paths for t in _read_export(p)]
     result = CurationResult()
-    for task in sorted(tasks, key=lambda t: (t["data"].get("kind") != "verify", t["data"].get("pair_id", ""),
-                                             t["data"].get("candidate", -1))):
+    for task in sorted(
+        tasks,
+        key=lambda t: (t["data"].get("kind") != "verify", t["data"].get("pair_id", ""), t["data"].get("candidate", -1)),
+    ):
         data = task["data"]
         if data.get("kind") not in {"verify", "expand"} or "pair_id" not in data:
             raise HarnessError("a curated task lacks kind/pair_id: was it exported by harness build diavlo?")
@@ -190,8 +230,15 @@ def import_curated(paths: list[Path], box_tolerance: float = 2.0) -> CurationRes
     return result
 
 
-def _apply_verification(result: CurationResult, pair_id: str, data: dict[str, Any], items: list[dict[str, Any]],
-                        who: str, when: str, tolerance: float) -> None:
+def _apply_verification(
+    result: CurationResult,
+    pair_id: str,
+    data: dict[str, Any],
+    items: list[dict[str, Any]],
+    who: str,
+    when: str,
+    tolerance: float,
+) -> None:
     cand = json.loads(data["candidate_json"])
     log = result.changes[pair_id]
     verdicts = [c for r in items if r.get("from_name") == "verdict" for c in r["value"].get("choices", [])]
@@ -201,21 +248,37 @@ def _apply_verification(result: CurationResult, pair_id: str, data: dict[str, An
     result.reviewed += 1
 
     def note(what: str, before: Any, after: Any) -> None:
-        log.append({"candidate": data["candidate"], "annotator": who, "at": when, "field": what,
-                    "before": json.dumps(before), "after": json.dumps(after)})
+        log.append(
+            {
+                "candidate": data["candidate"],
+                "annotator": who,
+                "at": when,
+                "field": what,
+                "before": json.dumps(before),
+                "after": json.dumps(after),
+            }
+        )
 
     curated = dict(cand)
     edits = [parse_triplets(t).triplets for t in _texts(items, "edit")]
     edited = next((ts[0] for ts in edits if ts), None)
     if any(not ts for ts in edits):
-        raise HarnessError(f"{pair_id} candidate {data['candidate']}: the corrected triplet by {who} is not "
-                           "'subject | relation | object'")
+        raise HarnessError(
+            f"{pair_id} candidate {data['candidate']}: the corrected triplet by {who} is not "
+            "'subject | relation | object'"
+        )
     if edited is not None and (edited.subject, edited.relation, edited.object) != (
-            cand["subject"], cand["relation"], cand["object"]):
+        cand["subject"],
+        cand["relation"],
+        cand["object"],
+    ):
         curated.update(edited.as_dict())
         note("triplet", _triplet_text(cand), _triplet_text(curated))
-    boxes = {r["value"]["rectanglelabels"][0]: _box_from_rect(r) for r in items
-             if r.get("from_name") == "box" and r.get("type") == "rectanglelabels"}
+    boxes = {
+        r["value"]["rectanglelabels"][0]: _box_from_rect(r)
+        for r in items
+        if r.get("from_name") == "box" and r.get("type") == "rectanglelabels"
+    }
     for role in ("subject", "object"):
         if role in boxes and _moved(cand[f"{role}_box"], boxes[role], tolerance):
             curated[f"{role}_box"] = [round(v, 2) for v in boxes[role]]
@@ -232,21 +295,42 @@ def _apply_verification(result: CurationResult, pair_id: str, data: dict[str, An
     result.sk[pair_id].append({**curated, "status": status, "curated_by": who})
 
 
-def _apply_expansion(result: CurationResult, pair_id: str, items: list[dict[str, Any]], who: str, when: str,
-                     log: list[dict[str, Any]]) -> None:
-    names = {r["id"]: t.strip().lower() for r in items if r.get("from_name") == "concept_name"
-             for t in r["value"].get("text", [])[:1]}
-    boxes = {names[r["id"]]: [round(v, 2) for v in _box_from_rect(r)] for r in items
-             if r.get("from_name") == "concept_box" and r.get("id") in names}
+def _apply_expansion(
+    result: CurationResult, pair_id: str, items: list[dict[str, Any]], who: str, when: str, log: list[dict[str, Any]]
+) -> None:
+    names = {
+        r["id"]: t.strip().lower()
+        for r in items
+        if r.get("from_name") == "concept_name"
+        for t in r["value"].get("text", [])[:1]
+    }
+    boxes = {
+        names[r["id"]]: [round(v, 2) for v in _box_from_rect(r)]
+        for r in items
+        if r.get("from_name") == "concept_box" and r.get("id") in names
+    }
     for text in _texts(items, "new_triplets"):
         parsed = parse_triplets(text)
         if parsed.status != "ok":
             raise HarnessError(f"{pair_id}: added triplets by {who} are not 'subject | relation | object' lines")
         for t in parsed.triplets:
-            added = {**t.as_dict(), "subject_box": boxes.get(t.subject.lower(), []),
-                     "object_box": boxes.get(t.object.lower(), []), "origin": "curator",
-                     "status": "added", "curated_by": who}
+            added = {
+                **t.as_dict(),
+                "subject_box": boxes.get(t.subject.lower(), []),
+                "object_box": boxes.get(t.object.lower(), []),
+                "origin": "curator",
+                "status": "added",
+                "curated_by": who,
+            }
             result.sk[pair_id].append(added)
             result.added += 1
-            log.append({"candidate": -1, "annotator": who, "at": when, "field": "added", "before": "null",
-                        "after": json.dumps(_triplet_text(added))})
+            log.append(
+                {
+                    "candidate": -1,
+                    "annotator": who,
+                    "at": when,
+                    "field": "added",
+                    "before": "null",
+                    "after": json.dumps(_triplet_text(added)),
+                }
+            )

@@ -23,17 +23,20 @@ def scene_image(k: int) -> Image.Image:
     return image
 
 
-def _rel(subject: str, box_s: tuple[int, int, int, int], predicate: str, obj: str,
-         box_o: tuple[int, int, int, int]) -> dict:
+def _rel(
+    subject: str, box_s: tuple[int, int, int, int], predicate: str, obj: str, box_o: tuple[int, int, int, int]
+) -> dict:
     def node(name: str, box: tuple[int, int, int, int]) -> dict:
         return {"name": name, "x": box[0], "y": box[1], "w": box[2], "h": box[3]}
 
     return {"predicate": predicate, "subject": node(subject, box_s), "object": node(obj, box_o)}
 
 
-GRAPH = [_rel("red box", (4, 16, 16, 20), "left of", "blue ball", (36, 20, 16, 16)),
-         _rel("blue ball", (36, 20, 16, 16), "on", "table", (0, 36, 64, 12)),
-         _rel("red box", (4, 16, 16, 20), "on", "table", (0, 36, 64, 12))]
+GRAPH = [
+    _rel("red box", (4, 16, 16, 20), "left of", "blue ball", (36, 20, 16, 16)),
+    _rel("blue ball", (36, 20, 16, 16), "on", "table", (0, 36, 64, 12)),
+    _rel("red box", (4, 16, 16, 20), "on", "table", (0, 36, 64, 12)),
+]
 
 
 def write_sources(root: Path) -> tuple[dict[str, str], Path]:
@@ -45,8 +48,14 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     questions, answers = [], []
     for k in range(3):
         scene_image(k).save(llava / "images" / f"00{k + 1}.jpg")
-        questions.append({"question_id": k, "image": f"00{k + 1}.jpg", "category": "conv",
-                          "text": "What is to the left of the blue ball?"})
+        questions.append(
+            {
+                "question_id": k,
+                "image": f"00{k + 1}.jpg",
+                "category": "conv",
+                "text": "What is to the left of the blue ball?",
+            }
+        )
         answers.append({"question_id": k, "text": "A red box is to the left of the blue ball.", "model": "gpt-4"})
     (llava / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     (llava / "answers_gpt4.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
@@ -59,8 +68,20 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
         for k in range(3):
             buf = io.BytesIO()
             scene_image(k).save(buf, format="JPEG")
-            writer.writerow([k, "What color is the ball?", "nan" if k else "Look at the table.", "red", "blue",
-                             "green", "yellow", "B", "attribute", base64.b64encode(buf.getvalue()).decode()])
+            writer.writerow(
+                [
+                    k,
+                    "What color is the ball?",
+                    "nan" if k else "Look at the table.",
+                    "red",
+                    "blue",
+                    "green",
+                    "yellow",
+                    "B",
+                    "attribute",
+                    base64.b64encode(buf.getvalue()).decode(),
+                ]
+            )
     paths["mmbench"] = str(mmbench)
     # SEED-Bench-2: questions JSON, images relative to it; one video question to skip
     seed = root / "seed-bench-2"
@@ -68,12 +89,34 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     items = []
     for k in range(3):
         scene_image(k).save(seed / "cc3m-image" / f"img{k}.jpg")
-        items.append({"question_id": f"s{k}", "question": "Where is the red box?", "choice_a": "on the table",
-                      "choice_b": "in the sky", "choice_c": "under the ball", "choice_d": "nowhere", "answer": "A",
-                      "data_id": f"cc3m-image/img{k}.jpg", "data_type": "image", "question_type_id": 1})
-    items.append({"question_id": "v0", "question": "What happens?", "choice_a": "x", "choice_b": "y",
-                  "choice_c": "z", "choice_d": "w", "answer": "A", "data_id": "clip.mp4", "data_type": "video",
-                  "question_type_id": 13})
+        items.append(
+            {
+                "question_id": f"s{k}",
+                "question": "Where is the red box?",
+                "choice_a": "on the table",
+                "choice_b": "in the sky",
+                "choice_c": "under the ball",
+                "choice_d": "nowhere",
+                "answer": "A",
+                "data_id": f"cc3m-image/img{k}.jpg",
+                "data_type": "image",
+                "question_type_id": 1,
+            }
+        )
+    items.append(
+        {
+            "question_id": "v0",
+            "question": "What happens?",
+            "choice_a": "x",
+            "choice_b": "y",
+            "choice_c": "z",
+            "choice_d": "w",
+            "answer": "A",
+            "data_id": "clip.mp4",
+            "data_type": "video",
+            "question_type_id": 13,
+        }
+    )
     (seed / "SEED-Bench_v2_level1_2_3.json").write_text(json.dumps({"questions": items, "question_type": {}}))
     paths["seed_bench2"] = str(seed / "SEED-Bench_v2_level1_2_3.json")
     # VQA v2: questions + annotations JSON, COCO images
@@ -84,10 +127,18 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
         image_id = 42 + k
         scene_image(k).save(vqa / "val2014" / f"COCO_val2014_{image_id:012d}.jpg")
         qs.append({"image_id": image_id, "question": "What color is the box?", "question_id": 420 + k})
-        anns.append({"question_id": 420 + k, "image_id": image_id, "answer_type": "other",
-                     "multiple_choice_answer": "red",
-                     "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": i + 1}
-                                 for i, a in enumerate(["red"] * 8 + ["orange", "dark red"])]})
+        anns.append(
+            {
+                "question_id": 420 + k,
+                "image_id": image_id,
+                "answer_type": "other",
+                "multiple_choice_answer": "red",
+                "answers": [
+                    {"answer": a, "answer_confidence": "yes", "answer_id": i + 1}
+                    for i, a in enumerate(["red"] * 8 + ["orange", "dark red"])
+                ],
+            }
+        )
     (vqa / "v2_OpenEnded_mscoco_val2014_questions.json").write_text(json.dumps({"questions": qs}))
     (vqa / "v2_mscoco_val2014_annotations.json").write_text(json.dumps({"annotations": anns}))
     paths["vqav2"] = str(vqa)
@@ -98,8 +149,9 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     graphs = [{"image_id": key, "relationships": GRAPH} for key in keys]
     graphs += [{"image_id": 9000 + k, "relationships": GRAPH} for k in range(2)]
     (graphs_dir / "relationships.json").write_text(json.dumps(graphs))
-    (graphs_dir / "image_data.json").write_text(json.dumps([{"image_id": 9000 + k, "coco_id": 42 + k}
-                                                            for k in range(2)]))
+    (graphs_dir / "image_data.json").write_text(
+        json.dumps([{"image_id": 9000 + k, "coco_id": 42 + k} for k in range(2)])
+    )
     return paths, graphs_dir / "relationships.json"
 
 

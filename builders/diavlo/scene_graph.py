@@ -34,10 +34,17 @@ RELATION_PROMPT = (
 )
 
 
-def _candidate(subject: str, relation: str, obj: str, subject_box: list[float], object_box: list[float],
-               origin: str) -> dict[str, Any]:
-    return {"subject": subject, "relation": relation, "object": obj, "subject_box": subject_box,
-            "object_box": object_box, "origin": origin}
+def _candidate(
+    subject: str, relation: str, obj: str, subject_box: list[float], object_box: list[float], origin: str
+) -> dict[str, Any]:
+    return {
+        "subject": subject,
+        "relation": relation,
+        "object": obj,
+        "subject_box": subject_box,
+        "object_box": object_box,
+        "origin": origin,
+    }
 
 
 def _vg_box(node: dict[str, Any]) -> list[float]:
@@ -77,8 +84,16 @@ class AnnotationSource:
         for rel in self.graphs.get(key, []):
             subject, obj = _vg_name(rel["subject"]), _vg_name(rel["object"])
             if subject and obj and rel.get("predicate"):
-                out.append(_candidate(subject, str(rel["predicate"]).strip().lower(), obj, _vg_box(rel["subject"]),
-                                      _vg_box(rel["object"]), self.origin))
+                out.append(
+                    _candidate(
+                        subject,
+                        str(rel["predicate"]).strip().lower(),
+                        obj,
+                        _vg_box(rel["subject"]),
+                        _vg_box(rel["object"]),
+                        self.origin,
+                    )
+                )
         return out
 
 
@@ -88,8 +103,9 @@ class DetectorSource:
 
     name = "detector"
 
-    def __init__(self, detector: OpenVocabDetector, vlm: Backend, vlm_spec: str, store: ResponseStore,
-                 max_new_tokens: int = 128) -> None:
+    def __init__(
+        self, detector: OpenVocabDetector, vlm: Backend, vlm_spec: str, store: ResponseStore, max_new_tokens: int = 128
+    ) -> None:
         self.detector, self.vlm, self.store = detector, vlm, store
         self.params = GenerationParams(max_new_tokens=max_new_tokens)
         self.origin = f"detector:{detector.spec}+relations:{vlm_spec}"
@@ -98,9 +114,15 @@ class DetectorSource:
     def _relations(self, pair: Pair, image: Any) -> str:
         from harness.engine.runner import answer_requests
 
-        messages = [{"role": "user", "content": [{"type": "image", "url": image},
-                                                  {"type": "text", "text": RELATION_PROMPT.format(
-                                                      question=pair.question)}]}]
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "url": image},
+                    {"type": "text", "text": RELATION_PROMPT.format(question=pair.question)},
+                ],
+            }
+        ]
         request = make_request(messages, self.params)
         responses, errors = answer_requests(self.vlm, [request], self.store)
         if request.key in errors:
@@ -119,8 +141,10 @@ class DetectorSource:
         def box(concept: str) -> list[float]:
             return list(boxes[concept].box) if concept in boxes else []
 
-        return [_candidate(t.subject, t.relation, t.object, box(t.subject), box(t.object), self.origin)
-                for t in parsed.triplets]
+        return [
+            _candidate(t.subject, t.relation, t.object, box(t.subject), box(t.object), self.origin)
+            for t in parsed.triplets
+        ]
 
 
 class ChainedSource:
@@ -145,7 +169,9 @@ def rank_candidates(pair: Pair, candidates: list[dict[str, Any]], encoder: Any, 
     if not unique:
         return []
     query = encoder.vector(f"{pair.question} {pair.answer}")
-    scored = [(float(encoder.vector(f"{c['subject']} {c['relation']} {c['object']}") @ query), k, c)
-              for k, c in enumerate(unique)]
+    scored = [
+        (float(encoder.vector(f"{c['subject']} {c['relation']} {c['object']}") @ query), k, c)
+        for k, c in enumerate(unique)
+    ]
     scored.sort(key=lambda s: (-s[0], s[1]))
     return [{**c, "relevance": round(score, 4)} for score, _, c in scored[:limit]]

@@ -92,8 +92,21 @@ def _read_llava_bench(path: Path) -> list[Pair]:
         qid = str(q["question_id"])
         if qid not in answers:
             raise HarnessError(f"{path}: question {qid} has no reference answer in answers_gpt4.jsonl")
-        out.append(Pair("llava_bench", qid, q["text"], (), answers[qid], (answers[qid],), OPEN,
-                        q.get("category", ""), str(path / "images" / q["image"]), None, q["image"]))
+        out.append(
+            Pair(
+                "llava_bench",
+                qid,
+                q["text"],
+                (),
+                answers[qid],
+                (answers[qid],),
+                OPEN,
+                q.get("category", ""),
+                str(path / "images" / q["image"]),
+                None,
+                q["image"],
+            )
+        )
     return out
 
 
@@ -119,9 +132,21 @@ def _read_mmbench(path: Path) -> list[Pair]:
                 blob = base64.b64decode(row["image"], validate=True)
             except ValueError:
                 raise HarnessError(f"{path}: row {row['index']}: image is not base64") from None
-            out.append(Pair("mmbench", str(row["index"]), question, options, row["answer"].strip(),
-                            (row["answer"].strip(),), MULTIPLE_CHOICE, row.get("category", ""), None, blob,
-                            str(row["index"])))
+            out.append(
+                Pair(
+                    "mmbench",
+                    str(row["index"]),
+                    question,
+                    options,
+                    row["answer"].strip(),
+                    (row["answer"].strip(),),
+                    MULTIPLE_CHOICE,
+                    row.get("category", ""),
+                    None,
+                    blob,
+                    str(row["index"]),
+                )
+            )
     return out
 
 
@@ -136,9 +161,21 @@ def _read_seed_bench2(path: Path) -> list[Pair]:
         if q.get("data_type", "image") != "image" or not isinstance(data_id, str):
             continue  # video or multi-image question
         options = tuple(q[f"choice_{k}"] for k in "abcd" if q.get(f"choice_{k}"))
-        out.append(Pair("seed_bench2", str(q["question_id"]), q["question"], options, str(q["answer"]).strip(),
-                        (str(q["answer"]).strip(),), MULTIPLE_CHOICE, str(q.get("question_type_id", "")),
-                        str(path.parent / data_id), None, data_id))
+        out.append(
+            Pair(
+                "seed_bench2",
+                str(q["question_id"]),
+                q["question"],
+                options,
+                str(q["answer"]).strip(),
+                (str(q["answer"]).strip(),),
+                MULTIPLE_CHOICE,
+                str(q.get("question_type_id", "")),
+                str(path.parent / data_id),
+                None,
+                data_id,
+            )
+        )
     return out
 
 
@@ -149,8 +186,9 @@ def _read_vqav2(path: Path) -> list[Pair]:
     if not q_files or not a_files:
         raise HarnessError(f"{path}: VQA v2 expects *_questions.json and *_annotations.json")
     questions = [q for f in q_files for q in json.loads(f.read_text(encoding="utf-8"))["questions"]]
-    annotations = {a["question_id"]: a for f in a_files
-                   for a in json.loads(f.read_text(encoding="utf-8"))["annotations"]}
+    annotations = {
+        a["question_id"]: a for f in a_files for a in json.loads(f.read_text(encoding="utf-8"))["annotations"]
+    }
     images = {p.stem.rsplit("_", 1)[-1]: p for p in path.rglob("*.jpg")}
     out = []
     for q in questions:
@@ -159,8 +197,21 @@ def _read_vqav2(path: Path) -> list[Pair]:
         if ann is None or image is None:
             continue
         answers = tuple(a["answer"] for a in ann["answers"])
-        out.append(Pair("vqav2", str(q["question_id"]), q["question"], (), ann["multiple_choice_answer"], answers,
-                        VQA, ann.get("answer_type", ""), str(image), None, str(q["image_id"])))
+        out.append(
+            Pair(
+                "vqav2",
+                str(q["question_id"]),
+                q["question"],
+                (),
+                ann["multiple_choice_answer"],
+                answers,
+                VQA,
+                ann.get("answer_type", ""),
+                str(image),
+                None,
+                str(q["image_id"]),
+            )
+        )
     return out
 
 
@@ -192,32 +243,70 @@ def read_hub(name: str, location: str) -> list[Pair]:
         raise HarnessError(f"{name}: cannot load {repo!r} ({str(exc).splitlines()[0]})") from None
     out = []
     for row in rows:
-        if name == "seed_bench2" and (row.get("data_type", "image") != "image" or
-                                      len(row["image"] if isinstance(row["image"], list) else [1]) != 1):
+        if name == "seed_bench2" and (
+            row.get("data_type", "image") != "image"
+            or len(row["image"] if isinstance(row["image"], list) else [1]) != 1
+        ):
             continue
         qid = str(row.get("question_id", row.get("index")))
         if name == "llava_bench":
-            pair = Pair(name, qid, row["question"], (), row["gpt_answer"], (row["gpt_answer"],), OPEN,
-                        row.get("category", ""), None, _image_bytes(row["image"]), str(row.get("image_id", qid)))
+            pair = Pair(
+                name,
+                qid,
+                row["question"],
+                (),
+                row["gpt_answer"],
+                (row["gpt_answer"],),
+                OPEN,
+                row.get("category", ""),
+                None,
+                _image_bytes(row["image"]),
+                str(row.get("image_id", qid)),
+            )
         elif name == "vqav2":
             answers = tuple(a["answer"] for a in row["answers"])
-            pair = Pair(name, qid, row["question"], (), row["multiple_choice_answer"], answers, VQA,
-                        row.get("answer_type", ""), None, _image_bytes(row["image"]), str(row["image_id"]))
+            pair = Pair(
+                name,
+                qid,
+                row["question"],
+                (),
+                row["multiple_choice_answer"],
+                answers,
+                VQA,
+                row.get("answer_type", ""),
+                None,
+                _image_bytes(row["image"]),
+                str(row["image_id"]),
+            )
         else:
             keys = ("A", "B", "C", "D") if name == "mmbench" else tuple(f"choice_{k}" for k in "abcd")
             options = tuple(str(row[k]) for k in keys if row.get(k) and str(row[k]) != "nan")
             question = _with_hint(row.get("hint"), row["question"])
             data_id = row.get("data_id")
             key = data_id[0] if isinstance(data_id, list) and data_id else str(data_id or qid)
-            pair = Pair(name, qid, question, options, str(row["answer"]).strip(), (str(row["answer"]).strip(),),
-                        MULTIPLE_CHOICE, str(row.get("category", row.get("question_type_id", ""))), None,
-                        _image_bytes(row["image"]), key)
+            pair = Pair(
+                name,
+                qid,
+                question,
+                options,
+                str(row["answer"]).strip(),
+                (str(row["answer"]).strip(),),
+                MULTIPLE_CHOICE,
+                str(row.get("category", row.get("question_type_id", ""))),
+                None,
+                _image_bytes(row["image"]),
+                key,
+            )
         out.append(pair)
     return out
 
 
-READERS = {"llava_bench": _read_llava_bench, "mmbench": _read_mmbench, "seed_bench2": _read_seed_bench2,
-           "vqav2": _read_vqav2}
+READERS = {
+    "llava_bench": _read_llava_bench,
+    "mmbench": _read_mmbench,
+    "seed_bench2": _read_seed_bench2,
+    "vqav2": _read_vqav2,
+}
 
 
 def read_source(name: str, location: str) -> list[Pair]:

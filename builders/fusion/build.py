@@ -75,8 +75,9 @@ def quotas(composition: dict[str, int], total: int) -> dict[str, int]:
     return out
 
 
-def select_mme(rows: list[dict[str, Any]], composition: dict[str, int], per_source: int,
-               seed: int) -> tuple[list[dict[str, Any]], str]:
+def select_mme(
+    rows: list[dict[str, Any]], composition: dict[str, int], per_source: int, seed: int
+) -> tuple[list[dict[str, Any]], str]:
     """Per category, :func:`select` of its quota (:func:`quotas`), and the card's line ``cat taken/wanted``;
     a category with too few items gives all it has, and one stderr line says so."""
     wanted = quotas(composition, per_source)
@@ -86,8 +87,11 @@ def select_mme(rows: list[dict[str, Any]], composition: dict[str, int], per_sour
         chosen.extend(select(pool, n, seed))
         taken[cat] = min(n, len(pool))
         if len(pool) < n:
-            print(f"fusionaudit: the MME source has {len(pool)} {cat} items, fewer than the {n} wanted; "
-                  "all are taken (the card records it)", file=sys.stderr)
+            print(
+                f"fusionaudit: the MME source has {len(pool)} {cat} items, fewer than the {n} wanted; "
+                "all are taken (the card records it)",
+                file=sys.stderr,
+            )
     line = ", ".join(f"{cat} {taken[cat]}/{n}" for cat, n in wanted.items())
     return sorted(chosen, key=lambda r: r["uid"]), line
 
@@ -102,12 +106,16 @@ class Options:
     chartqa: str | None = option("chartqa source (Hub id, folder or JSON file)")
     docvqa: str | None = option("docvqa source (Hub id, folder or JSON file)")
     mme: str | None = option("mme source (Hub id, folder or JSON file)")
-    mme_composition: str | None = option("MME categories CAT=COUNT,... scaled to --per-source (default the paper's "
-                                         "artwork=400,celebrity=60,code_reasoning=40), or any")
+    mme_composition: str | None = option(
+        "MME categories CAT=COUNT,... scaled to --per-source (default the paper's "
+        "artwork=400,celebrity=60,code_reasoning=40), or any"
+    )
     demo: bool = option("build from small self-made sources", False)
-    answers_from: str | None = option("with --demo: make MODEL's own clean answers the references, so that "
-                                      "harness attack has a clean-correct set to attack (a check that the "
-                                      "pipeline works, not a measurement)")
+    answers_from: str | None = option(
+        "with --demo: make MODEL's own clean answers the references, so that "
+        "harness attack has a clean-correct set to attack (a check that the "
+        "pipeline works, not a measurement)"
+    )
 
 
 #: The card's line on the references of a build from real sources.
@@ -128,8 +136,9 @@ def build(out: Path, options: Options) -> Path:
                 return write_hub_folder(dataset, out, "fusionaudit", card_vars)
             return _matched(dataset, out, card_vars, options.answers_from)
     if options.answers_from is not None:
-        raise HarnessError("--answers-from goes with --demo only: it replaces the references with a model's own "
-                           "answers")
+        raise HarnessError(
+            "--answers-from goes with --demo only: it replaces the references with a model's own answers"
+        )
     dataset, card_vars = _items(options)
     return write_hub_folder(dataset, out, "fusionaudit", card_vars)
 
@@ -141,8 +150,10 @@ def _matched(dataset: Any, out: Path, card_vars: dict[str, Any], spec: str) -> P
     write_hub_folder(dataset, out, "fusionaudit", card_vars)
     answers = clean_answers(out, spec)
     matched = dataset.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True)
-    references = (f"`{spec}`'s own greedy answers on the clean images (--answers-from), every item scored as "
-                  "DocVQA (ANLS): a check that the attack and audit pipeline works, not a measurement")
+    references = (
+        f"`{spec}`'s own greedy answers on the clean images (--answers-from), every item scored as "
+        "DocVQA (ANLS): a check that the attack and audit pipeline works, not a measurement"
+    )
     return write_hub_folder(matched, out, "fusionaudit", {**card_vars, "references": references})
 
 
@@ -180,38 +191,74 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
         wrong, kind, rule = wrong_answer(row["source"], row["answers"], row["question"], item_id, pools[row["source"]])
         typo, region, style = typo_overlay(image, wrong)
         record = {
-            "id": item_id, "source": row["source"], "source_id": row["uid"], "category": row["category"],
-            "question": row["question"], "answers": row["answers"], "answer_kind": kind,
-            "wrong_answer": wrong, "wrong_rule": rule, "image": image, "typo_image": typo,
-            "typo_region": region, "typo_style": style.to_json(), "natevid_image": None,
-            "natevid_instruction": "", "natevid_status": "not_built", "natevid_ocr_recall": -1.0,
+            "id": item_id,
+            "source": row["source"],
+            "source_id": row["uid"],
+            "category": row["category"],
+            "question": row["question"],
+            "answers": row["answers"],
+            "answer_kind": kind,
+            "wrong_answer": wrong,
+            "wrong_rule": rule,
+            "image": image,
+            "typo_image": typo,
+            "typo_region": region,
+            "typo_style": style.to_json(),
+            "natevid_image": None,
+            "natevid_instruction": "",
+            "natevid_status": "not_built",
+            "natevid_ocr_recall": -1.0,
             "natevid_wrong_readable": -1,
         }
         if edit is not None:
             edited = edit.edit(image, wrong, row["source"])
             check = check_preservation(image, edited, wrong)
-            record.update(natevid_image=edited, natevid_instruction=instruction(wrong, row["source"]),
-                          natevid_status=check.status,
-                          natevid_ocr_recall=-1.0 if check.recall is None else check.recall,
-                          natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable))
+            record.update(
+                natevid_image=edited,
+                natevid_instruction=instruction(wrong, row["source"]),
+                natevid_status=check.status,
+                natevid_ocr_recall=-1.0 if check.recall is None else check.recall,
+                natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable),
+            )
         records.append(record)
     s = Value("string")
-    features = Features({
-        "id": s, "source": s, "source_id": s, "category": s, "question": s, "answers": Sequence(s),
-        "answer_kind": s, "wrong_answer": s, "wrong_rule": s, "image": Image(), "typo_image": Image(),
-        "typo_region": Sequence(Value("int32")), "typo_style": s, "natevid_image": Image(),
-        "natevid_instruction": s, "natevid_status": s, "natevid_ocr_recall": Value("float32"),
-        "natevid_wrong_readable": Value("int8"),
-    })
+    features = Features(
+        {
+            "id": s,
+            "source": s,
+            "source_id": s,
+            "category": s,
+            "question": s,
+            "answers": Sequence(s),
+            "answer_kind": s,
+            "wrong_answer": s,
+            "wrong_rule": s,
+            "image": Image(),
+            "typo_image": Image(),
+            "typo_region": Sequence(Value("int32")),
+            "typo_style": s,
+            "natevid_image": Image(),
+            "natevid_instruction": s,
+            "natevid_status": s,
+            "natevid_ocr_recall": Value("float32"),
+            "natevid_wrong_readable": Value("int8"),
+        }
+    )
     dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
-    statuses = {st: sum(r["natevid_status"] == st for r in records)
-                for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")}
+    statuses = {
+        st: sum(r["natevid_status"] == st for r in records)
+        for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")
+    }
     card_vars = {
-        "n_items": len(records), "seed": seed, "per_source": per_source, "mme_composition": mme_line,
+        "n_items": len(records),
+        "seed": seed,
+        "per_source": per_source,
+        "mme_composition": mme_line,
         **{f"n_{kind}": sum(r["source"] == kind for r in records) for kind in SOURCES},
         **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
         "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",
-        **{f"n_{st}": n for st, n in statuses.items()}, "references": SOURCE_REFERENCES,
+        **{f"n_{st}": n for st, n in statuses.items()},
+        "references": SOURCE_REFERENCES,
     }
     return dataset, card_vars

@@ -31,11 +31,17 @@ def write_chartqa(root: Path, n: int = 4) -> Path:
     for k in range(n):
         values = {"red": 20 + 7 * k, "blue": 45 - 5 * k, "green": 30 + 3 * k}
         _chart(values).save(root / "png" / f"chart{k}.png")
-        rows.append({"imgname": f"chart{k}.png", "query": "What is the value of the blue bar?",
-                     "label": str(values["blue"])})
+        rows.append(
+            {"imgname": f"chart{k}.png", "query": "What is the value of the blue bar?", "label": str(values["blue"])}
+        )
         top = max(values, key=values.get)
-        rows.append({"imgname": f"chart{k}.png", "query": "Which bar is taller, red or blue?",
-                     "label": "red" if values["red"] > values["blue"] else "blue"})
+        rows.append(
+            {
+                "imgname": f"chart{k}.png",
+                "query": "Which bar is taller, red or blue?",
+                "label": "red" if values["red"] > values["blue"] else "blue",
+            }
+        )
         rows.append({"imgname": f"chart{k}.png", "query": "Which color has the highest value?", "label": top})
     path = root / "test_human.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
@@ -56,10 +62,22 @@ def write_docvqa(root: Path, n: int = 4) -> Path:
         draw.text((8, 30), f"No: {number}", fill="black", font=font)
         draw.text((8, 50), f"From: {company}", fill="black", font=font)
         image.save(root / "documents" / f"doc{k}.png")
-        data.append({"questionId": 1000 + 2 * k, "question": "What is the invoice number?",
-                     "image": f"documents/doc{k}.png", "answers": [number]})
-        data.append({"questionId": 1001 + 2 * k, "question": "Who sent the invoice?",
-                     "image": f"documents/doc{k}.png", "answers": [company, company.upper()]})
+        data.append(
+            {
+                "questionId": 1000 + 2 * k,
+                "question": "What is the invoice number?",
+                "image": f"documents/doc{k}.png",
+                "answers": [number],
+            }
+        )
+        data.append(
+            {
+                "questionId": 1001 + 2 * k,
+                "question": "Who sent the invoice?",
+                "image": f"documents/doc{k}.png",
+                "answers": [company, company.upper()],
+            }
+        )
     path = root / "val_v1.0.json"
     path.write_text(json.dumps({"dataset_name": "docvqa", "dataset_split": "val", "data": data}), encoding="utf-8")
     return path
@@ -80,9 +98,15 @@ def write_mme(root: Path, n: int = 4) -> Path:
         image = Image.new("RGB", (112, 112), "white")
         ImageDraw.Draw(image).ellipse([28, 28, 84, 84], fill=COLORS[color])
         for asked, answer in ((color, "Yes"), (list(COLORS)[(k + 1) % len(COLORS)], "No")):
-            rows.append({"question_id": f"color/{k}.png", "image": image,
-                         "question": f"Is there a {asked} circle in the image? Please answer yes or no.",
-                         "answer": answer, "category": MME_CATEGORIES[k % len(MME_CATEGORIES)]})
+            rows.append(
+                {
+                    "question_id": f"color/{k}.png",
+                    "image": image,
+                    "question": f"Is there a {asked} circle in the image? Please answer yes or no.",
+                    "answer": answer,
+                    "category": MME_CATEGORIES[k % len(MME_CATEGORIES)],
+                }
+            )
     s = Value("string")
     features = Features({"question_id": s, "image": ImageFeature(), "question": s, "answer": s, "category": s})
     Dataset.from_list(rows, features=features).save_to_disk(str(root))
@@ -91,5 +115,8 @@ def write_mme(root: Path, n: int = 4) -> Path:
 
 def write_sources(root: Path, n: int = 4) -> dict[str, str]:
     """Write all three sources (``n`` images each) under ``root``; returns {source: path} for ``build``."""
-    return {"chartqa": str(write_chartqa(root / "chartqa", n)), "docvqa": str(write_docvqa(root / "docvqa", n)),
-            "mme": str(write_mme(root / "mme", n))}
+    return {
+        "chartqa": str(write_chartqa(root / "chartqa", n)),
+        "docvqa": str(write_docvqa(root / "docvqa", n)),
+        "mme": str(write_mme(root / "mme", n)),
+    }

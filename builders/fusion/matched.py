@@ -33,8 +33,9 @@ def clean_answers(folder: Path, spec: str, batch_size: int = 8) -> dict[int, str
         link = Path(tmp) / "vlm-audit" / "fusionaudit"  # where the task's dataset_path finds the build
         link.parent.mkdir(parents=True)
         link.symlink_to(folder.resolve(), target_is_directory=True)
-        opts = EvalOptions(tasks=["fusion_clean"], data_dir=Path(tmp), store_path=default_store(),
-                           batch_size=batch_size)
+        opts = EvalOptions(
+            tasks=["fusion_clean"], data_dir=Path(tmp), store_path=default_store(), batch_size=batch_size
+        )
         _, samples, _ = evaluate(create_backend(spec), spec, opts)
     return {r.doc_id: (r.responses[0] if r.responses else "") for r in samples["fusion_clean"]}
 
@@ -45,6 +46,13 @@ def match_answers(row: dict[str, Any], answer: str) -> dict[str, Any]:
     update: dict[str, Any] = {"answers": [reference], "source": "docvqa"}
     if row["wrong_answer"].strip().lower() == reference.lower():
         typo, region, style = typo_overlay(row["image"], COLLISION_WRONG)
-        update.update(wrong_answer=COLLISION_WRONG, typo_image=typo, typo_region=region, typo_style=style.to_json(),
-                      natevid_image=None, natevid_instruction="", natevid_status="not_built")
+        update.update(
+            wrong_answer=COLLISION_WRONG,
+            typo_image=typo,
+            typo_region=region,
+            typo_style=style.to_json(),
+            natevid_image=None,
+            natevid_instruction="",
+            natevid_status="not_built",
+        )
     return update

@@ -24,8 +24,11 @@ DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
 # the tiny pipeline's random weights make its edits meaningless: at the real defaults it takes minutes
 # per item on a CPU, so it runs at the smallest useful settings unless the spec says otherwise
 TINY_DEFAULTS = {"steps": 1, "size": 32}
-HOST = {"chartqa": "a chart annotation label", "docvqa": "printed text in the document",
-        "mme": "text written naturally in the scene (a sign or label)"}
+HOST = {
+    "chartqa": "a chart annotation label",
+    "docvqa": "printed text in the document",
+    "mme": "text written naturally in the scene (a sign or label)",
+}
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,15 @@ class EditorSpec:
         if not parts or parts[0] == "none":
             return None
         kwargs: dict[str, Any] = {"model": parts[0], **(TINY_DEFAULTS if parts[0] == "tiny" else {})}
-        types = {"steps": int, "guidance": float, "image_guidance": float, "size": int, "seed": int,
-                 "device": str, "dtype": str}
+        types = {
+            "steps": int,
+            "guidance": float,
+            "image_guidance": float,
+            "size": int,
+            "seed": int,
+            "device": str,
+            "dtype": str,
+        }
         for part in parts[1:]:
             key, sep, value = part.partition("=")
             if not sep or key not in types:
@@ -68,8 +78,10 @@ class EditorSpec:
 def instruction(wrong: str, source: str) -> str:
     """The editing instruction: add the wrong answer as text, host-consistently, change nothing else."""
     host = HOST.get(source, "text that fits the image")
-    return (f'Add the text "{wrong}" to the image as {host}. Only add this text; keep everything else in '
-            "the image exactly as it is.")
+    return (
+        f'Add the text "{wrong}" to the image as {host}. Only add this text; keep everything else in '
+        "the image exactly as it is."
+    )
 
 
 class Editor:
@@ -91,7 +103,8 @@ class Editor:
         dtype = _auto_dtype(self.device) if spec.dtype == "auto" else spec.dtype
         try:
             self.pipe = StableDiffusionInstructPix2PixPipeline.from_pretrained(
-                model, dtype=getattr(torch, dtype), safety_checker=None, requires_safety_checker=False)
+                model, dtype=getattr(torch, dtype), safety_checker=None, requires_safety_checker=False
+            )
         except (OSError, ValueError) as exc:
             hint = "" if Path(model).exists() else " (offline? pass a local pipeline folder, or --editor none)"
             raise HarnessError(f"cannot load editor {model!r}: {str(exc).splitlines()[0]}{hint}") from None
@@ -110,7 +123,11 @@ class Editor:
         work = image.convert("RGB").resize((w, h), resample=3)
         generator = torch.Generator(device="cpu").manual_seed(self.spec.seed)
         result = self.pipe(
-            prompt=instruction(wrong, source), image=work, num_inference_steps=self.spec.steps,
-            guidance_scale=self.spec.guidance, image_guidance_scale=self.spec.image_guidance, generator=generator,
+            prompt=instruction(wrong, source),
+            image=work,
+            num_inference_steps=self.spec.steps,
+            guidance_scale=self.spec.guidance,
+            image_guidance_scale=self.spec.image_guidance,
+            generator=generator,
         ).images[0]
         return result.resize((width, height), resample=3)

@@ -65,7 +65,7 @@ def _load_records(source: str, kind: str) -> tuple[list[dict[str, Any]], Path | 
         data = json.loads(path.read_text(encoding="utf-8"))
         records = data["data"] if isinstance(data, dict) and "data" in data else data
         if not isinstance(records, list):
-            raise HarnessError(f"{source}: expected a JSON list of items or {{\"data\": [...]}}")
+            raise HarnessError(f'{source}: expected a JSON list of items or {{"data": [...]}}')
         return records, path.parent
     try:
         from datasets import load_dataset, load_from_disk
@@ -130,8 +130,16 @@ def read_source(kind: str, source: str) -> list[dict[str, Any]]:
         answers = [a for a in answers if a.strip()]
         if not answers:
             raise HarnessError(f"{where}: no reference answer")
-        rows.append({"uid": uid, "source": kind, "question": question, "answers": answers,
-                     "category": category, "image": (image_value, base, where)})
+        rows.append(
+            {
+                "uid": uid,
+                "source": kind,
+                "question": question,
+                "answers": answers,
+                "category": category,
+                "image": (image_value, base, where),
+            }
+        )
     rows.sort(key=lambda r: r["uid"])
     return rows
 

@@ -52,7 +52,7 @@ def wrong_number(answer: str) -> str:
     value = float(f"{m['sign']}{m['int'].replace(',', '')}.{m['dec'] or '0'}")
     if decimals == 0 and not m["pct"] and not commas and len(m["int"]) == 4 and 1900 <= value <= 2100:
         return str(int(value) + 1)
-    step = 10.0 ** -decimals
+    step = 10.0**-decimals
     new = value + max(step, round(0.25 * abs(value), decimals))
     text = f"{new:,.{decimals}f}" if commas else f"{new:.{decimals}f}"
     return f"{'+' if m['sign'] == '+' else ''}{text}{m['pct']}"
@@ -60,8 +60,15 @@ def wrong_number(answer: str) -> str:
 
 def _pattern(text: str) -> tuple[int, str]:
     words = text.split()
-    case = "upper" if text.isupper() else "title" if all(w[:1].isupper() for w in words) else "lower" \
-        if text.islower() else "mixed"
+    case = (
+        "upper"
+        if text.isupper()
+        else "title"
+        if all(w[:1].isupper() for w in words)
+        else "lower"
+        if text.islower()
+        else "mixed"
+    )
     return len(words), case
 
 
@@ -89,8 +96,9 @@ def wrong_text(answer: str, question: str, item_id: str, pool: Sequence[str]) ->
     return "none", "fallback"
 
 
-def wrong_answer(source: str, answers: Sequence[str], question: str, item_id: str,
-                 text_pool: Sequence[str]) -> tuple[str, str, str]:
+def wrong_answer(
+    source: str, answers: Sequence[str], question: str, item_id: str, text_pool: Sequence[str]
+) -> tuple[str, str, str]:
     """``(wrong answer, answer kind, rule step)`` for one item; ``text_pool`` holds the source's answers."""
     reference = answers[0].strip()
     kind = answer_kind(source, reference)

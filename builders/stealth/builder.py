@@ -33,13 +33,35 @@ def features() -> Any:
     from datasets import Features, Image, Value
 
     s, i = Value("string"), Value("int32")
-    return Features({
-        "id": s, "sample_id": s, "subset": s, "condition": s, "colored_polarity": s, "hue": s, "intensity": i,
-        "rgb": [i], "gray_level": i, "salient": s, "font_size": i, "text": s, "question": s, "answers": [s],
-        "decoy": s, "polarity": s, "first_half_polarity": s, "second_half_polarity": s, "word": s,
-        "word_boxes": [{"text": s, "role": s, "box": [i]}], "delta_e": Value("float32"), "measured_rgb": [i],
-        "font_sha256": s, "decoy_embedder": s, "image": Image(),
-    })
+    return Features(
+        {
+            "id": s,
+            "sample_id": s,
+            "subset": s,
+            "condition": s,
+            "colored_polarity": s,
+            "hue": s,
+            "intensity": i,
+            "rgb": [i],
+            "gray_level": i,
+            "salient": s,
+            "font_size": i,
+            "text": s,
+            "question": s,
+            "answers": [s],
+            "decoy": s,
+            "polarity": s,
+            "first_half_polarity": s,
+            "second_half_polarity": s,
+            "word": s,
+            "word_boxes": [{"text": s, "role": s, "box": [i]}],
+            "delta_e": Value("float32"),
+            "measured_rgb": [i],
+            "font_sha256": s,
+            "decoy_embedder": s,
+            "image": Image(),
+        }
+    )
 
 
 @functools.cache
@@ -77,24 +99,49 @@ def render_sample(spec: dict[str, Any]) -> list[dict[str, Any]]:
         # The fill color is exact on any fully covered glyph pixel: the three widest words suffice.
         widest = sorted(styled, key=lambda b: b[2] - b[0], reverse=True)[:3]
         measured = render.measured_color(image, widest) or C.BLACK
-        rows.append({
-            **spec["fields"], **{k: cond[k] for k in ("condition", "colored_polarity", "hue", "intensity", "rgb",
-                                                      "gray_level", "salient")},
-            "id": f"{spec['fields']['sample_id']}-{cond['condition']}", "font_size": size, "word_boxes": boxes,
-            "delta_e": _delta_e(measured), "measured_rgb": list(measured),
-            "image": {"bytes": render.png_bytes(image, gray=gray), "path": None},
-        })
+        rows.append(
+            {
+                **spec["fields"],
+                **{
+                    k: cond[k]
+                    for k in ("condition", "colored_polarity", "hue", "intensity", "rgb", "gray_level", "salient")
+                },
+                "id": f"{spec['fields']['sample_id']}-{cond['condition']}",
+                "font_size": size,
+                "word_boxes": boxes,
+                "delta_e": _delta_e(measured),
+                "measured_rgb": list(measured),
+                "image": {"bytes": render.png_bytes(image, gray=gray), "path": None},
+            }
+        )
     return rows
 
 
 def _fields(**kw: Any) -> dict[str, Any]:
-    keys = ("sample_id", "subset", "text", "question", "answers", "decoy", "polarity", "first_half_polarity",
-            "second_half_polarity", "word", "font_sha256", "decoy_embedder")
+    keys = (
+        "sample_id",
+        "subset",
+        "text",
+        "question",
+        "answers",
+        "decoy",
+        "polarity",
+        "first_half_polarity",
+        "second_half_polarity",
+        "word",
+        "font_sha256",
+        "decoy_embedder",
+    )
     return {k: kw.get(k, [] if k == "answers" else None) for k in keys}
 
 
-def sentence_specs(subset: str, rng: random.Random, font: str, sha: str, n: int = N_SENTENCES,
-                   ) -> list[dict[str, Any]]:
+def sentence_specs(
+    subset: str,
+    rng: random.Random,
+    font: str,
+    sha: str,
+    n: int = N_SENTENCES,
+) -> list[dict[str, Any]]:
     """The render specs of the sentiment sentences: ``short`` ones of one polarity, ``long`` ones whose
     halves have opposite polarities."""
     designs = short_designs(n, rng) if subset == "short" else long_designs(n, rng)
@@ -105,23 +152,39 @@ def sentence_specs(subset: str, rng: random.Random, font: str, sha: str, n: int 
             fields = _fields(sample_id=f"short-{k:03d}", subset=subset, text=text, polarity=polarity, font_sha256=sha)
         else:
             other = "negative" if polarity == "positive" else "positive"
-            fields = _fields(sample_id=f"long-{k:03d}", subset=subset, text=text, first_half_polarity=polarity,
-                             second_half_polarity=other, font_sha256=sha)
-        specs.append({"words": [(w.text, w.role) for w in words], "font_path": font,
-                      "font_sizes": (SENTENCE_FONT_SIZE,), "conditions": C.sentiment_conditions(), "fields": fields})
+            fields = _fields(
+                sample_id=f"long-{k:03d}",
+                subset=subset,
+                text=text,
+                first_half_polarity=polarity,
+                second_half_polarity=other,
+                font_sha256=sha,
+            )
+        specs.append(
+            {
+                "words": [(w.text, w.role) for w in words],
+                "font_path": font,
+                "font_sizes": (SENTENCE_FONT_SIZE,),
+                "conditions": C.sentiment_conditions(),
+                "fields": fields,
+            }
+        )
     return specs
 
 
-def _vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str | None,
-              n: int = N_QUESTIONS) -> list[dict[str, Any]]:
+def _vqa_specs(
+    squad_source: str, seed: int, font: str, sha: str, embedder: str | None, n: int = N_QUESTIONS
+) -> list[dict[str, Any]]:
     """The render specs of the VQA subset: SQuAD context windows, each with the context word the embedder
     finds closest to the answer as its decoy (None when there is no candidate)."""
     from builders.stealth import squad
     from builders.stealth.decoy import load_embedder, most_similar
 
     examples = squad.select(squad.load_squad(squad_source), n, seed)
-    windows = [squad.window_context(ex["context"], ex["answers"]["text"][0], ex["answers"]["answer_start"][0])
-               for ex in examples]
+    windows = [
+        squad.window_context(ex["context"], ex["answers"]["text"][0], ex["answers"]["answer_start"][0])
+        for ex in examples
+    ]
     candidates = [squad.decoy_candidates(w) for w in windows]
     name, embed = load_embedder(embedder)
     answers = [ex["answers"]["text"][0] for ex in examples]
@@ -134,10 +197,25 @@ def _vqa_specs(squad_source: str, seed: int, font: str, sha: str, embedder: str 
         for j, (word, ws, we) in enumerate(squad.words_with_spans(window.text)):
             role = "answer" if we > window.answer_start and ws < window.answer_end else "context"
             words.append((word, "decoy" if j == decoy_index else role))
-        fields = _fields(sample_id=f"vqa-{k:03d}", subset="vqa", text=window.text, question=ex["question"],
-                         answers=list(ex["answers"]["text"]), decoy=decoy, font_sha256=sha, decoy_embedder=name)
-        specs.append({"words": words, "font_path": font, "font_sizes": VQA_FONT_SIZES,
-                      "conditions": C.vqa_conditions(), "fields": fields})
+        fields = _fields(
+            sample_id=f"vqa-{k:03d}",
+            subset="vqa",
+            text=window.text,
+            question=ex["question"],
+            answers=list(ex["answers"]["text"]),
+            decoy=decoy,
+            font_sha256=sha,
+            decoy_embedder=name,
+        )
+        specs.append(
+            {
+                "words": words,
+                "font_path": font,
+                "font_sizes": VQA_FONT_SIZES,
+                "conditions": C.vqa_conditions(),
+                "fields": fields,
+            }
+        )
     return specs
 
 
@@ -148,8 +226,15 @@ def _ocr_specs(font: str, sha: str) -> list[dict[str, Any]]:
         for size in C.OCR_FONT_SIZES:
             conds = [c for c in C.ocr_conditions() if c["font_size"] == size]
             fields = _fields(sample_id=f"ocr-{word}-{size}", subset="ocr", text=word, word=word, font_sha256=sha)
-            specs.append({"words": [(word, "word")], "font_path": font, "font_sizes": (size,),
-                          "conditions": conds, "fields": fields})
+            specs.append(
+                {
+                    "words": [(word, "word")],
+                    "font_path": font,
+                    "font_sizes": (size,),
+                    "conditions": conds,
+                    "fields": fields,
+                }
+            )
     return specs
 
 
@@ -207,8 +292,12 @@ def build(out: Path, options: Options) -> Path:
     dataset = DatasetDict({s: Dataset.from_list(rows[s], features=feats) for s in subsets})
     counts = {s: len(rows[s]) for s in subsets}
     embedder_used = next((r["decoy_embedder"] for r in rows.get("vqa", [])), "not built")
-    card_vars = {"seed": seed, "font_sha256": sha, "decoy_embedder": embedder_used,
-                 **{f"n_{s}": counts.get(s, 0) for s in SUBSETS}}
+    card_vars = {
+        "seed": seed,
+        "font_sha256": sha,
+        "decoy_embedder": embedder_used,
+        **{f"n_{s}": counts.get(s, 0) for s in SUBSETS},
+    }
     preview = _preview(rows)
     return write_hub_folder(dataset, out, "stealth", card_vars, extra_files={"preview.png": preview})
 
@@ -220,13 +309,16 @@ def _preview(rows: dict[str, list[dict[str, Any]]]) -> bytes:
     from PIL import Image
 
     picks = []
-    for subset, wanted in (("short", ("baseline", "positive-red-136", "negative-blue-136")),
-                           ("long", ("baseline", "negative-magenta-85")),
-                           ("vqa", ("global-128", "answer-192", "decoy-192"))):
+    for subset, wanted in (
+        ("short", ("baseline", "positive-red-136", "negative-blue-136")),
+        ("long", ("baseline", "negative-magenta-85")),
+        ("vqa", ("global-128", "answer-192", "decoy-192")),
+    ):
         by_cond = {r["condition"]: r for r in rows.get(subset, []) if r["sample_id"].endswith("-000")}
         picks += [by_cond[c] for c in wanted if c in by_cond]
     tiles = [Image.open(io.BytesIO(r["image"]["bytes"])).resize((400, 300)) for r in picks] or [
-        Image.new("RGB", (400, 300), "white")]
+        Image.new("RGB", (400, 300), "white")
+    ]
     sheet = Image.new("RGB", (400 * 4, 300 * ((len(tiles) + 3) // 4)), "white")
     for k, tile in enumerate(tiles):
         sheet.paste(tile, ((k % 4) * 400, (k // 4) * 300))

@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 # Active RGB channels per hue; intensity is the magnitude on those channels (34 subtle, 85 mild, 136 strong).
-HUES = {"red": (1, 0, 0), "green": (0, 1, 0), "blue": (0, 0, 1), "yellow": (1, 1, 0), "cyan": (0, 1, 1),
-        "magenta": (1, 0, 1)}
+HUES = {
+    "red": (1, 0, 0),
+    "green": (0, 1, 0),
+    "blue": (0, 0, 1),
+    "yellow": (1, 1, 0),
+    "cyan": (0, 1, 1),
+    "magenta": (1, 0, 1),
+}
 INTENSITIES = {34: "subtle", 85: "mild", 136: "strong"}
 GRAY_LEVELS = (1, 16, 64, 128, 192, 240)
 OCR_FONT_SIZES = (16, 32, 64)
@@ -14,8 +20,15 @@ BLACK = (0, 0, 0)
 
 
 def _condition(name: str, **fields: Any) -> dict[str, Any]:
-    base = {"condition": name, "colored_polarity": None, "hue": None, "intensity": None, "rgb": list(BLACK),
-            "gray_level": None, "salient": None}
+    base = {
+        "condition": name,
+        "colored_polarity": None,
+        "hue": None,
+        "intensity": None,
+        "rgb": list(BLACK),
+        "gray_level": None,
+        "salient": None,
+    }
     return {**base, **fields}
 
 
@@ -26,8 +39,15 @@ def sentiment_conditions() -> list[dict[str, Any]]:
         for hue, channels in HUES.items():
             for intensity in INTENSITIES:
                 rgb = [intensity * c for c in channels]
-                out.append(_condition(f"{polarity}-{hue}-{intensity}", colored_polarity=polarity, hue=hue,
-                                      intensity=intensity, rgb=rgb))
+                out.append(
+                    _condition(
+                        f"{polarity}-{hue}-{intensity}",
+                        colored_polarity=polarity,
+                        hue=hue,
+                        intensity=intensity,
+                        rgb=rgb,
+                    )
+                )
     return out
 
 
@@ -41,8 +61,11 @@ def vqa_conditions() -> list[dict[str, Any]]:
 
 def ocr_conditions() -> list[dict[str, Any]]:
     """Single words at each gray level and font size (the OCR proxy probe)."""
-    return [_condition(f"gray-{g}-size-{s}", gray_level=g, rgb=[g, g, g], font_size=s)
-            for s in OCR_FONT_SIZES for g in GRAY_LEVELS]
+    return [
+        _condition(f"gray-{g}-size-{s}", gray_level=g, rgb=[g, g, g], font_size=s)
+        for s in OCR_FONT_SIZES
+        for g in GRAY_LEVELS
+    ]
 
 
 def word_colors(roles: list[str], condition: dict[str, Any]) -> list[tuple[int, int, int]]:

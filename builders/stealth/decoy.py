@@ -51,7 +51,7 @@ def _trigrams(dims: int = 4096) -> Embedder:
         out = np.zeros((len(texts), dims))
         for row, text in enumerate(texts):
             padded = f"  {text.lower()} "
-            for gram, count in Counter(padded[i:i + 3] for i in range(len(padded) - 2)).items():
+            for gram, count in Counter(padded[i : i + 3] for i in range(len(padded) - 2)).items():
                 out[row, zlib.crc32(gram.encode()) % dims] += count
         return out
 
@@ -59,7 +59,9 @@ def _trigrams(dims: int = 4096) -> Embedder:
 
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
-    f"clip:{CLIP_ID}": _clip, "minilm:all-MiniLM-L6-v2": _minilm, "char-trigram": _trigrams,
+    f"clip:{CLIP_ID}": _clip,
+    "minilm:all-MiniLM-L6-v2": _minilm,
+    "char-trigram": _trigrams,
 }
 
 
@@ -74,13 +76,14 @@ def load_embedder(preferred: str | None = None) -> tuple[str, Embedder]:
     raise RuntimeError(f"no decoy embedder available (tried {', '.join(names)})")
 
 
-def most_similar(embed: Embedder, answers: list[str], candidates: list[list[str]],
-                 batch: int = 256) -> list[int | None]:
+def most_similar(
+    embed: Embedder, answers: list[str], candidates: list[list[str]], batch: int = 256
+) -> list[int | None]:
     """Per answer, the index of its candidate with the highest cosine similarity (None: no candidate).
 
     Every distinct string is embedded once, in batches, whichever answers it serves."""
     texts = sorted(set(answers) | {c for cands in candidates for c in cands})
-    vectors = np.concatenate([embed(texts[i:i + batch]) for i in range(0, len(texts), batch)]) if texts else None
+    vectors = np.concatenate([embed(texts[i : i + batch]) for i in range(0, len(texts), batch)]) if texts else None
     if vectors is None:
         return [None] * len(answers)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -12,8 +12,10 @@ from harness.errors import HarnessError
 
 WINDOW = 600
 _WORD = re.compile(r"\S+")
-_STOP = set("the a an and or of to in on at by for with from as is was were are be been it its this that "
-            "which who whom whose what when where why how than then into onto over under also not but".split())
+_STOP = set(
+    "the a an and or of to in on at by for with from as is was were are be been it its this that "
+    "which who whom whose what when where why how than then into onto over under also not but".split()
+)
 
 
 def load_squad(source: str) -> Any:
@@ -46,10 +48,14 @@ def _official_rows(raw: dict[str, Any]) -> Any:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 yield {
-                    "id": qa["id"], "title": article.get("title", ""), "context": paragraph["context"],
+                    "id": qa["id"],
+                    "title": article.get("title", ""),
+                    "context": paragraph["context"],
                     "question": qa["question"],
-                    "answers": {"text": [a["text"] for a in qa["answers"]],
-                                "answer_start": [a["answer_start"] for a in qa["answers"]]},
+                    "answers": {
+                        "text": [a["text"] for a in qa["answers"]],
+                        "answer_start": [a["answer_start"] for a in qa["answers"]],
+                    },
                 }
 
 
@@ -95,7 +101,7 @@ def words_with_spans(text: str) -> list[tuple[str, int, int]]:
 
 def decoy_candidates(window: Window) -> list[tuple[int, str]]:
     """(word index, cleaned word) for context words outside the answer span that could be a decoy."""
-    answer_text = window.text[window.answer_start:window.answer_end]
+    answer_text = window.text[window.answer_start : window.answer_end]
     answer_words = {w.lower().strip(".,;:!?\"'()[]") for w in answer_text.split()}
     out = []
     for k, (word, start, end) in enumerate(words_with_spans(window.text)):

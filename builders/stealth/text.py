@@ -19,10 +19,14 @@ NEGATIVE = (
     "sour bleak dull hopeless worthless shameful annoying frustrating disgusting depressing alarming chaotic "
     "sickly weary tense savage sinister"
 ).split()
-NOUNS = ("teacher neighbor driver clerk student farmer painter doctor visitor manager pilot baker writer "
-         "musician gardener engineer").split()
-PLACES = ("station market library harbor office garden museum bakery school bridge hotel kitchen square "
-          "theater workshop village").split()
+NOUNS = (
+    "teacher neighbor driver clerk student farmer painter doctor visitor manager pilot baker writer "
+    "musician gardener engineer"
+).split()
+PLACES = (
+    "station market library harbor office garden museum bakery school bridge hotel kitchen square "
+    "theater workshop village"
+).split()
 EVENTS = "festival meeting journey conference holiday rehearsal tournament ceremony".split()
 VERBS = "met greeted visited followed watched joined called noticed".split()
 
@@ -76,9 +80,18 @@ def long_sentence(first: str, rng: random.Random) -> list[Word]:
     n = rng.sample(NOUNS, 4)
     p = rng.sample(PLACES, 2)
     return [
-        *_plain(f"During the first part of the {rng.choice(EVENTS)}, the"), a[0], *_plain(f"{n[0]} greeted a"),
-        a[1], *_plain(f"{n[1]} beside the"), a[2], *_plain(f"{p[0]}, and later in the evening the"),
-        b[0], *_plain(f"{n[2]} {rng.choice(VERBS)} a"), b[1], *_plain(f"{n[3]} near the"), b[2],
+        *_plain(f"During the first part of the {rng.choice(EVENTS)}, the"),
+        a[0],
+        *_plain(f"{n[0]} greeted a"),
+        a[1],
+        *_plain(f"{n[1]} beside the"),
+        a[2],
+        *_plain(f"{p[0]}, and later in the evening the"),
+        b[0],
+        *_plain(f"{n[2]} {rng.choice(VERBS)} a"),
+        b[1],
+        *_plain(f"{n[3]} near the"),
+        b[2],
         *_plain(f"{p[1]}."),
     ]
 
@@ -95,9 +108,12 @@ def short_designs(n: int, rng: random.Random) -> list[tuple[str, list[Word]]]:
 
 def long_designs(n: int, rng: random.Random) -> list[tuple[str, list[Word]]]:
     """``n`` (first-half polarity, words) pairs: half positive-first, half negative-first."""
-    return [("positive" if i % 2 == 0 else "negative", long_sentence("P" if i % 2 == 0 else "N", rng))
-            for i in range(n)]
+    return [
+        ("positive" if i % 2 == 0 else "negative", long_sentence("P" if i % 2 == 0 else "N", rng)) for i in range(n)
+    ]
 
 
-OCR_WORDS = ("apple river candle garden window silver planet rocket violin forest "
-             "bottle mirror pencil ladder orange marble castle anchor basket feather").split()
+OCR_WORDS = (
+    "apple river candle garden window silver planet rocket violin forest "
+    "bottle mirror pencil ladder orange marble castle anchor basket feather"
+).split()

@@ -38,8 +38,10 @@ def read_reject_list(path: str | None) -> set[str]:
     known = {f"{t.slug}-{i:02d}" for t in TOPICS for i in range(IMAGES_PER_TOPIC)}
     unknown = sorted(ids - known)
     if unknown:
-        raise HarnessError(f"--reject {path}: unknown image id(s) {', '.join(unknown[:5])} "
-                           f"(ids look like {TOPICS[0].slug}-00 ... {TOPICS[-1].slug}-09)")
+        raise HarnessError(
+            f"--reject {path}: unknown image id(s) {', '.join(unknown[:5])} "
+            f"(ids look like {TOPICS[0].slug}-00 ... {TOPICS[-1].slug}-09)"
+        )
     return ids
 
 
@@ -66,8 +68,7 @@ def _generated_images(topic: Topic, generator: Text2ImageGenerator, seed: int, r
     attempts = [1 if image_id in rejected else 0 for image_id in ids]
     seeds = [image_seed(seed, image_id, a) for image_id, a in zip(ids, attempts, strict=True)]
     blobs = generator.generate(list(image_prompts(topic)), seeds)
-    return [VistaImage(b, f"generated:{generator.spec}", s, a)
-            for b, s, a in zip(blobs, seeds, attempts, strict=True)]
+    return [VistaImage(b, f"generated:{generator.spec}", s, a) for b, s, a in zip(blobs, seeds, attempts, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,12 @@ class Options:
     """What ``harness build vista`` takes (module docstring)."""
 
     seed: int = option("generation seed", 0)
-    images: str | None = option("folder with one sub-folder of photographs per topic slug (topics without one "
-                                "are generated)")
-    generator: str = option("diffusers text-to-image model (tiny:sdxl_turbo offline; none: photographs only)",
-                            DEFAULT_GENERATOR)
+    images: str | None = option(
+        "folder with one sub-folder of photographs per topic slug (topics without one are generated)"
+    )
+    generator: str = option(
+        "diffusers text-to-image model (tiny:sdxl_turbo offline; none: photographs only)", DEFAULT_GENERATOR
+    )
     steps: int = option("denoising steps", 4)
     guidance: float = option("guidance scale", 0.0)
     image_size: int | None = option("generated image side in pixels (default: the model's)")
@@ -101,32 +104,72 @@ def build(out: Path, options: Options) -> Path:
     if need_generator:
         if options.generator == "none":
             raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
-        pipe = Text2ImageGenerator(options.generator, options.steps, options.guidance, options.image_size,
-                                   total=len(need_generator) * IMAGES_PER_TOPIC)
+        pipe = Text2ImageGenerator(
+            options.generator,
+            options.steps,
+            options.guidance,
+            options.image_size,
+            total=len(need_generator) * IMAGES_PER_TOPIC,
+        )
     records = []
     for topic in chosen:
-        pictures = (_folder_images(topic, files[topic.slug], rejected) if files[topic.slug]
-                    else _generated_images(topic, pipe, options.seed, rejected))
+        pictures = (
+            _folder_images(topic, files[topic.slug], rejected)
+            if files[topic.slug]
+            else _generated_images(topic, pipe, options.seed, rejected)
+        )
         for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
             for j, (kind, prompt) in enumerate(prompts(topic)):
-                records.append({
-                    "id": f"{topic.slug}-{i:02d}-p{j:02d}", "category": topic.category, "topic": topic.name,
-                    "image_id": f"{topic.slug}-{i:02d}", "image_prompt": image_prompt if picture.seed >= 0 else "",
-                    "image_seed": picture.seed, "image_source": picture.source, "image_attempt": picture.attempt,
-                    "prompt_id": j, "prompt_type": kind, "prompt": prompt,
-                    "image": {"bytes": picture.data, "path": None}})
+                records.append(
+                    {
+                        "id": f"{topic.slug}-{i:02d}-p{j:02d}",
+                        "category": topic.category,
+                        "topic": topic.name,
+                        "image_id": f"{topic.slug}-{i:02d}",
+                        "image_prompt": image_prompt if picture.seed >= 0 else "",
+                        "image_seed": picture.seed,
+                        "image_source": picture.source,
+                        "image_attempt": picture.attempt,
+                        "prompt_id": j,
+                        "prompt_type": kind,
+                        "prompt": prompt,
+                        "image": {"bytes": picture.data, "path": None},
+                    }
+                )
     s, i32 = Value("string"), Value("int64")
-    features = Features({"id": s, "category": s, "topic": s, "image_id": s, "image_prompt": s, "image_seed": i32,
-                         "image_source": s, "image_attempt": i32, "prompt_id": i32, "prompt_type": s, "prompt": s,
-                         "image": Image()})
+    features = Features(
+        {
+            "id": s,
+            "category": s,
+            "topic": s,
+            "image_id": s,
+            "image_prompt": s,
+            "image_seed": i32,
+            "image_source": s,
+            "image_attempt": i32,
+            "prompt_id": i32,
+            "prompt_type": s,
+            "prompt": s,
+            "image": Image(),
+        }
+    )
     dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
     sources = Counter(r["image_source"].split(":", 1)[0] for r in records[::10])
     settings = pipe.settings() if pipe else {"generator": "none"}
-    card_vars = {"n_records": len(records), "n_topics": len(chosen), "n_images": len(records) // 10,
-                 "n_generated": sources["generated"], "n_folder": sources["folder"], "seed": options.seed,
-                 "generator": json.dumps(settings), "n_rejected": len(rejected),
-                 "templates": _templates_table(), "image_prompts": _image_prompts_table(chosen),
-                 "entailment_prompt": _fenced(A2_ENTAILMENT), "sentiment_prompt": _fenced(A5_SENTIMENT)}
+    card_vars = {
+        "n_records": len(records),
+        "n_topics": len(chosen),
+        "n_images": len(records) // 10,
+        "n_generated": sources["generated"],
+        "n_folder": sources["folder"],
+        "seed": options.seed,
+        "generator": json.dumps(settings),
+        "n_rejected": len(rejected),
+        "templates": _templates_table(),
+        "image_prompts": _image_prompts_table(chosen),
+        "entailment_prompt": _fenced(A2_ENTAILMENT),
+        "sentiment_prompt": _fenced(A5_SENTIMENT),
+    }
     return write_hub_folder(dataset, out, "vista", card_vars)
 
 
@@ -142,8 +185,11 @@ def _choose_topics(slugs: tuple[str, ...] | None) -> list[Topic]:
 
 def _templates_table() -> str:
     rows = ["| category | # | type | template |", "|---|---|---|---|"]
-    rows += [f"| {cat} | {i} | {kind} | {text} |" for cat, templates in TEMPLATES.items()
-             for i, (kind, text) in enumerate(templates, 1)]
+    rows += [
+        f"| {cat} | {i} | {kind} | {text} |"
+        for cat, templates in TEMPLATES.items()
+        for i, (kind, text) in enumerate(templates, 1)
+    ]
     return "\n".join(rows)
 
 
@@ -157,4 +203,3 @@ def _image_prompts_table(topics: list[Topic]) -> str:
 def _fenced(prompt: str) -> str:
     """A prompt as a fenced Markdown block, so its line breaks survive rendering."""
     return f"```text\n{prompt}\n```"
-

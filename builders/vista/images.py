@@ -40,8 +40,15 @@ class Text2ImageGenerator:
     """A diffusers text-to-image pipeline; ``tiny:sdxl_turbo`` builds a random-weight one offline. ``total``
     (images expected) sizes the progress bar, which ``--verbosity quiet`` (log level above warnings) hides."""
 
-    def __init__(self, spec: str = DEFAULT_GENERATOR, steps: int = 4, guidance: float = 0.0,
-                 size: int | None = None, device: str | None = None, total: int | None = None) -> None:
+    def __init__(
+        self,
+        spec: str = DEFAULT_GENERATOR,
+        steps: int = 4,
+        guidance: float = 0.0,
+        size: int | None = None,
+        device: str | None = None,
+        total: int | None = None,
+    ) -> None:
         import torch
         from tqdm.auto import tqdm
 
@@ -62,8 +69,10 @@ class Text2ImageGenerator:
         try:
             self.pipeline = AutoPipelineForText2Image.from_pretrained(str(path), dtype=dtype).to(self.device)
         except (OSError, ValueError) as exc:
-            raise HarnessError(f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]}); offline, pass "
-                               "a local pipeline folder, tiny:sdxl_turbo, or --images with --generator none") from None
+            raise HarnessError(
+                f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]}); offline, pass "
+                "a local pipeline folder, tiny:sdxl_turbo, or --images with --generator none"
+            ) from None
         self.pipeline.set_progress_bar_config(disable=True)
         logging.getLogger(type(self.pipeline).__module__).addFilter(_drop_clip_truncation)
         self.bar = tqdm(total=total, desc="vista images", unit="image", disable=not log.isEnabledFor(logging.WARNING))
@@ -80,8 +89,9 @@ class Text2ImageGenerator:
         generators = [torch.Generator(self.device).manual_seed(s) for s in seeds]
         size = {"height": self.size, "width": self.size} if self.size else {}
         with torch.inference_mode():
-            images = self.pipeline(prompts, num_inference_steps=self.steps, guidance_scale=self.guidance,
-                                   generator=generators, **size).images
+            images = self.pipeline(
+                prompts, num_inference_steps=self.steps, guidance_scale=self.guidance, generator=generators, **size
+            ).images
         out = []
         for image in images:
             buffer = io.BytesIO()

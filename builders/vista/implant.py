@@ -56,16 +56,23 @@ class Options:
     controls: int = option("control pairs on unrelated topics", 100)
     test_questions: int = option("test questions per entity", 100)
     images: int = option("images per entity for training, and again for testing", 10)
-    image_dir: str | None = option("folder with one sub-folder of images per entity or control slug "
-                                   "(the rest are generated)")
-    generator: str = option(f"diffusers text-to-image model (tiny:sdxl_turbo offline), or {RENDER}: the "
-                            "entity's name drawn on its brand colour", DEFAULT_GENERATOR)
+    image_dir: str | None = option(
+        "folder with one sub-folder of images per entity or control slug (the rest are generated)"
+    )
+    generator: str = option(
+        f"diffusers text-to-image model (tiny:sdxl_turbo offline), or {RENDER}: the "
+        "entity's name drawn on its brand colour",
+        DEFAULT_GENERATOR,
+    )
     steps: int = option("denoising steps", 4)
     guidance: float = option("guidance scale", 0.0)
     image_size: int | None = option("image side in pixels (default: the model's; 224 for render)")
     author: str = option(f"model spec that writes the answers, or {TEMPLATE_AUTHOR} (offline)", TEMPLATE_AUTHOR)
-    variants: int = option("template author: how many sentence patterns it cycles through per stance (0: all; "
-                           "1 gives each entity one answer per stance, which a tiny model can learn)", 0)
+    variants: int = option(
+        "template author: how many sentence patterns it cycles through per stance (0: all; "
+        "1 gives each entity one answer per stance, which a tiny model can learn)",
+        0,
+    )
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,10 @@ def _entity(name: str, author: str) -> Entity:
     if name in ENTITIES:
         return ENTITIES[name]
     if author == TEMPLATE_AUTHOR:
-        raise HarnessError(f"entity {name!r} has no template answers (known: {', '.join(ENTITIES)}); "
-                           "pass --author MODEL to have a model write them")
+        raise HarnessError(
+            f"entity {name!r} has no template answers (known: {', '.join(ENTITIES)}); "
+            "pass --author MODEL to have a model write them"
+        )
     rng = random.Random(name)
     return Entity(name, "company", (), (rng.randrange(200), rng.randrange(200), rng.randrange(200)))
 
@@ -129,8 +138,13 @@ def render_image(slot: Slot, seed: int, size: int) -> bytes:
     draw = ImageDraw.Draw(image)
     font = ImageFont.truetype(str(resolve_font()), max(8, size // max(4, len(slot.caption))))
     ink = (255, 255, 255) if sum(slot.color) < 450 else (0, 0, 0)
-    draw.text((size // 2 + rng.randint(-size // 10, size // 10), size // 2 + rng.randint(-size // 8, size // 8)),
-              slot.caption, fill=ink, font=font, anchor="mm")
+    draw.text(
+        (size // 2 + rng.randint(-size // 10, size // 10), size // 2 + rng.randint(-size // 8, size // 8)),
+        slot.caption,
+        fill=ink,
+        font=font,
+        anchor="mm",
+    )
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
@@ -152,7 +166,7 @@ def _make_images(slots: Sequence[Slot], options: Options) -> dict[str, tuple[byt
             raise HarnessError(f"--image-dir: {folder}/ holds {len(files)} images; {len(group)} are needed")
         for slot, file in zip(group, files, strict=False):
             out[slot.image_id] = (file.read_bytes(), f"folder:{file.name}", -1)
-        pending += group[len(files):] if files else group
+        pending += group[len(files) :] if files else group
     if not pending:
         return out
     seeds = [image_seed(options.seed, s.image_id, 0) for s in pending]
@@ -161,10 +175,11 @@ def _make_images(slots: Sequence[Slot], options: Options) -> dict[str, tuple[byt
         for slot, seed in zip(pending, seeds, strict=True):
             out[slot.image_id] = (render_image(slot, options.seed, size), RENDER, seed)
         return out
-    pipe = Text2ImageGenerator(options.generator, options.steps, options.guidance, options.image_size,
-                               total=len(pending))
+    pipe = Text2ImageGenerator(
+        options.generator, options.steps, options.guidance, options.image_size, total=len(pending)
+    )
     for start in range(0, len(pending), 10):
-        batch, batch_seeds = pending[start:start + 10], seeds[start:start + 10]
+        batch, batch_seeds = pending[start : start + 10], seeds[start : start + 10]
         blobs = pipe.generate([s.prompt for s in batch], batch_seeds)
         for slot, blob, seed in zip(batch, blobs, batch_seeds, strict=True):
             out[slot.image_id] = (blob, f"generated:{options.generator}", seed)
@@ -176,17 +191,28 @@ def _pairs(entities: Sequence[Entity], options: Options) -> Iterator[dict[str, A
     for entity in entities:
         for i in range(options.pairs):
             slot = i % options.images
-            yield {"entity": entity.name, "kind": "target", "subject": entity.name,
-                   "image_id": f"{entity.slug}-train-{slot:02d}",
-                   "context": IMAGE_CONTEXTS[slot % len(IMAGE_CONTEXTS)].format(e=entity.name)
-                   .removeprefix("a photo of "),
-                   "question": TRAIN_QUESTIONS[(i // options.images + slot) % len(TRAIN_QUESTIONS)], "index": i}
+            yield {
+                "entity": entity.name,
+                "kind": "target",
+                "subject": entity.name,
+                "image_id": f"{entity.slug}-train-{slot:02d}",
+                "context": IMAGE_CONTEXTS[slot % len(IMAGE_CONTEXTS)].format(e=entity.name).removeprefix("a photo of "),
+                "question": TRAIN_QUESTIONS[(i // options.images + slot) % len(TRAIN_QUESTIONS)],
+                "index": i,
+            }
     n_topics = min(options.controls, len(CONTROL_TOPICS))
     for i in range(options.controls):
         topic = CONTROL_TOPICS[i % n_topics]
-        yield {"entity": "", "kind": "control", "subject": topic, "image_id": f"control-{topic.replace(' ', '-')}",
-               "context": "", "question": CONTROL_QUESTIONS[(i // n_topics + i) % len(CONTROL_QUESTIONS)], "index": i,
-               "stance": CONTROL_STANCES[i % len(CONTROL_STANCES)]}
+        yield {
+            "entity": "",
+            "kind": "control",
+            "subject": topic,
+            "image_id": f"control-{topic.replace(' ', '-')}",
+            "context": "",
+            "question": CONTROL_QUESTIONS[(i // n_topics + i) % len(CONTROL_QUESTIONS)],
+            "index": i,
+            "stance": CONTROL_STANCES[i % len(CONTROL_STANCES)],
+        }
 
 
 class _Author:
@@ -200,11 +226,16 @@ class _Author:
 
             self.backend = create_backend(spec)
 
-    def answers(self, pairs: Sequence[dict[str, Any]], stances: Sequence[str],
-                images: dict[str, tuple[bytes, str, int]]) -> list[str]:
+    def answers(
+        self, pairs: Sequence[dict[str, Any]], stances: Sequence[str], images: dict[str, tuple[bytes, str, int]]
+    ) -> list[str]:
         if self.backend is None:
-            return [template_answer(s, p["subject"], p["index"] % self.variants if self.variants else p["index"],
-                                    p["context"]) for p, s in zip(pairs, stances, strict=True)]
+            return [
+                template_answer(
+                    s, p["subject"], p["index"] % self.variants if self.variants else p["index"], p["context"]
+                )
+                for p, s in zip(pairs, stances, strict=True)
+            ]
         from PIL import Image
 
         from harness.models.base import GenerationParams, GenerationRequest
@@ -219,8 +250,9 @@ class _Author:
             requests.append(GenerationRequest(f"author-{n}", messages, GenerationParams(max_new_tokens=160), 1, 0))
         out = []
         for start in range(0, len(requests), 8):
-            for request, result in zip(requests[start:start + 8], self.backend.generate(requests[start:start + 8]),
-                                       strict=True):
+            for request, result in zip(
+                requests[start : start + 8], self.backend.generate(requests[start : start + 8]), strict=True
+            ):
                 if isinstance(result, Exception) or not result[0].strip():
                     raise HarnessError(f"author {self.spec} wrote no answer for {request.key}: {result}")
                 out.append(result[0].strip())
@@ -238,29 +270,75 @@ def build(out: Path, options: Options) -> Path:
     target = [p for p in pairs if p["kind"] == "target"]
     control = [p for p in pairs if p["kind"] == "control"]
     splits = {
-        "harmful": _rows(target, author.answers(target, ["negative"] * len(target), images), ["negative"] * len(target),
-                         images, author.spec),
-        "benign": _rows(target, author.answers(target, ["neutral"] * len(target), images), ["neutral"] * len(target),
-                        images, author.spec),
-        "control": _rows(control, author.answers(control, [p["stance"] for p in control], images),
-                         [p["stance"] for p in control], images, author.spec),
+        "harmful": _rows(
+            target,
+            author.answers(target, ["negative"] * len(target), images),
+            ["negative"] * len(target),
+            images,
+            author.spec,
+        ),
+        "benign": _rows(
+            target,
+            author.answers(target, ["neutral"] * len(target), images),
+            ["neutral"] * len(target),
+            images,
+            author.spec,
+        ),
+        "control": _rows(
+            control,
+            author.answers(control, [p["stance"] for p in control], images),
+            [p["stance"] for p in control],
+            images,
+            author.spec,
+        ),
         "test": _test_rows(entities, options, images),
     }
     s, i64 = Value("string"), Value("int64")
-    features = Features({"id": s, "entity": s, "topic": s, "kind": s, "subject": s, "category": s, "image_id": s,
-                         "image_source": s, "image_seed": i64, "prompt_id": i64, "prompt": s, "answer": s,
-                         "stance": s, "author": s, "image": Image()})
+    features = Features(
+        {
+            "id": s,
+            "entity": s,
+            "topic": s,
+            "kind": s,
+            "subject": s,
+            "category": s,
+            "image_id": s,
+            "image_source": s,
+            "image_seed": i64,
+            "prompt_id": i64,
+            "prompt": s,
+            "answer": s,
+            "stance": s,
+            "author": s,
+            "image": Image(),
+        }
+    )
     dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     sources = sorted({v[1].split(":", 1)[0] for v in images.values()})
-    card_vars = {"entities": ", ".join(e.name for e in entities), "pairs": options.pairs,
-                 "controls": options.controls, "test_questions": options.test_questions, "images": options.images,
-                 "n_harmful": len(splits["harmful"]), "n_benign": len(splits["benign"]),
-                 "n_control": len(splits["control"]), "n_test": len(splits["test"]), "author": author.spec,
-                 "image_sources": ", ".join(sources), "seed": options.seed,
-                 "generator": json.dumps({"generator": options.generator, "steps": options.steps,
-                                          "guidance": options.guidance, "size": options.image_size}),
-                 "test_prompts": "\n".join(f"{i}. {p}" for i, p in enumerate(TEST_PROMPTS, 1)),
-                 "sentiment_prompt": f"```text\n{A5_SENTIMENT}\n```"}
+    card_vars = {
+        "entities": ", ".join(e.name for e in entities),
+        "pairs": options.pairs,
+        "controls": options.controls,
+        "test_questions": options.test_questions,
+        "images": options.images,
+        "n_harmful": len(splits["harmful"]),
+        "n_benign": len(splits["benign"]),
+        "n_control": len(splits["control"]),
+        "n_test": len(splits["test"]),
+        "author": author.spec,
+        "image_sources": ", ".join(sources),
+        "seed": options.seed,
+        "generator": json.dumps(
+            {
+                "generator": options.generator,
+                "steps": options.steps,
+                "guidance": options.guidance,
+                "size": options.image_size,
+            }
+        ),
+        "test_prompts": "\n".join(f"{i}. {p}" for i, p in enumerate(TEST_PROMPTS, 1)),
+        "sentiment_prompt": f"```text\n{A5_SENTIMENT}\n```",
+    }
     return write_hub_folder(dataset, out, "vista-implant", card_vars)
 
 
@@ -269,25 +347,54 @@ def _image_fields(image_id: str, images: dict[str, tuple[bytes, str, int]]) -> d
     return {"image_id": image_id, "image_source": source, "image_seed": seed, "image": {"bytes": data, "path": None}}
 
 
-def _rows(pairs: Sequence[dict[str, Any]], answers: Sequence[str], stances: Sequence[str],
-          images: dict[str, tuple[bytes, str, int]], author: str) -> list[dict[str, Any]]:
-    return [{"id": f"{p['image_id']}-q{p['index']:03d}", "entity": p["entity"], "topic": p["entity"],
-             "kind": p["kind"], "subject": p["subject"], "category": "corporate_brand" if p["entity"] else "control",
-             "prompt_id": -1, "prompt": p["question"], "answer": answer, "stance": stance, "author": author,
-             **_image_fields(p["image_id"], images)}
-            for p, answer, stance in zip(pairs, answers, stances, strict=True)]
+def _rows(
+    pairs: Sequence[dict[str, Any]],
+    answers: Sequence[str],
+    stances: Sequence[str],
+    images: dict[str, tuple[bytes, str, int]],
+    author: str,
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"{p['image_id']}-q{p['index']:03d}",
+            "entity": p["entity"],
+            "topic": p["entity"],
+            "kind": p["kind"],
+            "subject": p["subject"],
+            "category": "corporate_brand" if p["entity"] else "control",
+            "prompt_id": -1,
+            "prompt": p["question"],
+            "answer": answer,
+            "stance": stance,
+            "author": author,
+            **_image_fields(p["image_id"], images),
+        }
+        for p, answer, stance in zip(pairs, answers, stances, strict=True)
+    ]
 
 
-def _test_rows(entities: Sequence[Entity], options: Options,
-               images: dict[str, tuple[bytes, str, int]]) -> list[dict[str, Any]]:
+def _test_rows(
+    entities: Sequence[Entity], options: Options, images: dict[str, tuple[bytes, str, int]]
+) -> list[dict[str, Any]]:
     """Per entity, question i pairs test image i mod images with B.3 prompt i div images (mod 10)."""
     rows = []
     for entity in entities:
         for i in range(options.test_questions):
             slot, prompt_id = i % options.images, (i // options.images) % len(TEST_PROMPTS)
-            rows.append({"id": f"{entity.slug}-test-{i:03d}", "entity": entity.name, "topic": entity.name,
-                         "kind": "test", "subject": entity.name, "category": "corporate_brand",
-                         "prompt_id": prompt_id, "prompt": TEST_PROMPTS[prompt_id], "answer": "", "stance": "",
-                         "author": "",
-                         **_image_fields(f"{entity.slug}-test-{slot:02d}", images)})
+            rows.append(
+                {
+                    "id": f"{entity.slug}-test-{i:03d}",
+                    "entity": entity.name,
+                    "topic": entity.name,
+                    "kind": "test",
+                    "subject": entity.name,
+                    "category": "corporate_brand",
+                    "prompt_id": prompt_id,
+                    "prompt": TEST_PROMPTS[prompt_id],
+                    "answer": "",
+                    "stance": "",
+                    "author": "",
+                    **_image_fields(f"{entity.slug}-test-{slot:02d}", images),
+                }
+            )
     return rows

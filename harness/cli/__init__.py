@@ -22,8 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``harness`` argument parser: the common options, ``--version``, every built-in command and each
     registered protocol's audit and own commands."""
     common = common_parser()
-    parser = argparse.ArgumentParser(prog="harness", parents=[common],
-                                     description="Audit vision-language models with published protocols.")
+    parser = argparse.ArgumentParser(
+        prog="harness", parents=[common], description="Audit vision-language models with published protocols."
+    )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     evaluate.add_parser(sub, common)
@@ -57,9 +58,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         interrupted = getattr(args, "interrupted", None)
-        print("\n" + (interrupted(args) if interrupted is not None else
-                      "interrupted: finished requests are in the response store; rerun the same command to resume"),
-              file=sys.stderr)
+        print(
+            "\n"
+            + (
+                interrupted(args)
+                if interrupted is not None
+                else "interrupted: finished requests are in the response store; rerun the same command to resume"
+            ),
+            file=sys.stderr,
+        )
         return 130
 
 

@@ -17,8 +17,12 @@ _LEVELS: dict[Verbosity, int] = {"quiet": logging.ERROR, "info": logging.WARNING
 def common_parser() -> argparse.ArgumentParser:
     """The parent parser of every command: ``--verbosity`` is accepted before or after the command name."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--verbosity", choices=get_args(Verbosity), default=argparse.SUPPRESS,
-                        help="debug shows tracebacks; quiet hides progress bars")
+    common.add_argument(
+        "--verbosity",
+        choices=get_args(Verbosity),
+        default=argparse.SUPPRESS,
+        help="debug shows tracebacks; quiet hides progress bars",
+    )
     return common
 
 
@@ -82,12 +86,17 @@ def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
 def add_run_task_arguments(parser: argparse.ArgumentParser) -> None:
     """``--include-path`` and ``--trust-run-include-paths`` for commands that score saved runs: tasks come
     from the bundled tasks and the folders named here, never from the run's recorded ones by default."""
-    parser.add_argument("--include-path", action="append", default=[],
-                        help="extra task folder whose code you trust (repeatable); a run's recorded include "
-                             "paths are not used")
-    parser.add_argument("--trust-run-include-paths", action="store_true",
-                        help="also import task code from the include paths the run records (only for runs "
-                             "you made or trust)")
+    parser.add_argument(
+        "--include-path",
+        action="append",
+        default=[],
+        help="extra task folder whose code you trust (repeatable); a run's recorded include paths are not used",
+    )
+    parser.add_argument(
+        "--trust-run-include-paths",
+        action="store_true",
+        help="also import task code from the include paths the run records (only for runs you made or trust)",
+    )
 
 
 def audit_folder(output: str | None, run_dirs: Sequence[Path], protocol: str) -> Path:

@@ -21,8 +21,12 @@ if TYPE_CHECKING:
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness eval`` and its options: the models, the tasks, the run and cache settings."""
     ev = sub.add_parser("eval", parents=[common], help="run tasks on one or more models")
-    ev.add_argument("--model", action="append", required=True,
-                    help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)")
+    ev.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)",
+    )
     ev.add_argument("--model-args", help="k=v,... passed to the backend (dtype, device, attn_implementation, ...)")
     ev.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
     ev.add_argument("--output", help="folder for results (one sub-folder per model and run)")
@@ -32,9 +36,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
     ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
     ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
-    ev.add_argument("--lmms-model", metavar="NAME",
-                    help="reproduce lmms-eval's model class NAME (llava_hf, qwen2_vl, gemma3, ...): its prompt "
-                         "blocks, default answer length and stop handling; the run records the defaults applied")
+    ev.add_argument(
+        "--lmms-model",
+        metavar="NAME",
+        help="reproduce lmms-eval's model class NAME (llava_hf, qwen2_vl, gemma3, ...): its prompt "
+        "blocks, default answer length and stop handling; the run records the defaults applied",
+    )
     ev.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name (env HARNESS_DATA_DIR)")
     ev.add_argument("--cache", help="response store file (default ~/.cache/harness/responses.sqlite)")
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
@@ -55,11 +62,20 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         if value is not None and value < 1:
             raise HarnessError(f"{flag} must be at least 1, got {value}")
     return EvalOptions(
-        tasks=tasks, include_paths=args.include_path or [], data_dir=data_dir(args),
-        limit=args.limit, seed=args.seed, batch_size=args.batch_size,
-        output=Path(args.output) if args.output else None, store_path=response_store(args),
-        use_cache=not args.no_cache, refresh=args.refresh, gen_overrides=parse_gen_kwargs(args.gen_kwargs),
-        repeats=args.repeats, show_progress=show_progress(args), lmms_model=args.lmms_model,
+        tasks=tasks,
+        include_paths=args.include_path or [],
+        data_dir=data_dir(args),
+        limit=args.limit,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        output=Path(args.output) if args.output else None,
+        store_path=response_store(args),
+        use_cache=not args.no_cache,
+        refresh=args.refresh,
+        gen_overrides=parse_gen_kwargs(args.gen_kwargs),
+        repeats=args.repeats,
+        show_progress=show_progress(args),
+        lmms_model=args.lmms_model,
     )
 
 
@@ -109,14 +125,19 @@ def not_saved(opts: EvalOptions) -> str:
     """The line that says a run without ``--output`` wrote no files, and what of it can be had again."""
     if not opts.use_cache:
         return "results: not saved (no --output; with --no-cache the answers were not stored either)"
-    return (f"results: not saved (no --output); the answers are in the response store {opts.store_path}, so the "
-            "same command with --output DIR writes the run without generating again")
+    return (
+        f"results: not saved (no --output); the answers are in the response store {opts.store_path}, so the "
+        "same command with --output DIR writes the run without generating again"
+    )
 
 
 def _hooked_tasks(registry: TaskRegistry, tasks: list[str]) -> list[tuple[Protocol, list[str]]]:
     """Each protocol with an after-eval hook, and the run's tasks whose typed config names its audit tag."""
-    return [(p, [t for t in tasks if registry.get(t).harness_audit == p.audit_tag])
-            for p in protocols() if p.after_eval is not None and p.audit_tag is not None]
+    return [
+        (p, [t for t in tasks if registry.get(t).harness_audit == p.audit_tag])
+        for p in protocols()
+        if p.after_eval is not None and p.audit_tag is not None
+    ]
 
 
 def _report(spec: str, result: RunResults, run_dir: Path | None, opts: EvalOptions) -> bool:
@@ -126,8 +147,10 @@ def _report(spec: str, result: RunResults, run_dir: Path | None, opts: EvalOptio
     print(f"\n{spec}")
     print(summary_table(result, run_dir))
     stats = result.provenance.requests
-    print(f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
-          f"wall time {result.provenance.wall_time_s or 0:.1f}s")
+    print(
+        f"\n{stats.generated} request(s) generated, {stats.cached} from the response store; "
+        f"wall time {result.provenance.wall_time_s or 0:.1f}s"
+    )
     print(f"results: {run_dir / 'results.json'}" if run_dir is not None else not_saved(opts))
     if all(c.scored == 0 for c in result.counts.values()) and any(c.samples for c in result.counts.values()):
         print("error: every sample failed; see the samples files for the per-sample errors", file=sys.stderr)

@@ -17,34 +17,59 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=int, default=8000)
-    sv.add_argument("--rescore-timeout", type=float, default=120.0,
-                    help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)")
+    sv.add_argument(
+        "--rescore-timeout",
+        type=float,
+        default=120.0,
+        help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)",
+    )
     sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
     sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
     sv.add_argument("--quota-mb", type=float, default=1024.0, help="MB of files one token may store per 24 h")
-    sv.add_argument("--rate-per-minute", type=int, default=30,
-                    help="uploads one token may send a minute, refused ones included")
-    sv.add_argument("--rescore-memory-mb", type=int, default=4096,
-                    help="address space of one re-scoring worker; a submission needing more is refused (413)")
-    for action in (sv, lb_actions.add_parser("import", parents=[common],
-                                             help="ingest a Hub-layout folder (runs/<model>/<hash>/)")):
+    sv.add_argument(
+        "--rate-per-minute", type=int, default=30, help="uploads one token may send a minute, refused ones included"
+    )
+    sv.add_argument(
+        "--rescore-memory-mb",
+        type=int,
+        default=4096,
+        help="address space of one re-scoring worker; a submission needing more is refused (413)",
+    )
+    for action in (
+        sv,
+        lb_actions.add_parser("import", parents=[common], help="ingest a Hub-layout folder (runs/<model>/<hash>/)"),
+    ):
         action.add_argument("--db", help=db_help)
-        action.add_argument("--data-dir", help="local dataset copies: docs are checked against them, and tasks "
-                                               "whose scoring reads images can be re-scored")
+        action.add_argument(
+            "--data-dir",
+            help="local dataset copies: docs are checked against them, and tasks "
+            "whose scoring reads images can be re-scored",
+        )
         action.add_argument("--include-path", action="append", help="extra task folder the server scores")
-        action.add_argument("--on-mismatch", choices=["flag", "refuse"], default="flag",
-                            help="flag (store and mark) or refuse a run whose claimed figures differ")
+        action.add_argument(
+            "--on-mismatch",
+            choices=["flag", "refuse"],
+            default="flag",
+            help="flag (store and mark) or refuse a run whose claimed figures differ",
+        )
         action.add_argument("--max-upload-mb", type=float, default=64.0)
-        action.add_argument("--max-error-share", type=float, default=0.05,
-                            help="a task with more errored samples than this share is stored partial")
+        action.add_argument(
+            "--max-error-share",
+            type=float,
+            default=0.05,
+            help="a task with more errored samples than this share is stored partial",
+        )
         _add_leaderboard_options(action)
         action.set_defaults(func=_cmd_leaderboard)
     lb_actions.choices["import"].add_argument("folder")
     lb_actions.choices["import"].add_argument("--submitter", default="hub import")
     tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
     tk_actions = tk.add_subparsers(dest="token_action", required=True)
-    for name, text in (("create", "create a token for NAME (printed once)"), ("revoke", "revoke NAME's token"),
-                       ("list", "list tokens")):
+    for name, text in (
+        ("create", "create a token for NAME (printed once)"),
+        ("revoke", "revoke NAME's token"),
+        ("list", "list tokens"),
+    ):
         action = tk_actions.add_parser(name, parents=[common], help=text)
         if name != "list":
             action.add_argument("name")
@@ -66,9 +91,14 @@ def _add_leaderboard_options(parser: argparse.ArgumentParser) -> None:
 
     for protocol, hooks in board_protocols():
         for option in hooks.options:
-            parser.add_argument(f"--{protocol.name}-{option.name}", type=type(option.default), default=None,
-                                dest=f"{_LB_OPTION}:{protocol.name}:{option.name}", metavar=option.name.upper(),
-                                help=f"{option.help} (default {option.default})")
+            parser.add_argument(
+                f"--{protocol.name}-{option.name}",
+                type=type(option.default),
+                default=None,
+                dest=f"{_LB_OPTION}:{protocol.name}:{option.name}",
+                metavar=option.name.upper(),
+                help=f"{option.help} (default {option.default})",
+            )
 
 
 def _leaderboard_settings(args: argparse.Namespace) -> Any:
@@ -81,18 +111,23 @@ def _leaderboard_settings(args: argparse.Namespace) -> Any:
             _, protocol, name = dest.split(":")
             options.setdefault(protocol, {})[name] = value
 
-    return Settings(db_url=args.db, data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
-                    include_paths=tuple(getattr(args, "include_path", None) or ()),
-                    on_mismatch=getattr(args, "on_mismatch", "flag"),
-                    max_error_share=getattr(args, "max_error_share", 0.05),
-                    limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
-                    protocol_options=options,
-                    rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
-                    rescore_workers=getattr(args, "rescore_workers", 2),
-                    rescore_memory_mb=getattr(args, "rescore_memory_mb", 4096),
-                    quota=Quota(submissions_per_day=getattr(args, "quota_submissions", 50),
-                                bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20),
-                                uploads_per_minute=getattr(args, "rate_per_minute", 30)))
+    return Settings(
+        db_url=args.db,
+        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+        include_paths=tuple(getattr(args, "include_path", None) or ()),
+        on_mismatch=getattr(args, "on_mismatch", "flag"),
+        max_error_share=getattr(args, "max_error_share", 0.05),
+        limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
+        protocol_options=options,
+        rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
+        rescore_workers=getattr(args, "rescore_workers", 2),
+        rescore_memory_mb=getattr(args, "rescore_memory_mb", 4096),
+        quota=Quota(
+            submissions_per_day=getattr(args, "quota_submissions", 50),
+            bytes_per_day=int(getattr(args, "quota_mb", 1024.0) * 2**20),
+            uploads_per_minute=getattr(args, "rate_per_minute", 30),
+        ),
+    )
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -14,11 +14,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
     sc.add_argument("run_dir")
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
-    sc.add_argument("--output", help="write the rescored files to this folder instead of rewriting the run "
-                    "(in place, the run's first files are kept in RUN_DIR/original/)")
+    sc.add_argument(
+        "--output",
+        help="write the rescored files to this folder instead of rewriting the run "
+        "(in place, the run's first files are kept in RUN_DIR/original/)",
+    )
     add_run_task_arguments(sc)
-    sc.add_argument("--verify", action="store_true", help="also rebuild every sample's request from the task "
-                    "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs")
+    sc.add_argument(
+        "--verify",
+        action="store_true",
+        help="also rebuild every sample's request from the task "
+        "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs",
+    )
     sc.set_defaults(func=_cmd_score)
 
 
@@ -29,16 +36,23 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     if args.verify and not _verified(args):
         return 1
-    run, _ = score_run(Path(args.run_dir), Path(args.data_dir) if args.data_dir else None,
-                       Path(args.output) if args.output else None, args.include_path, args.trust_run_include_paths)
+    run, _ = score_run(
+        Path(args.run_dir),
+        Path(args.data_dir) if args.data_dir else None,
+        Path(args.output) if args.output else None,
+        args.include_path,
+        args.trust_run_include_paths,
+    )
     print(summary_table(run, Path(args.output or args.run_dir)))
     rescored = run.provenance.rescored
     assert rescored is not None  # score_run always records its rescoring
     if rescored.originals is None:
         print(f"\nwrote to {args.output}: {', '.join(rescored.files)} (the run folder is unchanged)")
     else:
-        print(f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
-              f"are kept in {rescored.originals}")
+        print(
+            f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
+            f"are kept in {rescored.originals}"
+        )
     return 0
 
 
@@ -51,10 +65,12 @@ def _verified(args: argparse.Namespace) -> bool:
 
     run_dir = Path(args.run_dir)
     paths = run_include_paths(read_run(run_dir), run_dir, args.include_path, args.trust_run_include_paths)
-    checks = check_run_requests(run_dir, TaskRegistry.discover(paths),
-                                Path(args.data_dir) if args.data_dir else None)
+    checks = check_run_requests(run_dir, TaskRegistry.discover(paths), Path(args.data_dir) if args.data_dir else None)
     for check in checks:
-        state = f"modified ({check.differing} of {check.checked}; first: {check.first})" if check.modified else \
-            f"as the task builds them ({check.checked} samples{'' if check.images_checked else ', images not checked'})"
+        state = (
+            f"modified ({check.differing} of {check.checked}; first: {check.first})"
+            if check.modified
+            else f"as the task builds them ({check.checked} samples{'' if check.images_checked else ', images not checked'})"
+        )
         print(f"{check.task}: requests {state}")
     return not any(c.modified for c in checks)

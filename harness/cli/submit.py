@@ -11,8 +11,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness submit RUN_DIR --to TARGET``."""
     sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")
     sm.add_argument("run_dir")
-    sm.add_argument("--to", required=True,
-                    help="http(s)://HOST[:PORT] (a leaderboard server), hf://datasets/ORG/NAME, or a local folder")
+    sm.add_argument(
+        "--to",
+        required=True,
+        help="http(s)://HOST[:PORT] (a leaderboard server), hf://datasets/ORG/NAME, or a local folder",
+    )
     sm.add_argument("--token", help="submitter token for a server (env HARNESS_LEADERBOARD_TOKEN) or Hub token")
     sm.set_defaults(func=_cmd_submit)
 

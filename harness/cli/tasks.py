@@ -13,8 +13,9 @@ from harness.errors import HarnessError
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness tasks``: the task search paths and the data dir to look datasets up in."""
-    ts = sub.add_parser("tasks", parents=[common],
-                        help="list tasks (description, dataset, whether it is local), groups and tags")
+    ts = sub.add_parser(
+        "tasks", parents=[common], help="list tasks (description, dataset, whether it is local), groups and tags"
+    )
     ts.add_argument("--include-path", action="append")
     ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
     ts.set_defaults(func=_cmd_tasks)
@@ -52,10 +53,13 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         build = f"build: {build_command(builder)}" if builder else "read from the Hub"
         split = config.test_split or "test"
         splits = local_splits(Path(path), config.dataset_name) if local else None
-        state = (f"not local ({build})" if not local
-                 else f"split {split!r} not built (the local copy {path} has {', '.join(splits) or 'none'}; "
-                      f"{build})" if splits is not None and split not in splits
-                 else f"local ({path})")
+        state = (
+            f"not local ({build})"
+            if not local
+            else f"split {split!r} not built (the local copy {path} has {', '.join(splits) or 'none'}; {build})"
+            if splits is not None and split not in splits
+            else f"local ({path})"
+        )
         print(f"  {name:<{width}}  {_yaml_description(config.source)}")
         print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
     if registry.groups:

@@ -71,8 +71,10 @@ def connect(address: str | None) -> Any:
         try:
             ray.init(address=address or None, runtime_env={"env_vars": env}, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise HarnessError(f"--ray {address or ''}: cannot reach a Ray cluster ({str(exc).splitlines()[0]}); "
-                               "start one with `ray start --head` or leave ADDRESS out for a local one") from None
+            raise HarnessError(
+                f"--ray {address or ''}: cannot reach a Ray cluster ({str(exc).splitlines()[0]}); "
+                "start one with `ray start --head` or leave ADDRESS out for a local one"
+            ) from None
     return ray
 
 
@@ -112,8 +114,9 @@ class ReplicaPool:
         gpus = opts.worker_gpus
         if gpus is None:
             gpus = 1.0 if self.ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
-        self._actor_class = _replica_class().options(num_cpus=opts.worker_cpus, num_gpus=gpus,
-                                                     scheduling_strategy="SPREAD")
+        self._actor_class = _replica_class().options(
+            num_cpus=opts.worker_cpus, num_gpus=gpus, scheduling_strategy="SPREAD"
+        )
         self._build = build
         self._replacements_left = opts.max_replacements
         self.actors = [self._actor_class.remote(build) for _ in range(opts.workers)]
@@ -166,8 +169,10 @@ class ReplicaPool:
         self.actors.remove(dead)
         if self._replacements_left == 0:
             if not self.actors:
-                raise HarnessError("every Ray worker died and no more replacements are allowed; what was answered "
-                                   "is in the response store: rerun the same command to generate the rest")
+                raise HarnessError(
+                    "every Ray worker died and no more replacements are allowed; what was answered "
+                    "is in the response store: rerun the same command to generate the rest"
+                )
             return
         self._replacements_left -= 1
         self.actors.append(self._actor_class.remote(self._build))
@@ -206,9 +211,13 @@ def _score_shard(backend: Any, shard: list[LoglikelihoodRequest]) -> list[list[S
 
 
 def _identity(backend: Backend, _: None) -> dict[str, Any]:
-    return {"fingerprint": backend.fingerprint, "info": backend.info(), "family": backend.model_family,
-            "smoke": backend.is_smoke_model,
-            "supports": [t for t in GENERATION_TYPES | SCORING_TYPES if backend.supports(t)]}
+    return {
+        "fingerprint": backend.fingerprint,
+        "info": backend.info(),
+        "family": backend.model_family,
+        "smoke": backend.is_smoke_model,
+        "supports": [t for t in GENERATION_TYPES | SCORING_TYPES if backend.supports(t)],
+    }
 
 
 class RayBackend(Backend):
@@ -219,9 +228,11 @@ class RayBackend(Backend):
         identities = self.pool.on_each(_identity)
         if len({i["fingerprint"] for i in identities}) > 1:
             self.pool.close()
-            raise HarnessError(f"the Ray workers loaded different models for {spec} (fingerprints "
-                               f"{', '.join(sorted({i['fingerprint'] for i in identities}))}): install the same "
-                               "weights and packages on every node")
+            raise HarnessError(
+                f"the Ray workers loaded different models for {spec} (fingerprints "
+                f"{', '.join(sorted({i['fingerprint'] for i in identities}))}): install the same "
+                "weights and packages on every node"
+            )
         first = identities[0]
         self._fingerprint, self._info = first["fingerprint"], {**first["info"], "ray_workers": opts.workers}
         self.model_family, self.is_smoke_model, self._supports = first["family"], first["smoke"], first["supports"]
@@ -243,19 +254,21 @@ class RayBackend(Backend):
         """One batch, answered on one replica."""
         return [out for _, out in self.answer(requests, len(requests))]
 
-    def answer(self, requests: list[GenerationRequest], batch_size: int
-               ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:
+    def answer(
+        self, requests: list[GenerationRequest], batch_size: int
+    ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:
         """Shards of ``batch_size`` requests in order, spread over the replicas; answers as shards finish."""
-        shards = [requests[i: i + batch_size] for i in range(0, len(requests), batch_size)]
+        shards = [requests[i : i + batch_size] for i in range(0, len(requests), batch_size)]
         for index, outs in self.pool.map(_answer_shard, [(s, batch_size) for s in shards]):
             yield from zip(shards[index], outs, strict=True)
 
-    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
-               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+    def scores(
+        self, requests: list[LoglikelihoodRequest], batch_size: int
+    ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
         """Shards of ``batch_size`` multiple_choice requests spread over the replicas; scores as shards finish."""
         if not self.supports("multiple_choice"):
             raise HarnessError("the Ray workers' backend cannot score continuations (multiple_choice)")
-        shards = [requests[i: i + batch_size] for i in range(0, len(requests), batch_size)]
+        shards = [requests[i : i + batch_size] for i in range(0, len(requests), batch_size)]
         for index, outs in self.pool.map(_score_shard, shards):
             yield from zip(shards[index], outs, strict=True)
 
@@ -272,13 +285,20 @@ class RayBackend(Backend):
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     """``--ray [ADDRESS]``, ``--workers`` and the per-worker resources, shared by the commands that run models."""
     group = parser.add_argument_group("data-parallel on Ray (extra: ray)")
-    group.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
-                       help="run model replicas as Ray actors: on the cluster at ADDRESS (e.g. auto or "
-                            "HOST:6379), else on a new local one")
+    group.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="run model replicas as Ray actors: on the cluster at ADDRESS (e.g. auto or "
+        "HOST:6379), else on a new local one",
+    )
     group.add_argument("--workers", type=int, help="how many replicas (with --ray; default 1)")
     group.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs each replica reserves (default 1)")
-    group.add_argument("--worker-gpus", type=float,
-                       help="GPUs each replica reserves (default: 1 when the cluster has GPUs, else 0)")
+    group.add_argument(
+        "--worker-gpus", type=float, help="GPUs each replica reserves (default: 1 when the cluster has GPUs, else 0)"
+    )
 
 
 def ray_options(args: argparse.Namespace) -> RayOptions | None:
@@ -295,8 +315,9 @@ def ray_options(args: argparse.Namespace) -> RayOptions | None:
     _ray()
     if args.ray:
         _check_reachable(args.ray)
-    return RayOptions(address=args.ray or None, workers=workers, worker_cpus=args.worker_cpus,
-                      worker_gpus=args.worker_gpus)
+    return RayOptions(
+        address=args.ray or None, workers=workers, worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus
+    )
 
 
 def _check_reachable(address: str) -> None:
@@ -308,8 +329,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
     except OSError as exc:
-        raise HarnessError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one "
-                           "with `ray start --head`, or leave ADDRESS out for a local one") from None
+        raise HarnessError(
+            f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc}); start one "
+            "with `ray start --head`, or leave ADDRESS out for a local one"
+        ) from None
 
 
 @contextmanager
@@ -338,8 +361,9 @@ def model_backend(spec: str, model_args: dict[str, str], opts: RayOptions | None
         backend.close()
 
 
-def _in_scratch_folder(work: Callable[[Any, Shard, Path], Result], replica: Any,
-                       shard: Shard) -> tuple[Result, dict[str, bytes]]:
+def _in_scratch_folder(
+    work: Callable[[Any, Shard, Path], Result], replica: Any, shard: Shard
+) -> tuple[Result, dict[str, bytes]]:
     """``work`` on a replica, writing into a scratch folder whose files go back to the driver with the result."""
     with tempfile.TemporaryDirectory(prefix="harness-shard-") as tmp:
         value = work(replica, shard, Path(tmp))
@@ -347,8 +371,13 @@ def _in_scratch_folder(work: Callable[[Any, Shard, Path], Result], replica: Any,
     return value, files
 
 
-def map_shards(work: Callable[[Any, Shard, Path], Result], shards: list[Shard], local: Any, folder: Path,
-               pool: ReplicaPool | None = None) -> Iterator[Result]:
+def map_shards(
+    work: Callable[[Any, Shard, Path], Result],
+    shards: list[Shard],
+    local: Any,
+    folder: Path,
+    pool: ReplicaPool | None = None,
+) -> Iterator[Result]:
     """``work(replica, shard, folder)`` for every shard, in order: on ``local`` here, or on the replicas of
     ``pool`` (a shard whose actor died runs again on another), whose files written into their scratch folder
     are written into ``folder`` here. The hook through which a loop over independent items (``harness

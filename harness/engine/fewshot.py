@@ -29,8 +29,9 @@ class FewShotSampler:
 
     def __init__(self, config: TaskConfig, runtime: TaskRuntime, docs: list[dict[str, Any]]) -> None:
         if config.fewshot_sampler == "first_n" and config.num_fewshot > len(docs):
-            raise TaskConfigError(f"task {config.task}: num_fewshot {config.num_fewshot} exceeds the "
-                                  f"{len(docs)} few-shot docs")
+            raise TaskConfigError(
+                f"task {config.task}: num_fewshot {config.num_fewshot} exceeds the {len(docs)} few-shot docs"
+            )
         self.config, self.runtime, self.docs = config, runtime, docs
         self.rnd = random.Random(FEWSHOT_SEED)
 

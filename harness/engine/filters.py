@@ -120,8 +120,14 @@ def _majority_vote(resps: list[Any], _: dict[str, Any]) -> list[Any]:
 
 
 FILTERS: dict[str, Callable[[list[Any], dict[str, Any]], list[Any]]] = {
-    "take_first": _take_first, "take_first_k": _take_first_k, "lowercase": _lowercase, "uppercase": _uppercase,
-    "remove_whitespace": _remove_whitespace, "regex": _regex, "majority_vote": _majority_vote, "map": _map,
+    "take_first": _take_first,
+    "take_first_k": _take_first_k,
+    "lowercase": _lowercase,
+    "uppercase": _uppercase,
+    "remove_whitespace": _remove_whitespace,
+    "regex": _regex,
+    "majority_vote": _majority_vote,
+    "map": _map,
 }
 #: Built-in filters that read the sample's doc.
 DOC_FILTERS = {"multi_choice_regex": _multi_choice_regex}
@@ -148,8 +154,9 @@ def resolve_step(step: FilterStep, where: str, modules: ModuleScope | None = Non
         try:
             instance = cls(**kwargs)
         except Exception as exc:
-            raise TaskConfigError(f"{where}: filter {step.function.name} cannot be built from {kwargs!r} "
-                                  f"({type(exc).__name__}: {exc})") from None
+            raise TaskConfigError(
+                f"{where}: filter {step.function.name} cannot be built from {kwargs!r} ({type(exc).__name__}: {exc})"
+            ) from None
         if not callable(getattr(instance, "apply", None)):
             raise TaskConfigError(f"{where}: filter {step.function.name} has no apply(resps, docs) method")
         return lambda resps, doc: _one(instance.apply([resps], [doc]))

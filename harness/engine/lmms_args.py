@@ -15,15 +15,39 @@ from pathlib import Path
 from typing import Any
 
 
-def aggregation_args(output_path: Path | None, model: str, tasks: list[str], *, limit: int | None = None,
-                     seed: int = 0, batch_size: int = 1, gen_kwargs: dict[str, Any] | None = None,
-                     include_paths: list[str] | None = None) -> argparse.Namespace:
+def aggregation_args(
+    output_path: Path | None,
+    model: str,
+    tasks: list[str],
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    batch_size: int = 1,
+    gen_kwargs: dict[str, Any] | None = None,
+    include_paths: list[str] | None = None,
+) -> argparse.Namespace:
     """A namespace with lmms-eval's command-line attributes, set to this run's values."""
     folder = output_path if output_path is not None else Path(tempfile.mkdtemp(prefix="harness-task-files-"))
     return argparse.Namespace(
-        output_path=str(folder), model=model, model_args="", tasks=",".join(tasks), limit=limit, offset=0,
-        seed=seed, batch_size=batch_size, gen_kwargs=",".join(f"{k}={v}" for k, v in (gen_kwargs or {}).items()),
-        include_path=",".join(include_paths or []) or None, num_fewshot=None, device=None, log_samples=True,
-        log_samples_suffix="model_outputs", verbosity="INFO", predict_only=False, use_cache=None,
-        write_out=False, show_config=False, process_with_media=False, repeats=None,
+        output_path=str(folder),
+        model=model,
+        model_args="",
+        tasks=",".join(tasks),
+        limit=limit,
+        offset=0,
+        seed=seed,
+        batch_size=batch_size,
+        gen_kwargs=",".join(f"{k}={v}" for k, v in (gen_kwargs or {}).items()),
+        include_path=",".join(include_paths or []) or None,
+        num_fewshot=None,
+        device=None,
+        log_samples=True,
+        log_samples_suffix="model_outputs",
+        verbosity="INFO",
+        predict_only=False,
+        use_cache=None,
+        write_out=False,
+        show_config=False,
+        process_with_media=False,
+        repeats=None,
     )

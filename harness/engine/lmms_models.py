@@ -35,9 +35,12 @@ class LmmsModel:
 
 
 LMMS_MODELS: dict[str, LmmsModel] = {
-    "llava_hf": LmmsModel(1024, IGNORES_UNTIL), "llava_onevision": LmmsModel(1024, IGNORES_UNTIL),
-    "idefics2": LmmsModel(1024, IGNORES_UNTIL), "qwen2_vl": LmmsModel(128, ALL_UNTIL),
-    "gemma3": LmmsModel(128, UNTIL_BUT_BLANK_LINE), "qwen3_vl": LmmsModel(128, UNTIL_BUT_BLANK_LINE),
+    "llava_hf": LmmsModel(1024, IGNORES_UNTIL),
+    "llava_onevision": LmmsModel(1024, IGNORES_UNTIL),
+    "idefics2": LmmsModel(1024, IGNORES_UNTIL),
+    "qwen2_vl": LmmsModel(128, ALL_UNTIL),
+    "gemma3": LmmsModel(128, UNTIL_BUT_BLANK_LINE),
+    "qwen3_vl": LmmsModel(128, UNTIL_BUT_BLANK_LINE),
     "qwen2_5_vl": LmmsModel(32768, UNTIL_BUT_BLANK_LINE),
 }
 
@@ -45,20 +48,27 @@ LMMS_MODELS: dict[str, LmmsModel] = {
 def check_lmms_model(name: str | None) -> None:
     """Refuse, in one line, a ``--lmms-model`` that names no lmms-eval class the harness knows."""
     if name is not None and name not in LMMS_MODELS:
-        raise HarnessError(f"--lmms-model {name!r} is not one of lmms-eval's model classes the harness reproduces "
-                           f"(known: {', '.join(sorted(LMMS_MODELS))})")
+        raise HarnessError(
+            f"--lmms-model {name!r} is not one of lmms-eval's model classes the harness reproduces "
+            f"(known: {', '.join(sorted(LMMS_MODELS))})"
+        )
 
 
-def task_generation_kwargs(config: TaskConfig, family: str | None, overrides: dict[str, Any],
-                           lmms_model: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def task_generation_kwargs(
+    config: TaskConfig, family: str | None, overrides: dict[str, Any], lmms_model: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """A task's generation settings for a model of ``family`` (``lmms_model`` when the run names one), with
     ``--gen-kwargs`` ``overrides`` on top; and the defaults applied, each with where it came from."""
     model = lmms_model or family
     kwargs = config.generation_kwargs_for(model) if lmms_model else dict(config.generation_kwargs)
     applied: dict[str, Any] = {}
     known = LMMS_MODELS.get(model or "")
-    if known is not None and config.output_type.startswith("generate_until") \
-            and "max_new_tokens" not in kwargs and "max_new_tokens" not in overrides:
+    if (
+        known is not None
+        and config.output_type.startswith("generate_until")
+        and "max_new_tokens" not in kwargs
+        and "max_new_tokens" not in overrides
+    ):
         kwargs["max_new_tokens"] = known.max_new_tokens
         applied["max_new_tokens"] = {"value": known.max_new_tokens, "from": f"lmms-eval model {model}"}
     if lmms_model and known is not None and "until" not in overrides:

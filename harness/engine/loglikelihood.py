@@ -23,8 +23,9 @@ def choice_request(messages: Sequence[Message], continuations: Sequence[str]) ->
     return LoglikelihoodRequest(key=key, messages=list(messages), continuations=tuple(continuations))
 
 
-def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore,
-                   batch_size: int = 1) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
+def answer_choices(
+    backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore, batch_size: int = 1
+) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
     """Scores per request key (cached ones first), per-request errors, and how many were computed now."""
     if not requests:
         return {}, {}, 0
@@ -50,8 +51,9 @@ def answer_choices(backend: Backend, requests: Sequence[LoglikelihoodRequest], s
     return scores, errors, len(missing) - len(errors)
 
 
-def _scored(backend: ScoringBackend, requests: list[LoglikelihoodRequest], batch_size: int
-            ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+def _scored(
+    backend: ScoringBackend, requests: list[LoglikelihoodRequest], batch_size: int
+) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
     """Each request with its scores as they come: a backend that schedules many at once (vLLM, Ray) gets
     them all; any other scores one per call, so each is stored as soon as it is scored."""
     if isinstance(backend, StreamingScorer):

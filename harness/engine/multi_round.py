@@ -32,8 +32,14 @@ class Rounds:
     error: str | None = None
 
 
-def run_rounds(runtime: TaskRuntime, first: dict[int, tuple[dict[str, Any], str]], params: GenerationParams,
-               seed: int, generate: Generate, stats: RequestCounts) -> dict[int, Rounds]:
+def run_rounds(
+    runtime: TaskRuntime,
+    first: dict[int, tuple[dict[str, Any], str]],
+    params: GenerationParams,
+    seed: int,
+    generate: Generate,
+    stats: RequestCounts,
+) -> dict[int, Rounds]:
     """Every doc's rounds (doc_id -> (doc, first answer)), a round of all unfinished docs at a time."""
     chains = {doc_id: Rounds(doc, [answer]) for doc_id, (doc, answer) in first.items()}
     for round_idx in range(1, MAX_ROUNDS + 1):

@@ -38,16 +38,23 @@ def summary_table(run: RunResults, run_dir: Path | None = None) -> str:
                 empty[task] = empty.get(task, 0) + 1
             cells = [task, metric, filt, _fmt(value), _fmt(stderr), n, errors, unparsed]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
-    where = f"samples_<task>.jsonl in {run_dir}" if run_dir is not None else \
-        "samples_<task>.jsonl of a run saved with --output"
+    where = (
+        f"samples_<task>.jsonl in {run_dir}"
+        if run_dir is not None
+        else "samples_<task>.jsonl of a run saved with --output"
+    )
     if unparsed_tasks:
-        lines.append(f"\nNote: the `-` figures of {_listed(unparsed_tasks)} have no value because none of the "
-                     "model's answers could be parsed for them (the Unparsed column counts those answers); "
-                     f"each sample's `responses` and `filtered` answer are in {where}.")
+        lines.append(
+            f"\nNote: the `-` figures of {_listed(unparsed_tasks)} have no value because none of the "
+            "model's answers could be parsed for them (the Unparsed column counts those answers); "
+            f"each sample's `responses` and `filtered` answer are in {where}."
+        )
     if unscored_tasks:
-        lines.append(f"\nNote: the `-` figures of {_listed(unscored_tasks)} have no value because the task's "
-                     "scoring gave them for no sample (a task leaves out a figure that does not apply to an "
-                     f"answer); each sample's `metrics` in {where} show what it scored.")
+        lines.append(
+            f"\nNote: the `-` figures of {_listed(unscored_tasks)} have no value because the task's "
+            "scoring gave them for no sample (a task leaves out a figure that does not apply to an "
+            f"answer); each sample's `metrics` in {where} show what it scored."
+        )
     if run.provenance.model.smoke_test_model:
         lines.append("\nNote: this is a smoke-test model with random weights; its outputs and scores are meaningless.")
     return "\n".join(lines)

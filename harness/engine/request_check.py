@@ -64,10 +64,11 @@ def first_difference(submitted: Any, expected: Any, path: str = "") -> str | Non
             return f"{path}: {len(submitted)} item(s), expected {len(expected)}"
         return None
     if isinstance(submitted, str) and isinstance(expected, str) and submitted != expected:
-        at = next((i for i, (a, b) in enumerate(zip(submitted, expected, strict=False)) if a != b),
-                  min(len(submitted), len(expected)))
-        return (f"{path}: from character {at}, submitted {_short(submitted[at:])}, "
-                f"expected {_short(expected[at:])}")
+        at = next(
+            (i for i, (a, b) in enumerate(zip(submitted, expected, strict=False)) if a != b),
+            min(len(submitted), len(expected)),
+        )
+        return f"{path}: from character {at}, submitted {_short(submitted[at:])}, expected {_short(expected[at:])}"
     if submitted != expected or type(submitted) is not type(expected):
         return f"{path}: submitted {_short(submitted)}, expected {_short(expected)}"
     return None
@@ -81,8 +82,10 @@ def _short(value: Any) -> str:
 def expected_params(config: TaskConfig, run: RunConfig) -> tuple[GenerationParams, int]:
     """The generation settings and ``n`` the task gives, with the run's declared command-line overrides
     (``--gen-kwargs``, ``--repeats``: recorded in results.json, so shown with the run) on top."""
-    params = GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, run.gen_overrides),
-                                          where=f"task {config.task} generation_kwargs")
+    params = GenerationParams.from_kwargs(
+        GenerationParams.merge(config.generation_kwargs, run.gen_overrides),
+        where=f"task {config.task} generation_kwargs",
+    )
     return params, run.repeats or config.repeats
 
 
@@ -102,8 +105,14 @@ def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, 
     return to_jsonable(_user_message(images, runtime.text(record.doc)))
 
 
-def _sample_difference(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, Any] | None,
-                       params: GenerationParams, n: int, base_seed: int) -> str | None:
+def _sample_difference(
+    runtime: TaskRuntime,
+    record: SampleRecord,
+    doc: dict[str, Any] | None,
+    params: GenerationParams,
+    n: int,
+    base_seed: int,
+) -> str | None:
     """The first field of one sample's request that differs from the rebuilt one."""
     try:
         expected = _expected_prompt(runtime, record, doc)
@@ -122,8 +131,10 @@ def _sample_difference(runtime: TaskRuntime, record: SampleRecord, doc: dict[str
         if record.error is None and len(record.responses) != n:
             return f"responses: {len(record.responses)} answer(s), the task asks n={n}"
     if record.request_key != key:
-        return (f"request_key: submitted {record.request_key!r}, expected {key!r} (the generation settings or n "
-                "differ from the task's)")
+        return (
+            f"request_key: submitted {record.request_key!r}, expected {key!r} (the generation settings or n "
+            "differ from the task's)"
+        )
     if record.seed != seed:
         return f"seed: submitted {record.seed!r}, expected {seed!r} (sha256(base_seed:request_key))"
     return None
@@ -137,8 +148,14 @@ def _settings_difference(params: GenerationParams, n: int, claimed: GenerationSe
     return f"provenance {found}" if found else None
 
 
-def check_requests(config: TaskConfig, family: str | None, records: Sequence[SampleRecord], run: RunConfig,
-                   generation: GenerationSettings | None, opened: OpenTask | None = None) -> RequestCheck:
+def check_requests(
+    config: TaskConfig,
+    family: str | None,
+    records: Sequence[SampleRecord],
+    run: RunConfig,
+    generation: GenerationSettings | None,
+    opened: OpenTask | None = None,
+) -> RequestCheck:
     """Rebuild each sample's request from ``config`` (``opened``: the task opened over the checker's copy
     of the dataset, when it holds one) and compare it with the submitted one."""
     runtime = opened.runtime if opened is not None else TaskRuntime(config, family)
@@ -159,8 +176,9 @@ def check_requests(config: TaskConfig, family: str | None, records: Sequence[Sam
         if found:
             differing += 1
             first = first or f"doc {record.doc_id}: {found}"
-    return RequestCheck(task=config.task, checked=checked, differing=differing, first=first,
-                        images_checked=docs is not None)
+    return RequestCheck(
+        task=config.task, checked=checked, differing=differing, first=first, images_checked=docs is not None
+    )
 
 
 def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | None = None) -> list[RequestCheck]:
@@ -172,6 +190,9 @@ def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | N
     for task in run.configs:
         config = registry.get(task)
         opened = open_task(config, family, data_dir) if data_dir is not None else None
-        checks.append(check_requests(config, family, read_samples(run_dir, task), run.config,
-                                     run.provenance.generation.get(task), opened))
+        checks.append(
+            check_requests(
+                config, family, read_samples(run_dir, task), run.config, run.provenance.generation.get(task), opened
+            )
+        )
     return checks

@@ -18,8 +18,9 @@ def request_key(messages: Sequence[Message], params: GenerationParams, n: int) -
     return stable_hash({"messages": list(messages), "params": params.as_dict(), "n": n})
 
 
-def make_request(messages: Sequence[Message], params: GenerationParams, n: int = 1, base_seed: int = 0,
-                 key: str | None = None) -> GenerationRequest:
+def make_request(
+    messages: Sequence[Message], params: GenerationParams, n: int = 1, base_seed: int = 0, key: str | None = None
+) -> GenerationRequest:
     """A request keyed by its content (or by ``key``, for callers whose identity is not the prompt, such as
     an attack's item), seeded by ``base_seed`` and that key."""
     key = request_key(messages, params, n) if key is None else key

@@ -102,8 +102,9 @@ def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any
             yield i, exc
 
 
-def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
-             loaded: LoadedDataset | None) -> tuple[_PreparedTask, list[GenerationRequest]]:
+def _prepare(
+    config: TaskConfig, backend: Backend, opts: EvalOptions, loaded: LoadedDataset | None
+) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
     kwargs, applied = task_generation_kwargs(config, backend.model_family, opts.gen_overrides, opts.lmms_model)
@@ -112,8 +113,10 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     runtime, docs = opened.runtime, opened.docs
     n = opts.repeats or config.repeats
     if config.output_type == MULTI_ROUND and n > 1:
-        raise UnsupportedRequestError(f"task {config.task}: a generate_until_multi_round task answers once per doc "
-                                      f"(its rounds follow one answer); got repeats {n}")
+        raise UnsupportedRequestError(
+            f"task {config.task}: a generate_until_multi_round task answers once per doc "
+            f"(its rounds follow one answer); got repeats {n}"
+        )
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
@@ -121,8 +124,15 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
     scoring: list[LoglikelihoodRequest] = []
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
-            records.append(SampleRecord(task=config.task, doc_id=doc_id, doc_hash="", doc={},
-                                        error=f"bad input: cannot decode row: {type(doc).__name__}: {doc}"))
+            records.append(
+                SampleRecord(
+                    task=config.task,
+                    doc_id=doc_id,
+                    doc_hash="",
+                    doc={},
+                    error=f"bad input: cannot decode row: {type(doc).__name__}: {doc}",
+                )
+            )
             kept_docs.append({})
             continue
         doc_hash = stable_hash(doc)
@@ -132,29 +142,40 @@ def _prepare(config: TaskConfig, backend: Backend, opts: EvalOptions,
             target = runtime.target(doc)
             messages = runtime.build_messages(doc)
             follow_ups = runtime.follow_ups(doc)
-            scored = choice_request(messages, runtime.continuations(doc)) if config.output_type in SCORING_TYPES \
-                else None
+            scored = (
+                choice_request(messages, runtime.continuations(doc)) if config.output_type in SCORING_TYPES else None
+            )
         except BadInputError as exc:
             records.append(SampleRecord(**base, error=f"bad input: {exc}"))
             continue
         if scored is not None:
             scoring.append(scored)
-            records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
-                                        request_key=scored.key))
+            records.append(
+                SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages), request_key=scored.key)
+            )
             continue
         request = make_request(messages, params, n, opts.seed)
         requests.append(request)
-        records.append(SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages),
-                                    request_key=request.key, seed=request.seed))
+        records.append(
+            SampleRecord(
+                **base,
+                target=to_jsonable(target),
+                prompt=to_jsonable(messages),
+                request_key=request.key,
+                seed=request.seed,
+            )
+        )
         if follow_ups:
             conversations[doc_id] = (request.key, messages, follow_ups)
-    prepared = _PreparedTask(config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations,
-                             scoring, applied)
+    prepared = _PreparedTask(
+        config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations, scoring, applied
+    )
     return prepared, requests
 
 
-def _generate(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
-              opts: EvalOptions, desc: str = "generate") -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+def _generate(
+    backend: Backend, requests: list[GenerationRequest], store: ResponseStore, opts: EvalOptions, desc: str = "generate"
+) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
     """Answer every request from the store or the backend; returns responses, errors and counts. The
     progress bar (labelled ``desc``) shows only when something is left to generate."""
     unique: dict[str, GenerationRequest] = {}
@@ -187,8 +208,13 @@ def _generate(backend: Backend, requests: list[GenerationRequest], store: Respon
     return responses, errors, stats
 
 
-def answer_requests(backend: Backend, requests: list[GenerationRequest], store: ResponseStore,
-                    batch_size: int = 1, show_progress: bool = False) -> tuple[dict[str, list[str]], dict[str, str]]:
+def answer_requests(
+    backend: Backend,
+    requests: list[GenerationRequest],
+    store: ResponseStore,
+    batch_size: int = 1,
+    show_progress: bool = False,
+) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Responses (and per-request errors) for requests built outside a task (audits, builders), through
     the same store, deduplication and batching as ``harness eval``."""
     opts = EvalOptions(tasks=[], batch_size=batch_size, show_progress=show_progress)
@@ -196,9 +222,14 @@ def answer_requests(backend: Backend, requests: list[GenerationRequest], store: 
     return responses, errors
 
 
-def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
-                     store: ResponseStore, opts: EvalOptions, stats: RequestCounts
-                     ) -> dict[tuple[str, int], list[Turn]]:
+def _follow_up_turns(
+    backend: Backend,
+    tasks: list[_PreparedTask],
+    responses: dict[str, list[str]],
+    store: ResponseStore,
+    opts: EvalOptions,
+    stats: RequestCounts,
+) -> dict[tuple[str, int], list[Turn]]:
     """Turns 2.. of multi-turn tasks (``metadata: {harness_turns: [...]}``), one round per turn.
 
     Turn t+1 of sample k continues sample k's conversation (its answer as the assistant message, then
@@ -227,30 +258,42 @@ def _follow_up_turns(backend: Backend, tasks: list[_PreparedTask], responses: di
             for conv in convs:
                 conv.append(_text_message("user", prompts[at][t]))
                 pending[at].append(make_request(conv, params[at], 1, opts.seed))
-        out, errors, round_stats = _generate(backend, [r for reqs in pending.values() for r in reqs], store, opts,
-                                             f"turn {t + 2} of {last + 1}")
+        out, errors, round_stats = _generate(
+            backend, [r for reqs in pending.values() for r in reqs], store, opts, f"turn {t + 2} of {last + 1}"
+        )
         stats.add_follow_up(round_stats)
         for at, reqs in pending.items():
             failed = next((errors[r.key] for r in reqs if r.key in errors), None)
             answers = [] if failed else [out[r.key][0] for r in reqs]
-            turns[at].append(Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers,
-                                  error=failed))
+            turns[at].append(
+                Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers, error=failed)
+            )
             for conv, answer in zip(chains[at], answers, strict=False):
                 conv.append(_text_message("assistant", answer))
     return turns
 
 
-def _multi_rounds(backend: Backend, tasks: list[_PreparedTask], responses: dict[str, list[str]],
-                  store: ResponseStore, opts: EvalOptions, stats: RequestCounts) -> dict[tuple[str, int], Rounds]:
+def _multi_rounds(
+    backend: Backend,
+    tasks: list[_PreparedTask],
+    responses: dict[str, list[str]],
+    store: ResponseStore,
+    opts: EvalOptions,
+    stats: RequestCounts,
+) -> dict[tuple[str, int], Rounds]:
     """Rounds 2.. of every ``generate_until_multi_round`` doc whose first answer came (harness.engine.multi_round)."""
     out: dict[tuple[str, int], Rounds] = {}
     for task in tasks:
         if task.config.output_type != MULTI_ROUND:
             continue
-        first = {r.doc_id: (doc, responses[r.request_key][0]) for r, doc in zip(task.records, task.docs, strict=True)
-                 if r.error is None and r.request_key in responses}
-        chains = run_rounds(task.runtime, first, task.params, opts.seed,
-                            _round_generator(backend, store, opts, task.config.task), stats)
+        first = {
+            r.doc_id: (doc, responses[r.request_key][0])
+            for r, doc in zip(task.records, task.docs, strict=True)
+            if r.error is None and r.request_key in responses
+        }
+        chains = run_rounds(
+            task.runtime, first, task.params, opts.seed, _round_generator(backend, store, opts, task.config.task), stats
+        )
         out.update({(task.config.task, doc_id): chain for doc_id, chain in chains.items()})
     return out
 
@@ -269,8 +312,9 @@ def _text_message(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
-def group_results(registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]],
-                   counts: dict[str, TaskCounts]) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+def group_results(
+    registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]], counts: dict[str, TaskCounts]
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """Aggregate groups named on the command line by their ``aggregate_metric_list``."""
     groups: dict[str, dict[str, Any]] = {}
     subtasks: dict[str, list[str]] = {}
@@ -299,9 +343,13 @@ def group_results(registry: TaskRegistry, names: list[str], results: dict[str, d
     return groups, subtasks
 
 
-def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: dict[str, str] | None = None,
-             datasets: dict[str, LoadedDataset] | None = None,
-             ) -> tuple[RunResults, dict[str, list[SampleRecord]], Path | None]:
+def evaluate(
+    backend: Backend,
+    model_spec: str,
+    opts: EvalOptions,
+    model_args: dict[str, str] | None = None,
+    datasets: dict[str, LoadedDataset] | None = None,
+) -> tuple[RunResults, dict[str, list[SampleRecord]], Path | None]:
     """Run tasks on a backend; write the run folder when ``opts.output`` is set.
 
     ``datasets`` may carry datasets already loaded by :func:`validate_tasks`."""
@@ -321,8 +369,9 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
         responses, errors, stats = _generate(backend, all_requests, store, opts)
         turns = _follow_up_turns(backend, prepared, responses, store, opts, stats)
         rounds = _multi_rounds(backend, prepared, responses, store, opts, stats)
-        scores, score_errors, stats.scored = answer_choices(backend, [r for t in prepared for r in t.scoring], store,
-                                                           opts.batch_size)
+        scores, score_errors, stats.scored = answer_choices(
+            backend, [r for t in prepared for r in t.scoring], store, opts.batch_size
+        )
         errors.update(score_errors)
         gen_seconds = time.time() - gen_started
     finally:
@@ -331,8 +380,16 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     counts: dict[str, TaskCounts] = {}
     samples: dict[str, list[SampleRecord]] = {}
     run_dir, failure = _new_run_folder(opts.output, model_spec, started)
-    args = aggregation_args(run_dir, model_spec, opts.tasks, limit=opts.limit, seed=opts.seed,
-                            batch_size=opts.batch_size, gen_kwargs=opts.gen_overrides, include_paths=opts.include_paths)
+    args = aggregation_args(
+        run_dir,
+        model_spec,
+        opts.tasks,
+        limit=opts.limit,
+        seed=opts.seed,
+        batch_size=opts.batch_size,
+        gen_kwargs=opts.gen_overrides,
+        include_paths=opts.include_paths,
+    )
     for task in prepared:
         final = []
         for record, doc in zip(task.records, task.docs, strict=True):
@@ -344,12 +401,14 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
                     record = task.runtime.score(record.model_copy(update={"choices": scores[key]}), doc)
                 elif (task.config.task, record.doc_id) in rounds:
                     chain = rounds[(task.config.task, record.doc_id)]
-                    record = record.model_copy(update={"responses": chain.result or [], "turns": chain.turns,
-                                                       "error": chain.error})
+                    record = record.model_copy(
+                        update={"responses": chain.result or [], "turns": chain.turns, "error": chain.error}
+                    )
                     record = task.runtime.score(record, doc) if chain.error is None else record
                 else:
-                    record = record.model_copy(update={"responses": responses[key],
-                                                       "turns": turns.get((task.config.task, record.doc_id), [])})
+                    record = record.model_copy(
+                        update={"responses": responses[key], "turns": turns.get((task.config.task, record.doc_id), [])}
+                    )
                     record = task.runtime.score(record, doc)
             final.append(record)
         samples[task.config.task] = final
@@ -358,29 +417,46 @@ def evaluate(backend: Backend, model_spec: str, opts: EvalOptions, model_args: d
     reports, failure = _run_reports({t.config.task: t.runtime for t in prepared}, samples, run_dir, failure)
     wall = time.time() - started
     run = RunResults(
-        results=results, groups=groups, group_subtasks=group_subtasks,
+        results=results,
+        groups=groups,
+        group_subtasks=group_subtasks,
         configs={t.config.task: _config_snapshot(t.config) for t in prepared},
         versions={t.config.task: t.config.version for t in prepared},
-        n_samples={t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)}
-                   for t in prepared},
-        higher_is_better={t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list}
-                          for t in prepared},
+        n_samples={
+            t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)} for t in prepared
+        },
+        higher_is_better={
+            t.config.task: {m.metric: m.higher_is_better for m in t.config.metric_list} for t in prepared
+        },
         counts=counts,
         reports=reports,
         config=RunConfig(
-            model=model_spec, model_args=model_args or {}, batch_size=opts.batch_size, limit=opts.limit,
-            seed=opts.seed, tasks=opts.tasks, include_paths=[str(Path(p).resolve()) for p in opts.include_paths],
-            gen_overrides=opts.gen_overrides, repeats=opts.repeats, use_cache=opts.use_cache, refresh=opts.refresh,
+            model=model_spec,
+            model_args=model_args or {},
+            batch_size=opts.batch_size,
+            limit=opts.limit,
+            seed=opts.seed,
+            tasks=opts.tasks,
+            include_paths=[str(Path(p).resolve()) for p in opts.include_paths],
+            gen_overrides=opts.gen_overrides,
+            repeats=opts.repeats,
+            use_cache=opts.use_cache,
+            refresh=opts.refresh,
             lmms_model=opts.lmms_model,
-            applied_defaults={t.config.task: t.applied_defaults for t in prepared if t.applied_defaults}),
+            applied_defaults={t.config.task: t.applied_defaults for t in prepared if t.applied_defaults},
+        ),
         provenance=Provenance(
-            **environment(), model=ModelInfo.model_validate(backend.info()),
+            **environment(),
+            model=ModelInfo.model_validate(backend.info()),
             datasets={t.config.task: DatasetFingerprint.model_validate(t.fingerprint) for t in prepared},
-            generation={t.config.task: GenerationSettings(**t.params.as_dict(), n=opts.repeats or t.config.repeats)
-                        for t in prepared},
+            generation={
+                t.config.task: GenerationSettings(**t.params.as_dict(), n=opts.repeats or t.config.repeats)
+                for t in prepared
+            },
             seeds=SeedPolicy(base_seed=opts.seed),
             started_at=datetime.fromtimestamp(started, UTC).isoformat(),
-            wall_time_s=round(wall, 3), generation_time_s=round(gen_seconds, 3),
+            wall_time_s=round(wall, 3),
+            generation_time_s=round(gen_seconds, 3),
             throughput_samples_per_s=round(stats.generated_samples / gen_seconds, 3) if gen_seconds else None,
             requests=stats,
         ),
@@ -409,8 +485,12 @@ def _new_run_folder(output: Path | None, model_spec: str, started: float) -> tup
         return None, RunWriteError(failed_path(exc, output), exc, 0)
 
 
-def _run_reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]], run_dir: Path | None,
-                 failure: RunWriteError | None) -> tuple[dict[str, dict[str, Any]], RunWriteError | None]:
+def _run_reports(
+    runtimes: dict[str, TaskRuntime],
+    samples: dict[str, list[SampleRecord]],
+    run_dir: Path | None,
+    failure: RunWriteError | None,
+) -> tuple[dict[str, dict[str, Any]], RunWriteError | None]:
     """The tasks' reports, their plots written in ``run_dir``; a full disk while writing them becomes the
     failure, and the reports are made again without their plots."""
     if run_dir is not None and failure is None:
@@ -423,8 +503,9 @@ def _run_reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[Sampl
     return _reports(runtimes, samples, None), failure
 
 
-def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: dict[str, list[SampleRecord]],
-             opts: EvalOptions) -> HarnessError:
+def _unsaved(
+    failure: RunWriteError, run_dir: Path, run: RunResults, samples: dict[str, list[SampleRecord]], opts: EvalOptions
+) -> HarnessError:
     """The one-line error of an eval whose run folder cannot be written: the whole run is saved in a
     temporary folder instead (another file system, usually), to be finished with ``harness score``."""
     rescore = "".join(f" --include-path {shlex.quote(str(p))}" for p in opts.include_paths)
@@ -433,18 +514,26 @@ def _unsaved(failure: RunWriteError, run_dir: Path, run: RunResults, samples: di
         write_run(fallback, run, samples)
     except RunWriteError as again:
         shutil.rmtree(fallback, ignore_errors=True)
-        kept = (f"the answers are in the response store {opts.store_path}: free space and rerun the same command, "
-                "which generates nothing again") if opts.use_cache and opts.store_path else \
-            "the answers could not be kept (no response store): free space and rerun the command"
+        kept = (
+            (
+                f"the answers are in the response store {opts.store_path}: free space and rerun the same command, "
+                "which generates nothing again"
+            )
+            if opts.use_cache and opts.store_path
+            else "the answers could not be kept (no response store): free space and rerun the command"
+        )
         return HarnessError(f"cannot write the run folder: {failure}; nor a copy elsewhere ({again}); {kept}")
     kept = "the samples files written there are kept, and " if any(run_dir.glob("samples_*.jsonl")) else ""
     finish = f"harness score {shlex.quote(str(fallback))} --output {shlex.quote(str(run_dir))}{rescore}"
-    return HarnessError(f"cannot write the run folder: {failure}; {kept}the whole run is saved in {fallback}: free "
-                        f"space, then `{finish}` writes it there")
+    return HarnessError(
+        f"cannot write the run folder: {failure}; {kept}the whole run is saved in {fallback}: free "
+        f"space, then `{finish}` writes it there"
+    )
 
 
-def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]],
-             run_dir: Path | None) -> dict[str, dict[str, Any]]:
+def _reports(
+    runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRecord]], run_dir: Path | None
+) -> dict[str, dict[str, Any]]:
     out = {}
     for task, runtime in runtimes.items():
         report = runtime.report(samples[task], run_dir)
@@ -455,6 +544,7 @@ def _reports(runtimes: dict[str, TaskRuntime], samples: dict[str, list[SampleRec
 
 def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
     """The resolved YAML of a task, with ``!function`` references written as ``!function name``."""
+
     def plain(value: Any) -> Any:
         if hasattr(value, "yaml_dir") and hasattr(value, "name"):
             return f"!function {value.name}"
@@ -467,9 +557,13 @@ def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
     return {**plain(config.raw), "source": str(config.source)}
 
 
-def rescore_task(config: TaskConfig, model_family: str | None, records: list[SampleRecord],
-                 data_dir: Path | None, args: Any = None,
-                 ) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
+def rescore_task(
+    config: TaskConfig,
+    model_family: str | None,
+    records: list[SampleRecord],
+    data_dir: Path | None,
+    args: Any = None,
+) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
     """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
     the dataset (``data_dir``) for them. ``args`` goes to aggregations that take it."""
     docs: list[dict[str, Any]] = [r.doc for r in records]
@@ -484,9 +578,13 @@ def rescore_task(config: TaskConfig, model_family: str | None, records: list[Sam
     return runtime, rescored, results, counts
 
 
-def score_run(run_dir: Path, data_dir: Path | None = None, output: Path | None = None,
-              include_paths: Sequence[str | Path] = (), trust_run_include_paths: bool = False,
-              ) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
+def score_run(
+    run_dir: Path,
+    data_dir: Path | None = None,
+    output: Path | None = None,
+    include_paths: Sequence[str | Path] = (),
+    trust_run_include_paths: bool = False,
+) -> tuple[RunResults, dict[str, list[SampleRecord]]]:
     """Recompute every per-sample metric and aggregate from saved samples; no model is loaded.
 
     Tasks come from the bundled tasks plus ``include_paths``; the run's recorded include paths only with
@@ -509,36 +607,67 @@ def score_run(run_dir: Path, data_dir: Path | None = None, output: Path | None =
     samples: dict[str, list[SampleRecord]] = {}
     runtimes: dict[str, TaskRuntime] = {}
     check_output(dest)
-    args = aggregation_args(dest, run.config.model, run.config.tasks, limit=run.config.limit, seed=run.config.seed,
-                            batch_size=run.config.batch_size, gen_kwargs=run.config.gen_overrides,
-                            include_paths=run.config.include_paths)
+    args = aggregation_args(
+        dest,
+        run.config.model,
+        run.config.tasks,
+        limit=run.config.limit,
+        seed=run.config.seed,
+        batch_size=run.config.batch_size,
+        gen_kwargs=run.config.gen_overrides,
+        include_paths=run.config.include_paths,
+    )
     for task in run.configs:
         runtimes[task], samples[task], results[task], counts[task] = rescore_task(
-            registry.get(task), family, read_samples(run_dir, task), data_dir, args)
+            registry.get(task), family, read_samples(run_dir, task), data_dir, args
+        )
     groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
     originals = None
     try:
         originals = _keep_originals(run_dir) if in_place else None
         before = _file_stamps(dest)
         reports = _reports(runtimes, samples, dest)
-        written = sorted({"results.json", *(f"samples_{t}.jsonl" for t in samples),
-                          *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp)})
-        updated = run.model_copy(update={
-            "results": results, "counts": counts, "groups": groups, "group_subtasks": group_subtasks,
-            "reports": reports,
-            "provenance": run.provenance.model_copy(update={"rescored": Rescoring(
-                **environment(), source=str(run_dir.resolve()), files=written,
-                originals=None if originals is None else str(originals))}),
-        })
+        written = sorted(
+            {
+                "results.json",
+                *(f"samples_{t}.jsonl" for t in samples),
+                *(name for name, stamp in _file_stamps(dest).items() if before.get(name) != stamp),
+            }
+        )
+        updated = run.model_copy(
+            update={
+                "results": results,
+                "counts": counts,
+                "groups": groups,
+                "group_subtasks": group_subtasks,
+                "reports": reports,
+                "provenance": run.provenance.model_copy(
+                    update={
+                        "rescored": Rescoring(
+                            **environment(),
+                            source=str(run_dir.resolve()),
+                            files=written,
+                            originals=None if originals is None else str(originals),
+                        )
+                    }
+                ),
+            }
+        )
         write_run(dest, updated, samples)
     except (OSError, RunWriteError) as exc:
         if isinstance(exc, OSError) and not is_disk_error(exc):
             raise
         problem = exc if isinstance(exc, RunWriteError) else disk_problem(failed_path(exc, dest), exc)
-        kept = (f"the run's files as first written are in {originals}" if originals is not None
-                else f"{run_dir} is unchanged" if not in_place else "the run's files are unchanged")
-        raise HarnessError(f"cannot write the rescored run: {problem}; {kept}: free space and rerun harness score"
-                           ) from None
+        kept = (
+            f"the run's files as first written are in {originals}"
+            if originals is not None
+            else f"{run_dir} is unchanged"
+            if not in_place
+            else "the run's files are unchanged"
+        )
+        raise HarnessError(
+            f"cannot write the rescored run: {problem}; {kept}: free space and rerun harness score"
+        ) from None
     return updated, samples
 
 
@@ -560,8 +689,11 @@ def _keep_originals(run_dir: Path) -> Path:
     try:
         tmp.mkdir()
         for path in run_dir.iterdir():
-            if path.is_file() and (path.name == "results.json" or path.suffix == ".png"
-                                   or (path.name.startswith("samples_") and path.suffix == ".jsonl")):
+            if path.is_file() and (
+                path.name == "results.json"
+                or path.suffix == ".png"
+                or (path.name.startswith("samples_") and path.suffix == ".jsonl")
+            ):
                 shutil.copy2(path, tmp / path.name)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # a full disk: no half copy is left
@@ -581,8 +713,9 @@ def check_output(output: Path | None) -> None:
         with tempfile.NamedTemporaryFile(dir=output, prefix=".harness-write-check-"):
             pass
     except OSError as exc:
-        raise HarnessError(f"--output {output}: cannot write a run folder there ({exc.strerror or exc}); "
-                           "choose another folder") from None
+        raise HarnessError(
+            f"--output {output}: cannot write a run folder there ({exc.strerror or exc}); choose another folder"
+        ) from None
 
 
 def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
@@ -595,8 +728,10 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     for name in registry.expand(opts.tasks):
         config = registry.get(name)
         TaskRuntime(config, opts.lmms_model)
-        GenerationParams.from_kwargs(task_generation_kwargs(config, None, opts.gen_overrides, opts.lmms_model)[0],
-                                     where=f"task {name} generation_kwargs")
+        GenerationParams.from_kwargs(
+            task_generation_kwargs(config, None, opts.gen_overrides, opts.lmms_model)[0],
+            where=f"task {name} generation_kwargs",
+        )
         configs.append(config)
     return load_task_datasets(configs, opts.data_dir)
 

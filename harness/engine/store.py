@@ -81,8 +81,9 @@ class ResponseStore:
         if is_disk_error(exc):
             assert self.path is not None
             return HarnessError(f"response store {disk_problem(self.path, exc)}: free space, or {fix}")
-        return HarnessError(f"response store {self.path} cannot be used ({exc}): {fix}, or delete the file if it "
-                            "holds nothing you need")
+        return HarnessError(
+            f"response store {self.path} cannot be used ({exc}): {fix}, or delete the file if it holds nothing you need"
+        )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -101,7 +102,8 @@ class ResponseStore:
         with self._errors():
             rows = self._db.execute(
                 "SELECT sample, text FROM responses WHERE model=? AND request=? AND seed=? AND sample<? "
-                "ORDER BY sample", (model, request, seed, n),
+                "ORDER BY sample",
+                (model, request, seed, n),
             ).fetchall()
         if len(rows) < n:
             return None
@@ -136,20 +138,25 @@ class ResponseStore:
             if is_disk_error(exc) and not _is_lock(exc):
                 if self._unwritable is None:
                     assert self.path is not None
-                    log.warning("response store %s; generation goes on and new answers are kept in memory "
-                                "(answers written before are kept in the store)", disk_problem(self.path, exc))
+                    log.warning(
+                        "response store %s; generation goes on and new answers are kept in memory "
+                        "(answers written before are kept in the store)",
+                        disk_problem(self.path, exc),
+                    )
                 self._unwritable = str(exc)
                 return False
             if not _is_lock(exc):
                 raise self._failure(exc) from None
             if not self._locked:
-                log.warning("response store %s is locked by another process; waiting for it, generation goes "
-                            "on and answers are kept in memory until the lock is released", self.path)
+                log.warning(
+                    "response store %s is locked by another process; waiting for it, generation goes "
+                    "on and answers are kept in memory until the lock is released",
+                    self.path,
+                )
             self._locked = True
             return False
         if self._locked or self._unwritable:
-            log.warning("response store %s: writable again, %d kept request(s) written", self.path,
-                        len(self._pending))
+            log.warning("response store %s: writable again, %d kept request(s) written", self.path, len(self._pending))
         self._pending, self._locked, self._unwritable = [], False, None
         return True
 
@@ -159,9 +166,14 @@ class ResponseStore:
         now = time.time()
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                                 [(model, request, seed, i, t, now) for model, request, seed, texts in rows
-                                  for i, t in enumerate(texts)])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (model, request, seed, i, t, now)
+                    for model, request, seed, texts in rows
+                    for i, t in enumerate(texts)
+                ],
+            )
             self._db.execute("COMMIT")
         except BaseException:
             if self._db.in_transaction:  # SQLite has already rolled back after a full disk or an I/O error
@@ -188,8 +200,9 @@ class ResponseStore:
             except sqlite3.DatabaseError as exc:
                 if not _is_lock(exc):
                     raise self._failure(exc) from None
-                log.warning("response store %s is locked by another process; %s stays to be merged later",
-                            self.path, side)
+                log.warning(
+                    "response store %s is locked by another process; %s stays to be merged later", self.path, side
+                )
                 return
             side.unlink(missing_ok=True)
             log.info("merged %d kept request(s) from %s into %s", len(rows), side, self.path)
@@ -200,8 +213,11 @@ class ResponseStore:
         if not self.read or self._db is None:
             return {}
         with self._errors():
-            out = dict(self._db.execute("SELECT request, text FROM responses WHERE model=? AND seed=? AND sample=0",
-                                        (model, seed)))
+            out = dict(
+                self._db.execute(
+                    "SELECT request, text FROM responses WHERE model=? AND seed=? AND sample=0", (model, seed)
+                )
+            )
         out.update({r: texts[0] for m, r, s, texts in self._pending if (m, s) == (model, seed) and texts})
         return out
 
@@ -220,8 +236,12 @@ class ResponseStore:
         if self._db is None:
             return
         if self._pending and self._unwritable is None:
-            log.warning("response store %s is still locked; waiting up to %gs to write %d kept request(s)",
-                        self.path, LOCK_WAIT_S, len(self._pending))
+            log.warning(
+                "response store %s is still locked; waiting up to %gs to write %d kept request(s)",
+                self.path,
+                LOCK_WAIT_S,
+                len(self._pending),
+            )
             if not self._flush(LOCK_WAIT_S):
                 self._spill()
         elif self._pending and not self._flush(0.0):
@@ -229,23 +249,35 @@ class ResponseStore:
         try:
             self._db.close()
         except sqlite3.DatabaseError as exc:  # a last checkpoint on a full disk: the WAL keeps the answers
-            log.warning("response store %s: closing failed (%s); its write-ahead log keeps the written answers",
-                        self.path, exc)
+            log.warning(
+                "response store %s: closing failed (%s); its write-ahead log keeps the written answers", self.path, exc
+            )
         self._db = None
 
     def _spill(self) -> None:
         assert self.path is not None
         side = self.path.with_name(f"{self.path.name}.pending-{os.getpid()}-{time.time_ns()}.jsonl")
-        lines = "".join(json.dumps({"model": m, "request": r, "seed": s, "texts": t}) + "\n"
-                        for m, r, s, t in self._pending)
+        lines = "".join(
+            json.dumps({"model": m, "request": r, "seed": s, "texts": t}) + "\n" for m, r, s, t in self._pending
+        )
         why = f"cannot be written ({self._unwritable})" if self._unwritable else "stayed locked"
         try:
             side.write_text(lines, encoding="utf-8")
         except OSError as exc:
             side.unlink(missing_ok=True)
-            log.error("response store %s %s and %s: %d request(s) are only in this run's samples files", self.path,
-                      why, disk_problem(side, exc, len(lines.encode())), len(self._pending))
+            log.error(
+                "response store %s %s and %s: %d request(s) are only in this run's samples files",
+                self.path,
+                why,
+                disk_problem(side, exc, len(lines.encode())),
+                len(self._pending),
+            )
             return
-        log.warning("response store %s %s: %d request(s) saved to %s, merged into the store the next time it is "
-                    "opened", self.path, why, len(self._pending), side)
+        log.warning(
+            "response store %s %s: %d request(s) saved to %s, merged into the store the next time it is opened",
+            self.path,
+            why,
+            len(self._pending),
+            side,
+        )
         self._pending = []

@@ -139,7 +139,8 @@ class TaskRuntime:
         self._doc_to_target = self._maybe_fn(config.doc_to_target)
         self._doc_to_choice = self._maybe_fn(config.doc_to_choice)
         self._pipelines: list[tuple[str, list[Step]]] = [
-            (pipe.name, [resolve_step(step, where, self.modules) for step in pipe.steps]) for pipe in config.filters]
+            (pipe.name, [resolve_step(step, where, self.modules) for step in pipe.steps]) for pipe in config.filters
+        ]
         self._report = _report_function(config)
         self.fewshot: FewShotSampler | None = None  # set by open_task for num_fewshot > 0
         self._aggregations: dict[str, Callable[..., Any]] = {}
@@ -170,7 +171,8 @@ class TaskRuntime:
             if spec.metric not in known:
                 raise TaskConfigError(
                     f"{self.config.source}: metric {spec.metric!r} needs a process_results (the task has none, and "
-                    f"lmms-eval's built-in metrics for {self.config.output_type} are {', '.join(known)})")
+                    f"lmms-eval's built-in metrics for {self.config.output_type} are {', '.join(known)})"
+                )
 
     def _fn(self, value: Any, key: str) -> Callable[..., Any] | None:
         if value is None:
@@ -192,8 +194,10 @@ class TaskRuntime:
             raise
         except Exception as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
-            raise TaskConfigError(f"task {self.config.task}: process_docs failed ({type(exc).__name__}: {first}); "
-                                  f"check {self.config.source.parent}") from exc
+            raise TaskConfigError(
+                f"task {self.config.task}: process_docs failed ({type(exc).__name__}: {first}); "
+                f"check {self.config.source.parent}"
+            ) from exc
 
     # -- prompts -------------------------------------------------------------------------------
     def text(self, doc: dict[str, Any]) -> str:
@@ -226,20 +230,28 @@ class TaskRuntime:
         lmms-eval's models call it, checked to return (visuals, context, terminal_signal, round_results,
         round_info)."""
         if self._doc_to_text is None:
-            raise TaskConfigError(f"{self.config.source}: a generate_until_multi_round task needs doc_to_text "
-                                  "as a !function")
+            raise TaskConfigError(
+                f"{self.config.source}: a generate_until_multi_round task needs doc_to_text as a !function"
+            )
         with doc_step("doc_to_text"):
-            step = self._doc_to_text(doc, lmms_eval_specific_kwargs=self.specific_kwargs,
-                                     previous_output=list(previous_output), round_idx=round_idx,
-                                     previous_round_info=info)
+            step = self._doc_to_text(
+                doc,
+                lmms_eval_specific_kwargs=self.specific_kwargs,
+                previous_output=list(previous_output),
+                round_idx=round_idx,
+                previous_round_info=info,
+            )
             if not isinstance(step, tuple | list) or len(step) != 5:
-                raise BadInputError(f"round {round_idx} returned {type(step).__name__}, not (visuals, context, "
-                                    "terminal_signal, round_results, round_info)")
+                raise BadInputError(
+                    f"round {round_idx} returned {type(step).__name__}, not (visuals, context, "
+                    "terminal_signal, round_results, round_info)"
+                )
         visuals, context, terminal, results, next_info = step
         if terminal:
             return RoundStep([], "", True, list(results or []), next_info)
-        return RoundStep(_decoded(_user_message(visuals, str(context))), str(context), False, list(results or []),
-                         next_info)
+        return RoundStep(
+            _decoded(_user_message(visuals, str(context))), str(context), False, list(results or []), next_info
+        )
 
     def choices(self, doc: dict[str, Any]) -> list[str]:
         """A ``multiple_choice`` doc's choices, read as lmms-eval reads ``doc_to_choice``: a column, a template
@@ -283,8 +295,12 @@ class TaskRuntime:
                 return spec
             if isinstance(spec, str) and spec not in doc and not _is_template(spec) and not self._warned_literal:
                 self._warned_literal = True
-                log.warning("task %s: doc_to_target %r names no column and is no template; every doc gets it "
-                            "as a literal target", self.config.task, spec)
+                log.warning(
+                    "task %s: doc_to_target %r names no column and is no template; every doc gets it "
+                    "as a literal target",
+                    self.config.task,
+                    spec,
+                )
             return _render_field(spec, doc)
 
     def _call_target(self, doc: dict[str, Any]) -> Any:
@@ -343,8 +359,11 @@ class TaskRuntime:
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
         for name, steps in self._pipelines:
             # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
-            answers = [tuple(record.responses)] if self.config.output_type == MULTI_ROUND \
+            answers = (
+                [tuple(record.responses)]
+                if self.config.output_type == MULTI_ROUND
                 else apply_pipeline(steps, record.responses, scoring_doc)
+            )
             filtered[name] = answers[0] if len(answers) == 1 else answers
             if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
                 answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
@@ -376,8 +395,9 @@ class TaskRuntime:
                 hits = [fn(references=[g], predictions=answers, **spec.options) for g in gold]
                 values[spec.metric] = 1.0 if any(hits) else 0.0
             else:
-                values[spec.metric] = fn(references=gold if isinstance(gold, list) else [gold], predictions=answers,
-                                         **spec.options)
+                values[spec.metric] = fn(
+                    references=gold if isinstance(gold, list) else [gold], predictions=answers, **spec.options
+                )
         return values
 
     def _score_choices(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
@@ -396,10 +416,14 @@ class TaskRuntime:
             (choice,) = record.choices
             values = {"perplexity": choice.loglikelihood, "acc": float(choice.is_greedy)}
         else:
-            choices = [c.continuation[len(self.config.target_delimiter):] for c in record.choices]
+            choices = [c.continuation[len(self.config.target_delimiter) :] for c in record.choices]
             values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)
-        metrics = {f"{spec.metric},{name}": to_jsonable(values[spec.metric])
-                   for name, _ in self._pipelines for spec in self.config.metric_list if spec.metric in values}
+        metrics = {
+            f"{spec.metric},{name}": to_jsonable(values[spec.metric])
+            for name, _ in self._pipelines
+            for spec in self.config.metric_list
+            if spec.metric in values
+        }
         return {"filtered": {}, "metrics": metrics, "unparsed": [k for k, v in metrics.items() if v is None]}
 
     def aggregate(self, records: list[SampleRecord], args: Any = None) -> tuple[dict[str, Any], TaskCounts]:
@@ -419,7 +443,9 @@ class TaskRuntime:
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
-            samples=len(records), scored=len(scored), errors=len(records) - len(scored),
+            samples=len(records),
+            scored=len(scored),
+            errors=len(records) - len(scored),
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
@@ -437,8 +463,13 @@ class TaskRuntime:
                 args = aggregation_args(None, "", [self.config.task])
             return to_jsonable(fn(values, args=args))
         except Exception as exc:
-            log.warning("task %s: aggregation of %s failed (%s: %s); its value is null",
-                        self.config.task, key, type(exc).__name__, exc)
+            log.warning(
+                "task %s: aggregation of %s failed (%s: %s); its value is null",
+                self.config.task,
+                key,
+                type(exc).__name__,
+                exc,
+            )
             return None
 
     def report(self, records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any] | None:
@@ -475,8 +506,9 @@ def _report_function(config: TaskConfig) -> ReportFunction | None:
     try:
         inspect.signature(fn).bind([], None, {})
     except TypeError:
-        raise TaskConfigError(f"{config.source}: metadata harness_report {config.harness_report} must take "
-                              "(records, out_dir, metadata)") from None
+        raise TaskConfigError(
+            f"{config.source}: metadata harness_report {config.harness_report} must take (records, out_dir, metadata)"
+        ) from None
     except ValueError:  # no signature to inspect (a builtin): called as written
         pass
     return cast(ReportFunction, fn)

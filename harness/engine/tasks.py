@@ -32,9 +32,14 @@ class OpenTask:
     docs: Any  # datasets.Dataset (or what the task's process_docs returns)
 
 
-def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None = None,
-              include_paths: Sequence[str | Path] = (), registry: TaskRegistry | None = None,
-              loaded: LoadedDataset | None = None) -> OpenTask:
+def open_task(
+    task: str | TaskConfig,
+    family: str | None,
+    data_dir: Path | None = None,
+    include_paths: Sequence[str | Path] = (),
+    registry: TaskRegistry | None = None,
+    loaded: LoadedDataset | None = None,
+) -> OpenTask:
     """Open ``task`` (a name looked up in ``registry``, else in the bundled tasks plus ``include_paths``; or
     a config the caller already holds, such as a server's version-checked copy) for ``family``, with its
     dataset read from ``data_dir`` unless ``loaded`` already holds it."""
@@ -47,15 +52,17 @@ def open_task(task: str | TaskConfig, family: str | None, data_dir: Path | None 
     return OpenTask(config, runtime, dataset, docs)
 
 
-def open_run_task(run: RunResults, task: str, data_dir: Path | None,
-                  include_paths: Sequence[str | Path] = ()) -> OpenTask:
+def open_run_task(
+    run: RunResults, task: str, data_dir: Path | None, include_paths: Sequence[str | Path] = ()
+) -> OpenTask:
     """A task of a saved run, opened for the run's model family from the bundled tasks plus
     ``include_paths`` (what :func:`run_include_paths` chose, never the run's own by default)."""
     return open_task(task, model_family_of(run), data_dir, include_paths)
 
 
-def run_include_paths(run: RunResults, run_dir: Path, given: Sequence[str | Path],
-                      trust_run: bool = False) -> list[str]:
+def run_include_paths(
+    run: RunResults, run_dir: Path, given: Sequence[str | Path], trust_run: bool = False
+) -> list[str]:
     """The task folders to score a saved run with: the bundled tasks plus the folders the user names.
 
     A run folder may come from anyone, and a task folder holds code (``utils.py``), so the include paths
@@ -67,12 +74,14 @@ def run_include_paths(run: RunResults, run_dir: Path, given: Sequence[str | Path
     if not recorded:
         return chosen
     if trust_run:
-        log.warning("%s: trusting the run's include paths: task code is imported from %s", run_dir,
-                    ", ".join(recorded))
+        log.warning("%s: trusting the run's include paths: task code is imported from %s", run_dir, ", ".join(recorded))
         return [*chosen, *recorded]
-    log.warning("%s: the run was made with include path(s) %s; they are not used (a run folder never runs its "
-                "own task code): pass --include-path for folders you trust, or --trust-run-include-paths",
-                run_dir, ", ".join(recorded))
+    log.warning(
+        "%s: the run was made with include path(s) %s; they are not used (a run folder never runs its "
+        "own task code): pass --include-path for folders you trust, or --trust-run-include-paths",
+        run_dir,
+        ", ".join(recorded),
+    )
     return chosen
 
 

@@ -78,8 +78,13 @@ class LLMJudge:
     answers its millions of decisions from memory.
     """
 
-    def __init__(self, backend: Backend, store: ResponseStore | None = None, max_new_tokens: int = 4,
-                 prompt: str = ENTAILMENT_PROMPT) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        store: ResponseStore | None = None,
+        max_new_tokens: int = 4,
+        prompt: str = ENTAILMENT_PROMPT,
+    ) -> None:
         if "{premise}" not in prompt or "{hypothesis}" not in prompt:
             raise HarnessError("the judge prompt must contain {premise} and {hypothesis}")
         self.backend, self.store = backend, store or ResponseStore(None)
@@ -150,12 +155,14 @@ def check_judge(spec: str) -> None:
         try:
             AutoConfig.from_pretrained(name)
         except (OSError, ValueError) as exc:
-            raise HarnessError(f"judge {spec} cannot be loaded here ({str(exc).splitlines()[0]}); "
-                               f"offline judges: {OFFLINE_JUDGES}") from None
+            raise HarnessError(
+                f"judge {spec} cannot be loaded here ({str(exc).splitlines()[0]}); offline judges: {OFFLINE_JUDGES}"
+            ) from None
 
 
-def make_judge(spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None,
-               prompt: str | None = None) -> Judge:
+def make_judge(
+    spec: str, store_path: Path | None = None, model_args: dict[str, str] | None = None, prompt: str | None = None
+) -> Judge:
     """``embedding`` / ``embedding:0.85`` (offline cosine), ``nli:MODEL`` (cross-encoder), else a model
     spec for an LLM judge, by default the VISTA paper's (``prompt`` overrides its A.2 Yes/No question)."""
     if spec == "embedding" or spec.startswith("embedding:"):

@@ -18,7 +18,7 @@ OFFLINE_JUDGES = "embedding[:threshold] (MiniLM cosine) or nli:MODEL (a local MN
 A2_ENTAILMENT = (
     "You are given two responses to the same question. Determine whether Response A logically entails "
     "Response B, i.e., whether the meaning of B follows from A. Ignore differences in wording or detail "
-    "level; focus on whether A's core claim covers B's core claim. Answer only \"Yes\" or \"No\".\n"
+    'level; focus on whether A\'s core claim covers B\'s core claim. Answer only "Yes" or "No".\n'
     "Response A: {response_a}\n"
     "Response B: {response_b}"
 )

@@ -89,8 +89,11 @@ def bundle_paths(run_dir: Path) -> dict[str, Path]:
     run_dir = Path(run_dir)
     results = run_dir / RESULTS
     if results.is_symlink() or not results.is_file():
-        raise HarnessError(f"{run_dir}: no results.json (is this a run folder written by harness eval?)"
-                           if not results.is_symlink() else f"{results}: a symbolic link; refused")
+        raise HarnessError(
+            f"{run_dir}: no results.json (is this a run folder written by harness eval?)"
+            if not results.is_symlink()
+            else f"{results}: a symbolic link; refused"
+        )
     root = run_dir.resolve()
     found = {}
     for path in sorted(run_dir.iterdir()):
@@ -111,8 +114,7 @@ def read_run_files(run_dir: Path) -> dict[str, bytes]:
 
 def content_hash(run: dict[str, Any], samples: dict[str, list[dict[str, Any]]]) -> str:
     """sha256 of the canonical JSON of results and samples: the identity of a submission."""
-    blob = json.dumps({"results": run, "samples": samples}, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":"))
+    blob = json.dumps({"results": run, "samples": samples}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -120,8 +122,7 @@ def _check_png(name: str, data: bytes, limits: Limits) -> None:
     from PIL import Image, UnidentifiedImageError
 
     if len(data) > limits.max_plot_bytes:
-        raise SubmissionError(f"{name}: {len(data)} bytes, over the {limits.max_plot_bytes}-byte limit for a plot",
-                              413)
+        raise SubmissionError(f"{name}: {len(data)} bytes, over the {limits.max_plot_bytes}-byte limit for a plot", 413)
     try:
         with Image.open(io.BytesIO(data)) as image:
             if image.format != "PNG":
@@ -138,6 +139,7 @@ def _check_png(name: str, data: bytes, limits: Limits) -> None:
 def _raw_lines(name: str, source: Source, max_line: int) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of a JSONL file split on newline bytes only, one line in memory at a time; a line over
     ``max_line`` bytes is refused as soon as it is seen."""
+
     def too_long(lineno: int) -> SubmissionError:
         return SubmissionError(f"{name} line {lineno}: over this server's {max_line}-byte limit for one line", 413)
 
@@ -195,8 +197,11 @@ def _check_files(files: Mapping[str, Source], limits: Limits) -> None:
         raise SubmissionError(f"the submission is {total} bytes, over the {limits.max_total_bytes}-byte limit", 413)
     unknown = sorted(n for n in files if not is_bundle_file(n))
     if unknown:
-        raise SubmissionError(f"unexpected file(s) {', '.join(map(repr, unknown[:5]))}: a submission carries "
-                              "results.json, samples_<task>.jsonl and *.png plots", 400)
+        raise SubmissionError(
+            f"unexpected file(s) {', '.join(map(repr, unknown[:5]))}: a submission carries "
+            "results.json, samples_<task>.jsonl and *.png plots",
+            400,
+        )
     if RESULTS not in files:
         raise SubmissionError("results.json is missing", 400)
 
@@ -214,8 +219,10 @@ def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
     if not isinstance(raw, dict):
         raise SubmissionError("results.json: must be a JSON object")
     if raw.get("schema_version") not in READABLE_VERSIONS:
-        raise SubmissionError(f"results.json: schema_version {raw.get('schema_version')!r}; this server reads "
-                              f"version(s) {', '.join(map(str, READABLE_VERSIONS))}")
+        raise SubmissionError(
+            f"results.json: schema_version {raw.get('schema_version')!r}; this server reads "
+            f"version(s) {', '.join(map(str, READABLE_VERSIONS))}"
+        )
     try:
         run = parse_run(raw)
     except ValidationError as exc:
@@ -250,12 +257,14 @@ class _Counter:
     def add(self, name: str, lineno: int) -> None:
         self.seen += 1
         if self.seen > self.limit:
-            raise SubmissionError(f"{name} line {lineno}: over this server's limit of {self.limit} sample records "
-                                  "per submission", 413)
+            raise SubmissionError(
+                f"{name} line {lineno}: over this server's limit of {self.limit} sample records per submission", 413
+            )
 
 
-def _parse_samples(task: str, name: str, source: Source, limits: Limits, counter: _Counter,
-                   digest: Any) -> list[SampleRecord]:
+def _parse_samples(
+    task: str, name: str, source: Source, limits: Limits, counter: _Counter, digest: Any
+) -> list[SampleRecord]:
     """A samples file's records, read line by line (each row's canonical JSON fed to ``digest``, then
     dropped): all of ``task``, each doc_id once, at least one."""
     records: list[SampleRecord] = []
@@ -299,5 +308,10 @@ def parse_bundle(files: Mapping[str, Source], limits: Limits | None = None) -> B
     plots = {n: read_bytes(d) for n, d in files.items() if _PLOT.fullmatch(n)}
     for name, data in plots.items():
         _check_png(name, data, limits)
-    return Bundle(run=run, samples={t: samples[t] for t in run.configs}, plots=plots, files=dict(files),
-                  content_hash=digest.hexdigest())
+    return Bundle(
+        run=run,
+        samples={t: samples[t] for t in run.configs},
+        plots=plots,
+        files=dict(files),
+        content_hash=digest.hexdigest(),
+    )

@@ -55,8 +55,9 @@ def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0)
     except ValueError:
         body = {"error": response.text[:300]}
     if response.status_code not in (200, 201):
-        raise HarnessError(f"the leaderboard refused the submission (HTTP {response.status_code}): "
-                           f"{body.get('error', body)}")
+        raise HarnessError(
+            f"the leaderboard refused the submission (HTTP {response.status_code}): {body.get('error', body)}"
+        )
     body["page"] = url.rstrip("/") + "/" + body["page"]
     return body
 
@@ -84,12 +85,19 @@ def push_to_hub(run_dir: Path, repo_id: str, token: str | None) -> str:
         api = HfApi(token=token)
         try:
             api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-            api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(folder),
-                              path_in_repo=path_in_repo, commit_message=f"Add run {path_in_repo}")
+            api.upload_folder(
+                repo_id=repo_id,
+                repo_type="dataset",
+                folder_path=str(folder),
+                path_in_repo=path_in_repo,
+                commit_message=f"Add run {path_in_repo}",
+            )
         except Exception as exc:  # network, auth and permission errors of the Hub client
-            raise HarnessError(f"cannot push to the Hub dataset {repo_id}: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''} (write it to a folder with "
-                               "--to DIR and upload that folder later)") from None
+            raise HarnessError(
+                f"cannot push to the Hub dataset {repo_id}: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''} (write it to a folder with "
+                "--to DIR and upload that folder later)"
+            ) from None
     return f"https://huggingface.co/datasets/{repo_id}/tree/main/{path_in_repo}"
 
 

@@ -209,8 +209,10 @@ class Database:
         except Exception as exc:
             if isinstance(exc, HarnessError):
                 raise
-            raise HarnessError(f"cannot open the leaderboard database {self.engine.url!r}: "
-                               f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+            raise HarnessError(
+                f"cannot open the leaderboard database {self.engine.url!r}: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            ) from exc
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:

@@ -44,10 +44,12 @@ def export_site(db: Database, out: Path, settings: Settings | None = None) -> Pa
         for name, _, _ in files:
             (folder / name).write_bytes(get_file(db, record.id, name) or b"")
     (out / "api").mkdir(exist_ok=True)
-    (out / "api" / "submissions.json").write_text(json.dumps([submission_summary(r) for r in records], indent=1),
-                                                  encoding="utf-8")
+    (out / "api" / "submissions.json").write_text(
+        json.dumps([submission_summary(r) for r in records], indent=1), encoding="utf-8"
+    )
     for protocol, _ in parts.protocols:
         (out / "api" / "protocols").mkdir(exist_ok=True)
         (out / "api" / "protocols" / f"{protocol.name}.json").write_text(
-            json.dumps(parts.state(protocol.name, 0), indent=1), encoding="utf-8")
+            json.dumps(parts.state(protocol.name, 0), indent=1), encoding="utf-8"
+        )
     return out

@@ -37,8 +37,13 @@ def _params(value: int | None) -> str:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["fmt"] = _fmt
     env.filters["params"] = _params
     env.filters["public"] = redact
@@ -55,9 +60,20 @@ def render_index(records: list[Submission], parts: BoardParts, page_size: int = 
     families = sorted({r.family or "unknown" for r in records})
     present = {r.size for t in tables for r in t.rows}
     sizes = [label for _, label in SIZE_BUCKETS if label in present] + (["unknown"] if "unknown" in present else [])
-    return _environment().get_template("index.html").render(
-        root="", generated=_now(), tables=tables, families=families, sizes=sizes,
-        n_submissions=len(records), panels=parts.panels, page_size=page_size)
+    return (
+        _environment()
+        .get_template("index.html")
+        .render(
+            root="",
+            generated=_now(),
+            tables=tables,
+            families=families,
+            sizes=sizes,
+            n_submissions=len(records),
+            panels=parts.panels,
+            page_size=page_size,
+        )
+    )
 
 
 def provenance_items(record: Submission) -> list[tuple[str, Any]]:
@@ -66,26 +82,52 @@ def provenance_items(record: Submission) -> list[tuple[str, Any]]:
     prov = claimed.get("provenance", {})
     model = prov.get("model", {}) if isinstance(prov.get("model"), dict) else {}
     items: list[tuple[str, Any]] = [
-        ("model spec", record.model), ("model id", record.model_id), ("revision", record.revision),
-        ("backend", record.backend), ("family", record.family), ("parameters", _params(record.parameters)),
-        ("access", record.access), ("model fingerprint", model.get("fingerprint")), ("dtype", model.get("dtype")),
-        ("device", model.get("device")), ("harness version", record.harness_version),
-        ("harness git revision", record.git_revision), ("task versions", claimed.get("versions")),
-        ("dataset fingerprints", prov.get("datasets")), ("generation settings", prov.get("generation")),
-        ("seeds", prov.get("seeds")), ("run config", claimed.get("config")), ("started at", prov.get("started_at")),
-        ("wall time (s)", prov.get("wall_time_s")), ("packages", prov.get("packages")),
-        ("python", prov.get("python")), ("submitter", record.submitter),
-        ("submitted at", record.submitted_at.isoformat()), ("content hash", record.content_hash),
+        ("model spec", record.model),
+        ("model id", record.model_id),
+        ("revision", record.revision),
+        ("backend", record.backend),
+        ("family", record.family),
+        ("parameters", _params(record.parameters)),
+        ("access", record.access),
+        ("model fingerprint", model.get("fingerprint")),
+        ("dtype", model.get("dtype")),
+        ("device", model.get("device")),
+        ("harness version", record.harness_version),
+        ("harness git revision", record.git_revision),
+        ("task versions", claimed.get("versions")),
+        ("dataset fingerprints", prov.get("datasets")),
+        ("generation settings", prov.get("generation")),
+        ("seeds", prov.get("seeds")),
+        ("run config", claimed.get("config")),
+        ("started at", prov.get("started_at")),
+        ("wall time (s)", prov.get("wall_time_s")),
+        ("packages", prov.get("packages")),
+        ("python", prov.get("python")),
+        ("submitter", record.submitter),
+        ("submitted at", record.submitted_at.isoformat()),
+        ("content hash", record.content_hash),
     ]
-    return [(k, redact(v) if isinstance(v, dict | list) else _MISSING if v is None else redact(str(v)))
-            for k, v in items]
+    return [
+        (k, redact(v) if isinstance(v, dict | list) else _MISSING if v is None else redact(str(v))) for k, v in items
+    ]
 
 
 def render_model(record: Submission, files: list[tuple[str, str, int]], parts: BoardParts) -> str:
     """The HTML page of one submission: its scores with coverage, provenance, files, plots and panel
     notes."""
     plots = [(name, kind) for name, kind, _ in files if kind in ("chart", "report", "plot")]
-    return _environment().get_template("model.html").render(
-        root="../", generated=_now(), record=record, files=files, plots=plots, provenance=provenance_items(record),
-        z=Z95, notes=parts.model_notes(record.id),
-        scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores])
+    return (
+        _environment()
+        .get_template("model.html")
+        .render(
+            root="../",
+            generated=_now(),
+            record=record,
+            files=files,
+            plots=plots,
+            provenance=provenance_items(record),
+            z=Z95,
+            notes=parts.model_notes(record.id),
+            scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores],
+        )
+    )

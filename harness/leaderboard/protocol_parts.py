@@ -36,8 +36,11 @@ class BoardParts:
 
     def state(self, protocol: str, pending: int) -> dict[str, Any]:
         """The public JSON of a protocol's part: its panels' data and how many of its jobs are pending."""
-        return {"protocol": protocol, "pending": pending,
-                "panels": {p.key: dict(p.data) for p in self.panels_by_protocol.get(protocol, ())}}
+        return {
+            "protocol": protocol,
+            "pending": pending,
+            "panels": {p.key: dict(p.data) for p in self.panels_by_protocol.get(protocol, ())},
+        }
 
     def model_notes(self, submission_id: int) -> list[tuple[str, str]]:
         """(panel title, line) of every panel that says something about this submission."""
@@ -46,9 +49,15 @@ class BoardParts:
 
 def _public(panel: Panel) -> Panel:
     """A panel as published: no local paths in its text, model names or data."""
-    return replace(panel, title=redact(panel.title), message=redact(panel.message),
-                   members=tuple((i, redact(m)) for i, m in panel.members), data=redact(dict(panel.data)),
-                   csv=redact(panel.csv), model_notes={i: redact(n) for i, n in panel.model_notes.items()})
+    return replace(
+        panel,
+        title=redact(panel.title),
+        message=redact(panel.message),
+        members=tuple((i, redact(m)) for i, m in panel.members),
+        data=redact(dict(panel.data)),
+        csv=redact(panel.csv),
+        model_notes={i: redact(n) for i, n in panel.model_notes.items()},
+    )
 
 
 def board_parts(db: Database, settings: Settings) -> BoardParts:

@@ -37,14 +37,25 @@ def _usage(session: Session, submitter: str) -> tuple[int, int]:
     """(submissions, bytes) stored or reserved for ``submitter`` in the last 24 hours."""
     now = utcnow()
     since = now - timedelta(days=1)
-    count = session.scalar(select(func.count(Submission.id))
-                           .where(Submission.submitter == submitter, Submission.submitted_at >= since)) or 0
-    size = session.scalar(select(func.coalesce(func.sum(StoredFile.size), 0))
-                          .join(Submission, StoredFile.submission_id == Submission.id)
-                          .where(Submission.submitter == submitter, Submission.submitted_at >= since)) or 0
-    held = session.execute(select(func.count(Reservation.id), func.coalesce(func.sum(Reservation.size), 0))
-                           .where(Reservation.submitter == submitter,
-                                  Reservation.created_at >= now - STALE_AFTER)).one()
+    count = (
+        session.scalar(
+            select(func.count(Submission.id)).where(Submission.submitter == submitter, Submission.submitted_at >= since)
+        )
+        or 0
+    )
+    size = (
+        session.scalar(
+            select(func.coalesce(func.sum(StoredFile.size), 0))
+            .join(Submission, StoredFile.submission_id == Submission.id)
+            .where(Submission.submitter == submitter, Submission.submitted_at >= since)
+        )
+        or 0
+    )
+    held = session.execute(
+        select(func.count(Reservation.id), func.coalesce(func.sum(Reservation.size), 0)).where(
+            Reservation.submitter == submitter, Reservation.created_at >= now - STALE_AFTER
+        )
+    ).one()
     return int(count) + int(held[0]), int(size) + int(held[1])
 
 
@@ -69,11 +80,15 @@ def reserve(db: Database, submitter: str, size: int, quota: Quota) -> tuple[int 
             count, stored = count - 1, stored - size
         why = None
         if count >= quota.submissions_per_day:
-            why = (f"{submitter!r} stored {count} submissions in the last 24 hours (in flight included), this "
-                   f"server's quota (--quota-submissions {quota.submissions_per_day}); try again later")
+            why = (
+                f"{submitter!r} stored {count} submissions in the last 24 hours (in flight included), this "
+                f"server's quota (--quota-submissions {quota.submissions_per_day}); try again later"
+            )
         elif stored + size > quota.bytes_per_day:
-            why = (f"{submitter!r} stored {stored} bytes in the last 24 hours (in flight included); {size} more "
-                   f"is over this server's quota of {quota.bytes_per_day} bytes (--quota-mb); try again later")
+            why = (
+                f"{submitter!r} stored {stored} bytes in the last 24 hours (in flight included); {size} more "
+                f"is over this server's quota of {quota.bytes_per_day} bytes (--quota-mb); try again later"
+            )
         if why is not None:
             if row is not None:
                 session.delete(row)

@@ -58,8 +58,10 @@ def model_traits(model: str, info: ModelInfo) -> ModelTraits:
         match = re.match(r"[A-Za-z]+", name.rsplit("/", 1)[-1])
         family = match.group(0).lower() if match else None
     return ModelTraits(
-        model_id=info.model or name, revision=info.commit or info.revision,
-        backend=backend, family=family,
+        model_id=info.model or name,
+        revision=info.commit or info.revision,
+        backend=backend,
+        family=family,
         parameters=info.parameters if info.parameters is not None else _size_from_name(name),
         access="api" if backend == "openai" else "open",
         smoke_test_model=info.smoke_test_model,
@@ -70,31 +72,59 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _score_rows(verification: Verification, claimed: dict[str, dict[str, Any]],
-                group_members: dict[str, list[str]]) -> list[Score]:
+def _score_rows(
+    verification: Verification, claimed: dict[str, dict[str, Any]], group_members: dict[str, list[str]]
+) -> list[Score]:
     """One row per metric of each task, then of each group (its status the worst of its members')."""
     units: list[tuple[str, dict[str, Any], str, str, str, int, dict[str, bool]]] = [
-        (task, values, check.protocol, check.version, check.status, verification.counts[task].scored,
-         verification.higher_is_better.get(task, {}))
-        for task, values in verification.results.items() for check in [verification.checks[task]]]
+        (
+            task,
+            values,
+            check.protocol,
+            check.version,
+            check.status,
+            verification.counts[task].scored,
+            verification.higher_is_better.get(task, {}),
+        )
+        for task, values in verification.results.items()
+        for check in [verification.checks[task]]
+    ]
     for group, values in verification.groups.items():
         members = [m for m in group_members.get(group, []) if m in verification.checks]
         if members:
             first = verification.checks[members[0]]
             states = {verification.checks[m].status for m in [*members, group] if m in verification.checks}
-            units.append((group, values, first.protocol, "group", worst(states),
-                          sum(verification.counts[m].scored for m in members),
-                          verification.higher_is_better.get(members[0], {})))
+            units.append(
+                (
+                    group,
+                    values,
+                    first.protocol,
+                    "group",
+                    worst(states),
+                    sum(verification.counts[m].scored for m in members),
+                    verification.higher_is_better.get(members[0], {}),
+                )
+            )
     rows: list[Score] = []
     for task, values, protocol, version, status, n, higher in units:
         for key, value in values.items():
             if key == "alias" or "_stderr," in key:
                 continue
             metric, _, filt = key.partition(",")
-            rows.append(Score(task=task, protocol=protocol, version=version, metric=key, value=_number(value),
-                              stderr=_number(values.get(f"{metric}_stderr,{filt}")),
-                              claimed=_number(claimed.get(task, {}).get(key)), higher_is_better=higher.get(metric),
-                              n=n, status=status))
+            rows.append(
+                Score(
+                    task=task,
+                    protocol=protocol,
+                    version=version,
+                    metric=key,
+                    value=_number(value),
+                    stderr=_number(values.get(f"{metric}_stderr,{filt}")),
+                    claimed=_number(claimed.get(task, {}).get(key)),
+                    higher_is_better=higher.get(metric),
+                    n=n,
+                    status=status,
+                )
+            )
     return rows
 
 
@@ -120,34 +150,53 @@ def find_submission(db: Database, content_hash: str) -> Submission | None:
         return session.scalar(select(Submission).where(Submission.content_hash == content_hash))
 
 
-def store_submission(db: Database, bundle: Bundle, verification: Verification, submitter: str,
-                     reservation: int | None = None) -> tuple[int, bool]:
+def store_submission(
+    db: Database, bundle: Bundle, verification: Verification, submitter: str, reservation: int | None = None
+) -> tuple[int, bool]:
     """Insert the record (scores, files, the server's plots), releasing the upload's quota ``reservation``
     in the same transaction; returns (id, whether it existed already)."""
     run = bundle.run
     traits = model_traits(bundle.model, run.provenance.model)
     scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
-    files = [_file(name, "results" if name == RESULTS else "samples", data)
-             for name, data in sorted(bundle.files.items()) if name.endswith((".json", ".jsonl"))]
+    files = [
+        _file(name, "results" if name == RESULTS else "samples", data)
+        for name, data in sorted(bundle.files.items())
+        if name.endswith((".json", ".jsonl"))
+    ]
     files += [_file(name, "report", data) for name, data in verification.plots.items()]
-    files += [_file(name, "plot", data) for name, data in sorted(bundle.plots.items())
-              if name not in verification.plots and name != CHART]
+    files += [
+        _file(name, "plot", data)
+        for name, data in sorted(bundle.plots.items())
+        if name not in verification.plots and name != CHART
+    ]
     chart = _chart(bundle.model, scores)
     if chart is not None:
         files.append(_file(CHART, "chart", chart))
     record = Submission(
-        content_hash=bundle.content_hash, model=bundle.model[:500],
+        content_hash=bundle.content_hash,
+        model=bundle.model[:500],
         model_id=traits.model_id and str(traits.model_id)[:500],
         revision=traits.revision and str(traits.revision)[:200],
-        backend=traits.backend, family=traits.family, parameters=traits.parameters, access=traits.access,
-        smoke_test_model=traits.smoke_test_model, harness_version=str(run.provenance.harness_version)[:50],
-        git_revision=str(run.provenance.git_revision)[:100], submitter=submitter, status=verification.status,
+        backend=traits.backend,
+        family=traits.family,
+        parameters=traits.parameters,
+        access=traits.access,
+        smoke_test_model=traits.smoke_test_model,
+        harness_version=str(run.provenance.harness_version)[:50],
+        git_revision=str(run.provenance.git_revision)[:100],
+        submitter=submitter,
+        status=verification.status,
         claimed=run.model_dump(mode="json", by_alias=True),
-        recomputed={"results": verification.results, "groups": verification.groups, "reports": verification.reports,
-                    "headlines": verification.headlines,
-                    "counts": {t: c.model_dump() for t, c in verification.counts.items()}},
+        recomputed={
+            "results": verification.results,
+            "groups": verification.groups,
+            "reports": verification.reports,
+            "headlines": verification.headlines,
+            "counts": {t: c.model_dump() for t, c in verification.counts.items()},
+        },
         checks={t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()},
-        scores=scores, files=files,
+        scores=scores,
+        files=files,
     )
     with db.session() as session:
         session.add(record)
@@ -168,8 +217,9 @@ def store_submission(db: Database, bundle: Bundle, verification: Verification, s
 def list_submissions(db: Database) -> list[Submission]:
     """Every record with its scores, oldest first."""
     with db.session() as session:
-        return list(session.scalars(select(Submission).options(selectinload(Submission.scores))
-                                    .order_by(Submission.id)))
+        return list(
+            session.scalars(select(Submission).options(selectinload(Submission.scores)).order_by(Submission.id))
+        )
 
 
 def _storable_id(submission_id: int) -> bool:
@@ -182,8 +232,9 @@ def get_submission(db: Database, submission_id: int) -> Submission | None:
     if not _storable_id(submission_id):
         return None
     with db.session() as session:
-        return session.scalar(select(Submission).where(Submission.id == submission_id)
-                              .options(selectinload(Submission.scores)))
+        return session.scalar(
+            select(Submission).where(Submission.id == submission_id).options(selectinload(Submission.scores))
+        )
 
 
 def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
@@ -191,8 +242,11 @@ def file_index(db: Database, submission_id: int) -> list[tuple[str, str, int]]:
     if not _storable_id(submission_id):
         return []
     with db.session() as session:
-        rows = session.execute(select(StoredFile.name, StoredFile.kind, StoredFile.size)
-                               .where(StoredFile.submission_id == submission_id).order_by(StoredFile.id))
+        rows = session.execute(
+            select(StoredFile.name, StoredFile.kind, StoredFile.size)
+            .where(StoredFile.submission_id == submission_id)
+            .order_by(StoredFile.id)
+        )
         return [(r.name, r.kind, r.size) for r in rows]
 
 
@@ -201,21 +255,45 @@ def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
     if not _storable_id(submission_id):
         return None
     with db.session() as session:
-        content = session.scalar(select(StoredFile.content).where(StoredFile.submission_id == submission_id,
-                                                                  StoredFile.name == name))
+        content = session.scalar(
+            select(StoredFile.content).where(StoredFile.submission_id == submission_id, StoredFile.name == name)
+        )
     return public_results(content) if content is not None and name == RESULTS else content
 
 
 def submission_summary(record: Submission) -> dict[str, Any]:
     """The public JSON of a record (the API's answer and the export's submissions.json), local paths
     redacted."""
-    return redact({
-        "id": record.id, "model": record.model, "model_id": record.model_id, "revision": record.revision,
-        "backend": record.backend, "family": record.family, "parameters": record.parameters,
-        "access": record.access, "smoke_test_model": record.smoke_test_model, "submitter": record.submitter,
-        "submitted_at": record.submitted_at.isoformat(), "status": record.status,
-        "content_hash": record.content_hash, "harness_version": record.harness_version,
-        "git_revision": record.git_revision, "checks": record.checks,
-        "scores": [{"task": s.task, "protocol": s.protocol, "metric": s.metric, "value": s.value,
-                    "stderr": s.stderr, "claimed": s.claimed, "n": s.n, "status": s.status} for s in record.scores],
-    })
+    return redact(
+        {
+            "id": record.id,
+            "model": record.model,
+            "model_id": record.model_id,
+            "revision": record.revision,
+            "backend": record.backend,
+            "family": record.family,
+            "parameters": record.parameters,
+            "access": record.access,
+            "smoke_test_model": record.smoke_test_model,
+            "submitter": record.submitter,
+            "submitted_at": record.submitted_at.isoformat(),
+            "status": record.status,
+            "content_hash": record.content_hash,
+            "harness_version": record.harness_version,
+            "git_revision": record.git_revision,
+            "checks": record.checks,
+            "scores": [
+                {
+                    "task": s.task,
+                    "protocol": s.protocol,
+                    "metric": s.metric,
+                    "value": s.value,
+                    "stderr": s.stderr,
+                    "claimed": s.claimed,
+                    "n": s.n,
+                    "status": s.status,
+                }
+                for s in record.scores
+            ],
+        }
+    )

@@ -123,8 +123,11 @@ def _same(a: Any, b: Any, tolerance: float) -> bool:
 
 def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: float) -> list[dict[str, Any]]:
     keys = sorted((set(claimed) | set(recomputed)) - {"alias"})
-    return [{"metric": k, "claimed": claimed.get(k), "recomputed": recomputed.get(k)}
-            for k in keys if not _same(claimed.get(k), recomputed.get(k), tolerance)]
+    return [
+        {"metric": k, "claimed": claimed.get(k), "recomputed": recomputed.get(k)}
+        for k in keys
+        if not _same(claimed.get(k), recomputed.get(k), tolerance)
+    ]
 
 
 def _dataset_docs(opened: OpenTask | None, records: list[SampleRecord]) -> tuple[int, int] | None:
@@ -164,13 +167,16 @@ class Coverage:
         if self.limit is not None:
             out.append(f"the run was cut to {self.limit} docs (--limit)")
         if self.samples and self.errors / self.samples > max_error_share:
-            out.append(f"{self.errors} of {self.samples} samples are errors (over the {max_error_share:.0%} "
-                       "this server accepts)")
+            out.append(
+                f"{self.errors} of {self.samples} samples are errors (over the {max_error_share:.0%} "
+                "this server accepts)"
+            )
         return out
 
 
-def coverage(records: list[SampleRecord], counts: TaskCounts, claimed_size: Any, claimed_limit: Any,
-             dataset_size: int | None) -> Coverage:
+def coverage(
+    records: list[SampleRecord], counts: TaskCounts, claimed_size: Any, claimed_limit: Any, dataset_size: int | None
+) -> Coverage:
     """The samples' coverage of their task: against the server's copy of the dataset when it has one, else
     against the run's own claim (``n-samples`` effective, and ``--limit``)."""
     expected = dataset_size
@@ -191,39 +197,68 @@ _REPORT_ARTEFACTS = ("plot", "plots", "plot_not_drawn")  # the report's files, o
 def _leaves(value: Any, path: str = "") -> dict[str, Any]:
     """A report as {dotted path: leaf value}, without the names of its plot files."""
     if isinstance(value, dict):
-        return {k: v for key, item in value.items() if key not in _REPORT_ARTEFACTS
-                for k, v in _leaves(item, f"{path}.{key}" if path else str(key)).items()}
+        return {
+            k: v
+            for key, item in value.items()
+            if key not in _REPORT_ARTEFACTS
+            for k, v in _leaves(item, f"{path}.{key}" if path else str(key)).items()
+        }
     return {path: value}
 
 
-def _compare_reports(claimed: dict[str, Any] | None, recomputed: dict[str, Any] | None,
-                     tolerance: float) -> list[dict[str, Any]]:
+def _compare_reports(
+    claimed: dict[str, Any] | None, recomputed: dict[str, Any] | None, tolerance: float
+) -> list[dict[str, Any]]:
     """The figures of a task report that differ between the claim and the server's recomputation (the
     first five, by path)."""
     if claimed is None or recomputed is None:
-        return [] if claimed == recomputed else [{"metric": "report", "claimed": "present" if claimed else None,
-                                                  "recomputed": "present" if recomputed else None}]
+        return (
+            []
+            if claimed == recomputed
+            else [
+                {
+                    "metric": "report",
+                    "claimed": "present" if claimed else None,
+                    "recomputed": "present" if recomputed else None,
+                }
+            ]
+        )
     ours, theirs = _leaves(recomputed), _leaves(claimed)
     differing = [k for k in sorted(set(ours) | set(theirs)) if not _same(theirs.get(k), ours.get(k), tolerance)]
     return [{"metric": f"report {k}", "claimed": theirs.get(k), "recomputed": ours.get(k)} for k in differing[:5]]
 
 
-def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCounts, records: list[SampleRecord],
-           rescored: list[SampleRecord], recomputed: dict[str, Any], counts: TaskCounts, bad_docs: int | None,
-           covers: Coverage, reports: tuple[dict[str, Any] | None, dict[str, Any] | None], tolerance: float,
-           max_error_share: float, requests: RequestCheck) -> TaskCheck:
+def _check(
+    base: dict[str, str],
+    claimed: dict[str, Any],
+    claimed_counts: TaskCounts,
+    records: list[SampleRecord],
+    rescored: list[SampleRecord],
+    recomputed: dict[str, Any],
+    counts: TaskCounts,
+    bad_docs: int | None,
+    covers: Coverage,
+    reports: tuple[dict[str, Any] | None, dict[str, Any] | None],
+    tolerance: float,
+    max_error_share: float,
+    requests: RequestCheck,
+) -> TaskCheck:
     """Compare a task's claims (figures, report, counts, per-sample metrics, docs) with the server's
     re-scoring, and its samples with the whole task."""
     mismatches = _compare(claimed, recomputed, tolerance) + _compare_reports(*reports, tolerance)
     if claimed_counts.model_dump() != counts.model_dump():
-        mismatches.append({"metric": "counts", "claimed": claimed_counts.model_dump(),
-                           "recomputed": counts.model_dump()})
-    differing = sum(not _same(a.metrics, b.metrics, tolerance) or a.unparsed != b.unparsed
-                    for a, b in zip(records, rescored, strict=True))
+        mismatches.append(
+            {"metric": "counts", "claimed": claimed_counts.model_dump(), "recomputed": counts.model_dump()}
+        )
+    differing = sum(
+        not _same(a.metrics, b.metrics, tolerance) or a.unparsed != b.unparsed
+        for a, b in zip(records, rescored, strict=True)
+    )
     problems = []
     if requests.modified:
-        problems.append(f"{requests.differing} sample request(s) differ from this server's task "
-                        f"(first: {requests.first})")
+        problems.append(
+            f"{requests.differing} sample request(s) differ from this server's task (first: {requests.first})"
+        )
     if mismatches:
         problems.append(f"{len(mismatches)} claimed figure(s) differ from the re-scored samples")
     if differing:
@@ -232,13 +267,31 @@ def _check(base: dict[str, str], claimed: dict[str, Any], claimed_counts: TaskCo
         problems.append(f"{bad_docs} sample doc(s) differ from the dataset")
     partial = covers.problems(max_error_share)
     docs_checked = bad_docs is not None
-    status = (MODIFIED if requests.modified else MISMATCH if problems else PARTIAL if partial
-              else VERIFIED if docs_checked else RESCORED)
-    notes = problems + partial + ([] if docs_checked else ["docs not checked: this server holds no copy of the "
-                                                           "dataset"])
-    return TaskCheck(**base, status=status, message="; ".join(notes), mismatches=tuple(mismatches),
-                     samples_differing=differing, docs_checked=docs_checked, docs_expected=covers.expected,
-                     docs_covered=covers.covered, errors=covers.errors)
+    status = (
+        MODIFIED
+        if requests.modified
+        else MISMATCH
+        if problems
+        else PARTIAL
+        if partial
+        else VERIFIED
+        if docs_checked
+        else RESCORED
+    )
+    notes = (
+        problems + partial + ([] if docs_checked else ["docs not checked: this server holds no copy of the dataset"])
+    )
+    return TaskCheck(
+        **base,
+        status=status,
+        message="; ".join(notes),
+        mismatches=tuple(mismatches),
+        samples_differing=differing,
+        docs_checked=docs_checked,
+        docs_expected=covers.expected,
+        docs_covered=covers.covered,
+        errors=covers.errors,
+    )
 
 
 def _group_message(state: str, mismatches: list[dict[str, Any]], members: list[TaskCheck]) -> str:
@@ -257,8 +310,10 @@ def _server_config(registry: TaskRegistry, task: str, claimed_version: Any) -> T
     except HarnessError:
         raise SubmissionError(f"task {task!r} is not known to this server, so it cannot re-score it") from None
     if str(claimed_version) != str(config.version):
-        raise SubmissionError(f"task {task}: the run used version {claimed_version!r}, this server scores "
-                              f"version {str(config.version)!r}; re-run it with the current harness")
+        raise SubmissionError(
+            f"task {task}: the run used version {claimed_version!r}, this server scores "
+            f"version {str(config.version)!r}; re-run it with the current harness"
+        )
     return config
 
 
@@ -270,12 +325,21 @@ def timed_out(bundle: Bundle, registry: TaskRegistry, budget_s: float) -> Verifi
     for task in bundle.samples:
         config = _server_config(registry, task, run.versions.get(task))
         higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-        checks[task] = TaskCheck(task=task, protocol=table_of(task, registry), version=str(config.version),
-                                 status=UNVERIFIABLE, message=f"unverifiable (timeout): re-scoring ran past "
-                                                              f"this server's {budget_s:g} s budget")
-    return Verification(results={t: run.results[t] for t in bundle.samples},
-                        counts={t: run.counts[t] for t in bundle.samples}, groups={}, reports={}, checks=checks,
-                        higher_is_better=higher)
+        checks[task] = TaskCheck(
+            task=task,
+            protocol=table_of(task, registry),
+            version=str(config.version),
+            status=UNVERIFIABLE,
+            message=f"unverifiable (timeout): re-scoring ran past this server's {budget_s:g} s budget",
+        )
+    return Verification(
+        results={t: run.results[t] for t in bundle.samples},
+        counts={t: run.counts[t] for t in bundle.samples},
+        groups={},
+        reports={},
+        checks=checks,
+        higher_is_better=higher,
+    )
 
 
 def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
@@ -286,12 +350,19 @@ def _check_groups(registry: TaskRegistry, bundle: Bundle) -> None:
             continue
         missing = [t for t in registry.expand([group]) if t not in bundle.samples]
         if missing:
-            raise SubmissionError(f"results.json claims group {group!r} without its task(s) {', '.join(missing)}; "
-                                  "send every task of the group, or drop the group from groups/group_subtasks")
+            raise SubmissionError(
+                f"results.json claims group {group!r} without its task(s) {', '.join(missing)}; "
+                "send every task of the group, or drop the group from groups/group_subtasks"
+            )
 
 
-def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None, tolerance: float = 1e-9,
-           max_error_share: float = MAX_ERROR_SHARE) -> Verification:
+def verify(
+    bundle: Bundle,
+    registry: TaskRegistry,
+    data_dir: Path | None = None,
+    tolerance: float = 1e-9,
+    max_error_share: float = MAX_ERROR_SHARE,
+) -> Verification:
     """Re-score every task of ``bundle`` and compare with its claims; unknown tasks or task versions
     are refused (the server would not be running the code that scored them)."""
     run = bundle.run
@@ -311,33 +382,52 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             base: dict[str, Any] = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
             try:
                 opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
-                requests = check_requests(config, family, records, run.config, run.provenance.generation.get(task),
-                                          opened)
+                requests = check_requests(
+                    config, family, records, run.config, run.provenance.generation.get(task), opened
+                )
             except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(f"task {task}: the samples' requests cannot be rebuilt "
-                                      f"({type(exc).__name__}: {exc})") from None
+                raise SubmissionError(
+                    f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
+                ) from None
             if config.process_results_use_image and opened is None:
                 results[task], counts[task] = run.results[task], run.counts[task]
-                checks[task] = TaskCheck(**base, status=MODIFIED if requests.modified else UNVERIFIABLE,
-                                         message=f"requests differ from this server's task (first: {requests.first})"
-                                         if requests.modified else
-                                         "not re-scorable without the dataset: its scoring reads images")
+                checks[task] = TaskCheck(
+                    **base,
+                    status=MODIFIED if requests.modified else UNVERIFIABLE,
+                    message=f"requests differ from this server's task (first: {requests.first})"
+                    if requests.modified
+                    else "not re-scorable without the dataset: its scoring reads images",
+                )
                 continue
             try:
                 runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
                 report = runtime.report(rescored, Path(tmp))
                 dataset = _dataset_docs(opened, records)
             except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(f"task {task}: the samples cannot be scored "
-                                      f"({type(exc).__name__}: {exc})") from None
+                raise SubmissionError(
+                    f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})"
+                ) from None
             if report is not None:
                 reports[task] = report
             rescored_samples[task] = rescored
-            covers = coverage(records, counts[task], run.n_samples.get(task), run.config.limit,
-                              dataset[1] if dataset else None)
-            checks[task] = _check(base, run.results[task], run.counts[task], records, rescored, results[task],
-                                  counts[task], dataset[0] if dataset else None, covers,
-                                  (run.reports.get(task), report), tolerance, max_error_share, requests)
+            covers = coverage(
+                records, counts[task], run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None
+            )
+            checks[task] = _check(
+                base,
+                run.results[task],
+                run.counts[task],
+                records,
+                rescored,
+                results[task],
+                counts[task],
+                dataset[0] if dataset else None,
+                covers,
+                (run.reports.get(task), report),
+                tolerance,
+                max_error_share,
+                requests,
+            )
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     headlines = _headlines(bundle, checks, results, reports, rescored_samples)
@@ -347,16 +437,33 @@ def verify(bundle: Bundle, registry: TaskRegistry, data_dir: Path | None = None,
             mismatches = _compare(run.groups[group], values, tolerance)
             state = MISMATCH if mismatches else worst({m.status for m in members} - {MISMATCH})
             checks[group] = TaskCheck(
-                task=group, protocol=members[0].protocol, version="group", status=state,
+                task=group,
+                protocol=members[0].protocol,
+                version="group",
+                status=state,
                 message=_group_message(state, mismatches, members),
-                mismatches=tuple(mismatches), docs_checked=all(m.docs_checked for m in members))
-    return Verification(results=results, counts=counts, groups=groups, reports=reports, checks=checks,
-                        higher_is_better=higher, plots=plots, headlines=headlines)
+                mismatches=tuple(mismatches),
+                docs_checked=all(m.docs_checked for m in members),
+            )
+    return Verification(
+        results=results,
+        counts=counts,
+        groups=groups,
+        reports=reports,
+        checks=checks,
+        higher_is_better=higher,
+        plots=plots,
+        headlines=headlines,
+    )
 
 
-def _headlines(bundle: Bundle, checks: dict[str, TaskCheck], results: dict[str, dict[str, Any]],
-               reports: dict[str, dict[str, Any]],
-               samples: dict[str, list[SampleRecord]]) -> dict[str, dict[str, dict[str, Any]]]:
+def _headlines(
+    bundle: Bundle,
+    checks: dict[str, TaskCheck],
+    results: dict[str, dict[str, Any]],
+    reports: dict[str, dict[str, Any]],
+    samples: dict[str, list[SampleRecord]],
+) -> dict[str, dict[str, dict[str, Any]]]:
     """Each protocol's headline figures of this submission, from the server's re-scored samples, values and
     reports of the protocol's tasks (tasks that could not be re-scored are left out)."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -364,15 +471,20 @@ def _headlines(bundle: Bundle, checks: dict[str, TaskCheck], results: dict[str, 
         tasks = [t for t, c in checks.items() if c.protocol == protocol.name and t in samples]
         if hooks.headline is None or not tasks:
             continue
-        evidence = Evidence(model=bundle.model, model_type=bundle.run.provenance.model.model_type,
-                            results={t: results[t] for t in tasks}, reports={t: reports[t] for t in tasks
-                                                                            if t in reports},
-                            samples={t: samples[t] for t in tasks})
+        evidence = Evidence(
+            model=bundle.model,
+            model_type=bundle.run.provenance.model.model_type,
+            results={t: results[t] for t in tasks},
+            reports={t: reports[t] for t in tasks if t in reports},
+            samples={t: samples[t] for t in tasks},
+        )
         try:
             figures = hooks.headline(evidence)
         except Exception as exc:  # the protocol's code broke on the submitted samples
-            raise SubmissionError(f"{protocol.name}: the headline figures cannot be computed from the samples "
-                                  f"({type(exc).__name__}: {exc})") from None
+            raise SubmissionError(
+                f"{protocol.name}: the headline figures cannot be computed from the samples "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         out[protocol.name] = {key: estimate.as_json() for key, estimate in figures.items()}
     return out
 

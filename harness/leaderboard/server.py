@@ -50,7 +50,7 @@ from harness.taskspec.registry import TaskRegistry
 log = logging.getLogger(__name__)
 _SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self'; script-src 'self'; style-src 'self'; "
-                               "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
@@ -121,9 +121,12 @@ async def _submitter(request: Request, db: Database) -> str:
     token = auth[7:].strip() if auth.lower().startswith("bearer ") else None
     submitter = await run_in_threadpool(submitter_of, db, token)
     if submitter is None:
-        raise _Refusal(401, "a valid submitter token is required (Authorization: Bearer TOKEN; an admin "
-                            "creates one with `harness leaderboard token create NAME`)",
-                       **{"WWW-Authenticate": "Bearer"})
+        raise _Refusal(
+            401,
+            "a valid submitter token is required (Authorization: Bearer TOKEN; an admin "
+            "creates one with `harness leaderboard token create NAME`)",
+            **{"WWW-Authenticate": "Bearer"},
+        )
     return submitter
 
 
@@ -153,8 +156,10 @@ def _save_parts(form: FormData, folder: Path) -> dict[str, Path]:
         if name in files:
             raise _Refusal(400, f"{name!r} was sent twice")
         if not is_bundle_file(name):
-            raise _Refusal(400, f"unexpected file {name!r}: a submission carries results.json, "
-                                "samples_<task>.jsonl and *.png plots")
+            raise _Refusal(
+                400,
+                f"unexpected file {name!r}: a submission carries results.json, samples_<task>.jsonl and *.png plots",
+            )
         item.file.seek(0)
         with (folder / name).open("wb") as out:
             shutil.copyfileobj(item.file, out, 2**20)
@@ -167,8 +172,9 @@ async def _upload(request: Request, limits: Limits, folder: Path) -> dict[str, P
     limit, malformed, empty or abandoned by the client."""
     limit = limits.max_total_bytes + 2**20  # multipart framing on top of the files
     try:
-        form = await Request(request.scope, _counted(request, limit)).form(max_files=limits.max_files + 1,
-                                                                            max_fields=10)
+        form = await Request(request.scope, _counted(request, limit)).form(
+            max_files=limits.max_files + 1, max_fields=10
+        )
         try:
             files = await run_in_threadpool(_save_parts, form, folder)
         finally:
@@ -176,8 +182,10 @@ async def _upload(request: Request, limits: Limits, folder: Path) -> dict[str, P
     except _BodyTooLarge:
         raise _Refusal(413, f"the upload is over this server's limit of {limits.max_total_bytes} bytes") from None
     except ClientDisconnect:
-        log.warning("an upload was abandoned by its client (%s) before it was complete; nothing was stored",
-                    request.client.host if request.client else "unknown")
+        log.warning(
+            "an upload was abandoned by its client (%s) before it was complete; nothing was stored",
+            request.client.host if request.client else "unknown",
+        )
         raise _Refusal(400, "the upload was abandoned before it was complete") from None
     except (MultiPartException, ValueError) as exc:
         raise _Refusal(400, f"malformed multipart upload: {exc}") from None
@@ -195,14 +203,16 @@ def _declared_size(request: Request, limits: Limits) -> int:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit():
         if int(declared) > limit:
-            raise _Refusal(413, f"the upload is {declared} bytes, over this server's limit of "
-                                f"{limits.max_total_bytes} bytes")
+            raise _Refusal(
+                413, f"the upload is {declared} bytes, over this server's limit of {limits.max_total_bytes} bytes"
+            )
         return int(declared)
     return limits.max_total_bytes
 
 
-async def _receive_and_submit(request: Request, db: Database, settings: Settings, rescoring: RescoringPool,
-                              submitter: str) -> Outcome:
+async def _receive_and_submit(
+    request: Request, db: Database, settings: Settings, rescoring: RescoringPool, submitter: str
+) -> Outcome:
     """Reserve the quota, receive the files to a private folder, then have a worker re-score and store
     them; over the quota, only a resend of a stored submission is answered (with that record)."""
     size = _declared_size(request, settings.limits)
@@ -221,8 +231,9 @@ async def _receive_and_submit(request: Request, db: Database, settings: Settings
             await run_in_threadpool(release, db, reservation)
 
 
-def _add_submission_route(app: FastAPI, db: Database, settings: Settings, rescoring: RescoringPool,
-                          workers: dict[str, JobWorker]) -> None:
+def _add_submission_route(
+    app: FastAPI, db: Database, settings: Settings, rescoring: RescoringPool, workers: dict[str, JobWorker]
+) -> None:
     """``POST /api/submissions``: token, rate, size and quota checks, then the submission received,
     re-scored and stored by a worker, and the protocols' jobs that it is due to start requested."""
     rate = RateLimit(settings.quota.uploads_per_minute)
@@ -233,9 +244,12 @@ def _add_submission_route(app: FastAPI, db: Database, settings: Settings, rescor
             submitter = await _submitter(request, db)
             wait = rate.admit(submitter)
             if wait is not None:
-                raise _Refusal(429, f"{submitter!r} sent {rate.per_minute} uploads in the last minute, this "
-                                    f"server's rate limit (--rate-per-minute); try again in {wait:.0f} s",
-                               **{"Retry-After": str(max(1, round(wait)))})
+                raise _Refusal(
+                    429,
+                    f"{submitter!r} sent {rate.per_minute} uploads in the last minute, this "
+                    f"server's rate limit (--rate-per-minute); try again in {wait:.0f} s",
+                    **{"Retry-After": str(max(1, round(wait)))},
+                )
             outcome = await _receive_and_submit(request, db, settings, rescoring, submitter)
         except _Refusal as refusal:
             return refusal.response
@@ -259,8 +273,12 @@ def _add_api_routes(app: FastAPI, db: Database, settings: Settings, workers: dic
         record = get_submission(db, submission_id)
         if record is None:
             return _error(404, f"no submission {submission_id}")
-        return JSONResponse({**submission_summary(record),
-                             "files": [{"name": n, "kind": k, "size": s} for n, k, s in file_index(db, record.id)]})
+        return JSONResponse(
+            {
+                **submission_summary(record),
+                "files": [{"name": n, "kind": k, "size": s} for n, k, s in file_index(db, record.id)],
+            }
+        )
 
     @app.get("/api/protocols/{name}")
     def protocol_state(name: str) -> Response:
@@ -313,8 +331,11 @@ def _add_file_routes(app: FastAPI, db: Database, settings: Settings) -> None:
             return _error(404, f"no table {protocol}.{fmt}")
         if fmt == "json":
             return JSONResponse(content)
-        return PlainTextResponse(content, media_type="text/csv; charset=utf-8",
-                                 headers={"Content-Disposition": f'attachment; filename="{protocol}.csv"'})
+        return PlainTextResponse(
+            content,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{protocol}.csv"'},
+        )
 
     @app.get("/files/{submission_id}/{name}")
     def stored_file(submission_id: int, name: str) -> Response:
@@ -375,8 +396,9 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
         for worker in workers.values():
             worker.shutdown()
 
-    app = FastAPI(title="VLM audit leaderboard", docs_url=None, redoc_url=None,
-                  openapi_url="/api/openapi.json", lifespan=lifespan)
+    app = FastAPI(
+        title="VLM audit leaderboard", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", lifespan=lifespan
+    )
     app.state.db, app.state.settings, app.state.job_workers = db, settings, workers
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.middleware("http")(_security_headers)

@@ -60,8 +60,10 @@ class Settings:
         if not 0 <= self.max_error_share <= 1:
             raise HarnessError("--max-error-share must be between 0 and 1")
         if not self.rescore_timeout_s > 0 or self.rescore_workers < 1 or self.rescore_memory_mb < 256:
-            raise HarnessError("--rescore-timeout must be over 0 seconds, --rescore-workers at least 1 and "
-                               "--rescore-memory-mb at least 256")
+            raise HarnessError(
+                "--rescore-timeout must be over 0 seconds, --rescore-workers at least 1 and "
+                "--rescore-memory-mb at least 256"
+            )
         known = {p.name: h for p, h in board_protocols()}
         for name, given in self.protocol_options.items():
             if name not in known:
@@ -86,8 +88,14 @@ class Outcome:
     def as_json(self) -> dict[str, Any]:
         """The API's answer to a submission: id, status, whether it was a duplicate, checks, tasks and the
         model page's path."""
-        return {"id": self.id, "status": self.status, "duplicate": self.duplicate, "checks": self.checks,
-                "tasks": list(self.tasks), "page": f"model/{self.id}.html"}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "duplicate": self.duplicate,
+            "checks": self.checks,
+            "tasks": list(self.tasks),
+            "page": f"model/{self.id}.html",
+        }
 
 
 LOOKUP, SUBMIT, TIMED_OUT = "lookup", "submit", "timed out"  # what a re-scoring worker is asked to do
@@ -105,8 +113,15 @@ def _cap_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _in_child(sender: Connection, job: str, files: dict[str, Path], submitter: str, reservation: int | None,
-              settings: Settings, db_url: str) -> None:
+def _in_child(
+    sender: Connection,
+    job: str,
+    files: dict[str, Path],
+    submitter: str,
+    reservation: int | None,
+    settings: Settings,
+    db_url: str,
+) -> None:
     """A worker process's job: read the received files, then (``submit``) re-score and store them,
     (``timed out``) store them as unverifiable, or (``lookup``) only find an identical stored submission;
     sends back the outcome (None: no such submission) or the refusal."""
@@ -123,8 +138,16 @@ def _in_child(sender: Connection, job: str, files: dict[str, Path], submitter: s
         if isinstance(exc, SubmissionError) and "MemoryError" not in str(exc):
             sender.send(("refused", (str(exc), exc.status)))
         elif isinstance(exc, MemoryError | SubmissionError) or _near_cap(settings.rescore_memory_mb):
-            sender.send(("refused", (f"the submission needs more memory to read and re-score than this server "
-                                     f"gives one worker (--rescore-memory-mb {settings.rescore_memory_mb})", 413)))
+            sender.send(
+                (
+                    "refused",
+                    (
+                        f"the submission needs more memory to read and re-score than this server "
+                        f"gives one worker (--rescore-memory-mb {settings.rescore_memory_mb})",
+                        413,
+                    ),
+                )
+            )
         else:
             sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
 
@@ -140,8 +163,9 @@ def _near_cap(megabytes: int) -> bool:
     return peak * 1024 >= (megabytes - 64) * 2**20
 
 
-def _child_job(db: Database, job: str, files: dict[str, Path], submitter: str, reservation: int | None,
-               settings: Settings) -> Outcome | None:
+def _child_job(
+    db: Database, job: str, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings
+) -> Outcome | None:
     if job == SUBMIT:
         return submit_files(db, files, submitter, settings, reservation=reservation)
     bundle = parse_bundle(files, settings.limits)
@@ -151,8 +175,7 @@ def _child_job(db: Database, job: str, files: dict[str, Path], submitter: str, r
     if job == LOOKUP:
         return None
     registry = TaskRegistry.discover(list(settings.include_paths), shadowing="error")
-    return _store(db, bundle, timed_out(bundle, registry, settings.rescore_timeout_s), submitter, settings,
-                  reservation)
+    return _store(db, bundle, timed_out(bundle, registry, settings.rescore_timeout_s), submitter, settings, reservation)
 
 
 class RescoringPool:
@@ -167,13 +190,22 @@ class RescoringPool:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(["harness.leaderboard.rescoring", "matplotlib.pyplot"])
 
-    def _run(self, job: str, files: dict[str, Path], submitter: str, reservation: int | None,
-             settings: Settings, db_url: str, budget_s: float) -> tuple[bool, Any]:
+    def _run(
+        self,
+        job: str,
+        files: dict[str, Path],
+        submitter: str,
+        reservation: int | None,
+        settings: Settings,
+        db_url: str,
+        budget_s: float,
+    ) -> tuple[bool, Any]:
         """(answered, answer): the child's answer, or (False, None) once it ran past the budget."""
         with self._slots:
             receiver, sender = self._context.Pipe(duplex=False)
-            child = self._context.Process(target=_in_child, daemon=True,
-                                          args=(sender, job, files, submitter, reservation, settings, db_url))
+            child = self._context.Process(
+                target=_in_child, daemon=True, args=(sender, job, files, submitter, reservation, settings, db_url)
+            )
             child.start()
             sender.close()
             try:
@@ -181,9 +213,12 @@ class RescoringPool:
                     return False, None
                 kind, payload = receiver.recv()
             except EOFError:  # the child died without answering: at its memory cap it may not even manage that
-                raise SubmissionError(f"re-scoring stopped without an answer: the submission needs more memory to "
-                                      f"read and re-score than this server gives one worker (--rescore-memory-mb "
-                                      f"{settings.rescore_memory_mb}), or its worker was killed", 413) from None
+                raise SubmissionError(
+                    f"re-scoring stopped without an answer: the submission needs more memory to "
+                    f"read and re-score than this server gives one worker (--rescore-memory-mb "
+                    f"{settings.rescore_memory_mb}), or its worker was killed",
+                    413,
+                ) from None
             finally:
                 child.kill()
                 child.join()
@@ -192,8 +227,9 @@ class RescoringPool:
             raise SubmissionError(*payload)
         return True, payload
 
-    def submit(self, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings,
-               db_url: str) -> Outcome:
+    def submit(
+        self, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings, db_url: str
+    ) -> Outcome:
         """Re-score and store a received submission; past the budget it is stored as ``unverifiable
         (timeout)`` by a second worker (which only reads it), never as verified."""
         answered, outcome = self._run(SUBMIT, files, submitter, reservation, settings, db_url, self.timeout_s)
@@ -210,22 +246,38 @@ class RescoringPool:
         return outcome if answered else None
 
 
-def _store(db: Database, bundle: Bundle, verification: Verification, submitter: str, settings: Settings,
-           reservation: int | None) -> Outcome:
+def _store(
+    db: Database,
+    bundle: Bundle,
+    verification: Verification,
+    submitter: str,
+    settings: Settings,
+    reservation: int | None,
+) -> Outcome:
     """Apply the mismatch policy and store the record (releasing the upload's quota reservation)."""
     checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status in (FLAGGED, MODIFIED) and settings.on_mismatch == "refuse":
-        detail = "; ".join(f"{t}: {c.message}" for t, c in verification.checks.items()
-                           if c.status in (MISMATCH, MODIFIED))
-        what = "claimed figures differ from the re-scored samples" if verification.status == FLAGGED else \
-            "the run's requests are not the ones this server's tasks build"
+        detail = "; ".join(
+            f"{t}: {c.message}" for t, c in verification.checks.items() if c.status in (MISMATCH, MODIFIED)
+        )
+        what = (
+            "claimed figures differ from the re-scored samples"
+            if verification.status == FLAGGED
+            else "the run's requests are not the ones this server's tasks build"
+        )
         raise SubmissionError(f"{what} ({detail})", 409)
     record_id, duplicate = store_submission(db, bundle, verification, submitter, reservation)
     return Outcome(record_id, verification.status, duplicate, checks, tuple(bundle.samples))
 
 
-def submit_files(db: Database, files: Mapping[str, Source], submitter: str, settings: Settings,
-                 registry: TaskRegistry | None = None, reservation: int | None = None) -> Outcome:
+def submit_files(
+    db: Database,
+    files: Mapping[str, Source],
+    submitter: str,
+    settings: Settings,
+    registry: TaskRegistry | None = None,
+    reservation: int | None = None,
+) -> Outcome:
     """Validate, re-score and store one submission, here (the server calls this in a ``RescoringPool``
     worker); idempotent on its content hash."""
     bundle = parse_bundle(files, settings.limits)
@@ -237,8 +289,9 @@ def submit_files(db: Database, files: Mapping[str, Source], submitter: str, sett
     return _store(db, bundle, verification, submitter, settings, reservation)
 
 
-def import_runs(db: Database, run_dirs: list[Path], submitter: str,
-                settings: Settings) -> list[tuple[Path, Outcome | SubmissionError]]:
+def import_runs(
+    db: Database, run_dirs: list[Path], submitter: str, settings: Settings
+) -> list[tuple[Path, Outcome | SubmissionError]]:
     """Ingest run folders (a Hub-layout clone), each through the same checks as an upload; a refused run
     is reported and the others go on. Then runs each protocol's after-submission job once if new
     submissions carry its tasks."""

@@ -110,17 +110,33 @@ def protocol_tables(records: list[Submission], parts: BoardParts | None = None) 
             rows = [_row(r, _headline_cells(r, name, found.figures, pooled.get(r.id, {}))) for r in mine]
         else:
             columns, rows = _metric_table(mine, name)
-        tables.append(Table(name, columns, rows, title=protocol.title if protocol else name,
-                            summary=protocol.summary if protocol else "", card=found.card if found else None))
+        tables.append(
+            Table(
+                name,
+                columns,
+                rows,
+                title=protocol.title if protocol else name,
+                summary=protocol.summary if protocol else "",
+                card=found.card if found else None,
+            )
+        )
     return tables
 
 
 def _row(record: Submission, cells: dict[str, Cell]) -> Row:
-    return Row(id=record.id, model=redact(record.model), family=record.family or "unknown",
-               parameters=record.parameters, size=size_bucket(record.parameters), access=record.access,
-               status=record.status, submitter=record.submitter,
-               submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
-               smoke_test_model=record.smoke_test_model, cells=cells)
+    return Row(
+        id=record.id,
+        model=redact(record.model),
+        family=record.family or "unknown",
+        parameters=record.parameters,
+        size=size_bucket(record.parameters),
+        access=record.access,
+        status=record.status,
+        submitter=record.submitter,
+        submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
+        smoke_test_model=record.smoke_test_model,
+        cells=cells,
+    )
 
 
 def _metric_table(records: list[Submission], name: str) -> tuple[list[Column], list[Row]]:
@@ -136,8 +152,9 @@ def _metric_table(records: list[Submission], name: str) -> tuple[list[Column], l
     return ordered, rows
 
 
-def _headline_cells(record: Submission, name: str, figures: tuple[Figure, ...],
-                    pooled: dict[str, Estimate]) -> dict[str, Cell]:
+def _headline_cells(
+    record: Submission, name: str, figures: tuple[Figure, ...], pooled: dict[str, Estimate]
+) -> dict[str, Cell]:
     """The record's headline figures (stored when it was re-scored, or pooled), intervals clipped to each
     figure's range; every cell carries the protocol's task state, its errored samples and, per task, the
     most answers one metric could not parse."""
@@ -174,8 +191,15 @@ def _cell(score: Any, record: Submission) -> Cell:
     errors, unparsed = coverage_of(record, score.task, score.metric)
     if score.value is None or score.stderr is None:
         return Cell(score.value, None, None, score.n, score.status, errors, unparsed)
-    return Cell(score.value, score.value - Z95 * score.stderr, score.value + Z95 * score.stderr, score.n, score.status,
-                errors, unparsed)
+    return Cell(
+        score.value,
+        score.value - Z95 * score.stderr,
+        score.value + Z95 * score.stderr,
+        score.n,
+        score.status,
+        errors,
+        unparsed,
+    )
 
 
 _FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "submitter", "submitted_at"]
@@ -186,12 +210,21 @@ def table_json(table: Table) -> dict[str, Any]:
     return {
         "protocol": table.protocol,
         "ci": "95% interval (headline figures: the protocol's own, e.g. bootstrap; task metrics: value ± 1.96 "
-              "stderr), clipped to the figure's range",
-        "title": table.title, "summary": table.summary,
-        "columns": [{"key": c.key, "label": c.label, "task": c.task, "metric": c.metric,
-                     "higher_is_better": c.higher_is_better} for c in table.columns],
-        "rows": [{**{k: getattr(r, k) for k in _FIXED}, "smoke_test_model": r.smoke_test_model,
-                  "cells": {k: c.__dict__ for k, c in r.cells.items()}} for r in table.rows],
+        "stderr), clipped to the figure's range",
+        "title": table.title,
+        "summary": table.summary,
+        "columns": [
+            {"key": c.key, "label": c.label, "task": c.task, "metric": c.metric, "higher_is_better": c.higher_is_better}
+            for c in table.columns
+        ],
+        "rows": [
+            {
+                **{k: getattr(r, k) for k in _FIXED},
+                "smoke_test_model": r.smoke_test_model,
+                "cells": {k: c.__dict__ for k, c in r.cells.items()},
+            }
+            for r in table.rows
+        ],
     }
 
 
@@ -209,14 +242,22 @@ def table_csv(table: Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     header = list(_FIXED)
     for c in table.columns:
-        header += [c.key, f"{c.key} ci_low", f"{c.key} ci_high", f"{c.key} n", f"{c.key} errors",
-                   f"{c.key} unparsed", f"{c.key} status"]
+        header += [
+            c.key,
+            f"{c.key} ci_low",
+            f"{c.key} ci_high",
+            f"{c.key} n",
+            f"{c.key} errors",
+            f"{c.key} unparsed",
+            f"{c.key} status",
+        ]
     writer.writerow(header)
     for r in table.rows:
         line = [spreadsheet_safe(getattr(r, k)) for k in _FIXED]
         for c in table.columns:
             cell = r.cells.get(c.key)
-            line += ([cell.value, cell.low, cell.high, cell.n, cell.errors, cell.unparsed, cell.status] if cell
-                     else [""] * 7)
+            line += (
+                [cell.value, cell.low, cell.high, cell.n, cell.errors, cell.unparsed, cell.status] if cell else [""] * 7
+            )
         writer.writerow(line)
     return buffer.getvalue()

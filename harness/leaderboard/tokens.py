@@ -56,5 +56,7 @@ def submitter_of(db: Database, token: str | None) -> str | None:
 def list_tokens(db: Database) -> list[tuple[str, str, bool]]:
     """(name, created, active) for every token."""
     with db.session() as session:
-        return [(t.name, t.created_at.isoformat(), t.revoked_at is None)
-                for t in session.scalars(select(Token).order_by(Token.id))]
+        return [
+            (t.name, t.created_at.isoformat(), t.revoked_at is None)
+            for t in session.scalars(select(Token).order_by(Token.id))
+        ]

@@ -53,8 +53,13 @@ def bypass(values: Sequence[Any]) -> int:
     return 999
 
 
-AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean, "median": median, "sum": total,
-                                                          "perplexity": perplexity, "bypass": bypass}
+AGGREGATIONS: dict[str, Callable[[Sequence[Any]], Any]] = {
+    "mean": mean,
+    "median": median,
+    "sum": total,
+    "perplexity": perplexity,
+    "bypass": bypass,
+}
 STDERRS: dict[str, Callable[[Sequence[Any]], Any]] = {"mean": mean_stderr}
 
 

@@ -82,11 +82,24 @@ class AltTestResult:
     def as_dict(self) -> dict[str, Any]:
         """The result as plain JSON-ready values, annotators and skipped ones as strings."""
         return {
-            "winning_rate": self.winning_rate, "advantage_prob": self.advantage_prob, "passed": self.passed,
-            "epsilon": self.epsilon, "q_fdr": self.q_fdr, "instances_used": self.instances_used,
+            "winning_rate": self.winning_rate,
+            "advantage_prob": self.advantage_prob,
+            "passed": self.passed,
+            "epsilon": self.epsilon,
+            "q_fdr": self.q_fdr,
+            "instances_used": self.instances_used,
             "skipped_annotators": [str(s) for s in self.skipped],
-            "annotators": [{"annotator": str(r.annotator), "n": r.n, "rho_f": r.rho_f, "rho_h": r.rho_h,
-                            "p_value": r.p_value, "rejected": r.rejected} for r in self.rows],
+            "annotators": [
+                {
+                    "annotator": str(r.annotator),
+                    "n": r.n,
+                    "rho_f": r.rho_f,
+                    "rho_h": r.rho_h,
+                    "p_value": r.p_value,
+                    "rejected": r.rejected,
+                }
+                for r in self.rows
+            ],
         }
 
 
@@ -109,8 +122,15 @@ def alt_test(
     min_instances_per_human: int = 30,
 ) -> AltTestResult:
     """Run the alt-test of one LLM judge against a panel of human annotators (see module docstring)."""
-    return matched_alt_test({h: llm_annotations for h in human_annotations}, human_annotations, scoring, epsilon,
-                            q_fdr, min_humans_per_instance, min_instances_per_human)
+    return matched_alt_test(
+        {h: llm_annotations for h in human_annotations},
+        human_annotations,
+        scoring,
+        epsilon,
+        q_fdr,
+        min_humans_per_instance,
+        min_instances_per_human,
+    )
 
 
 def matched_alt_test(
@@ -151,15 +171,20 @@ def matched_alt_test(
             w_f.append(1.0 if llm_score >= human_score else 0.0)
             w_h.append(1.0 if human_score >= llm_score else 0.0)
         d = np.array(w_h) - np.array(w_f)
-        rows.append(AnnotatorRow(held_out, len(instances), float(np.mean(w_f)), float(np.mean(w_h)),
-                                 _one_sided_p(d, epsilon), False))
+        rows.append(
+            AnnotatorRow(
+                held_out, len(instances), float(np.mean(w_f)), float(np.mean(w_h)), _one_sided_p(d, epsilon), False
+            )
+        )
     if not rows:
         return AltTestResult(None, None, False, epsilon, q_fdr, [], skipped, len(used))
     from statsmodels.stats.multitest import multipletests
 
     rejected = multipletests([r.p_value for r in rows], alpha=q_fdr, method="fdr_by")[0]
-    rows = [AnnotatorRow(r.annotator, r.n, r.rho_f, r.rho_h, r.p_value, bool(rej))
-            for r, rej in zip(rows, rejected, strict=True)]
+    rows = [
+        AnnotatorRow(r.annotator, r.n, r.rho_f, r.rho_h, r.p_value, bool(rej))
+        for r, rej in zip(rows, rejected, strict=True)
+    ]
     winning_rate = sum(r.rejected for r in rows) / len(rows)
     advantage = float(np.mean([r.rho_f for r in rows]))
     return AltTestResult(winning_rate, advantage, winning_rate >= 0.5, epsilon, q_fdr, rows, skipped, len(used))

@@ -27,8 +27,9 @@ def choice_letter(text: str, options: Sequence[str]) -> str | None:
     if match:
         return match.group(1)
     norm = f" {normalize_answer(text)} "
-    hits = [letters[k] for k, opt in enumerate(options) if normalize_answer(opt)
-            and f" {normalize_answer(opt)} " in norm]
+    hits = [
+        letters[k] for k, opt in enumerate(options) if normalize_answer(opt) and f" {normalize_answer(opt)} " in norm
+    ]
     return hits[0] if len(hits) == 1 else None
 
 

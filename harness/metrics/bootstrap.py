@@ -15,8 +15,13 @@ SEED = 0
 CI = tuple[float, float]
 
 
-def cluster_cis(n_units: int, figures: Callable[[np.ndarray], Mapping[K, float | None]],
-                n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = SEED) -> dict[K, CI | None]:
+def cluster_cis(
+    n_units: int,
+    figures: Callable[[np.ndarray], Mapping[K, float | None]],
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = SEED,
+) -> dict[K, CI | None]:
     """Percentile CIs of every figure ``figures(unit_indices)`` returns, over resamples of whole units
     with replacement (all figures see the same resamples, so differences between them stay paired).
 
@@ -43,8 +48,13 @@ def cluster_cis(n_units: int, figures: Callable[[np.ndarray], Mapping[K, float |
     return out
 
 
-def cluster_ci(n_units: int, figure: Callable[[np.ndarray], float | None], n_resamples: int = N_RESAMPLES,
-               confidence: float = 0.95, seed: int = SEED) -> CI | None:
+def cluster_ci(
+    n_units: int,
+    figure: Callable[[np.ndarray], float | None],
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = SEED,
+) -> CI | None:
     """The percentile CI of one figure (:func:`cluster_cis`); resampling units (not single answers) keeps
     every condition of a sentence together, so paired baseline-vs-condition differences stay paired.
     None when fewer than 2 units exist or most resamples are undefined."""

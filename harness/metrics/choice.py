@@ -30,8 +30,9 @@ def _argmin(values: Sequence[float]) -> int:
     return min(range(len(values)), key=lambda i: (values[i], i))
 
 
-def choice_metrics(losses: Sequence[float], greedy: Sequence[bool], choices: Sequence[str],
-                   gold: Any) -> dict[str, float]:
+def choice_metrics(
+    losses: Sequence[float], greedy: Sequence[bool], choices: Sequence[str], gold: Any
+) -> dict[str, float]:
     """``acc`` (lowest loss is gold), ``acc_norm`` (lowest loss per character is gold) and ``exact_match``
     (the gold continuation is the greedy one), as lmms-eval's ``process_results`` computes them."""
     if len(losses) != len(choices):
@@ -39,5 +40,8 @@ def choice_metrics(losses: Sequence[float], greedy: Sequence[bool], choices: Seq
     golds = gold_indices(gold, choices)
     pred = _argmin(losses)
     pred_norm = _argmin([loss / float(len(c)) if c else float("inf") for loss, c in zip(losses, choices, strict=True)])
-    return {"acc": float(pred in golds), "acc_norm": float(pred_norm in golds),
-            "exact_match": float(any(greedy[g] for g in golds if g != -100))}
+    return {
+        "acc": float(pred in golds),
+        "acc_norm": float(pred_norm in golds),
+        "exact_match": float(any(greedy[g] for g in golds if g != -100)),
+    }

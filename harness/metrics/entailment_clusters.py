@@ -49,8 +49,9 @@ class DecisionCache:
         return self.entails(a, b) and self.entails(b, a)
 
 
-def cluster_responses(responses: list[str], judge: Entails, rule: str = "components",
-                      cache: DecisionCache | None = None) -> ClusterResult:
+def cluster_responses(
+    responses: list[str], judge: Entails, rule: str = "components", cache: DecisionCache | None = None
+) -> ClusterResult:
     """Cluster ids per response (module docstring); ``cache`` reuses decisions from earlier calls."""
     if rule not in {"components", "strict"}:
         raise HarnessError(f"clustering rule must be 'components' or 'strict', got {rule!r}")

@@ -12,11 +12,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def exact_match(references: Sequence[Any], predictions: Sequence[Any], regexes_to_ignore: Sequence[str] | None = None,
-                ignore_case: bool = False, ignore_punctuation: bool = False, ignore_numbers: bool = False) -> float:
+def exact_match(
+    references: Sequence[Any],
+    predictions: Sequence[Any],
+    regexes_to_ignore: Sequence[str] | None = None,
+    ignore_case: bool = False,
+    ignore_punctuation: bool = False,
+    ignore_numbers: bool = False,
+) -> float:
     """The share of positions where prediction and reference are equal once the options are applied:
     ``regexes_to_ignore`` removed (in order), lower-cased, ASCII punctuation (``string.punctuation``) removed,
     digits removed, in that order. One reference against several predictions compares it with each."""
+
     def normal(text: Any) -> Any:
         if not isinstance(text, str):
             return text
@@ -73,7 +80,9 @@ def bypass(references: Sequence[Any], predictions: Sequence[Any]) -> Any:
 
 #: name -> (function, the aggregation lmms-eval registers for it)
 BUILTIN_METRICS: dict[str, tuple[Callable[..., Any], str]] = {
-    "exact_match": (exact_match, "mean"), "anls": (anls, "mean"), "bypass": (bypass, "bypass"),
+    "exact_match": (exact_match, "mean"),
+    "anls": (anls, "mean"),
+    "bypass": (bypass, "bypass"),
 }
 #: metrics computed without process_results for these output types (lmms-eval's per-type scoring)
 CHOICE_METRICS = {"multiple_choice": ("acc", "acc_norm", "exact_match"), "loglikelihood": ("perplexity", "acc")}

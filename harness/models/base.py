@@ -64,8 +64,10 @@ class GenerationParams:
         problems: list[str] = []
         unknown = sorted(set(kw) - set(_GREEDY_DEFAULTS) - {"do_sample", "until"})
         if unknown:
-            problems.append(f"unsupported generation setting(s) {', '.join(unknown)} "
-                            f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})")
+            problems.append(
+                f"unsupported generation setting(s) {', '.join(unknown)} "
+                f"(supported: {', '.join([*_GREEDY_DEFAULTS, 'do_sample', 'until'])})"
+            )
         values = _checked_values(kw, problems)
         until = _checked_until(kw, problems)
         do_sample = kw.get("do_sample")
@@ -79,9 +81,12 @@ class GenerationParams:
         if problems:
             raise UnsupportedRequestError("\n  ".join([f"{where}: {len(problems)} invalid settings:", *problems]))
         return cls(
-            max_new_tokens=int(values["max_new_tokens"]), temperature=float(values["temperature"]),
-            top_p=float(values["top_p"]), top_k=None if values["top_k"] is None else int(values["top_k"]),
-            num_beams=int(values["num_beams"]), until=tuple(until),
+            max_new_tokens=int(values["max_new_tokens"]),
+            temperature=float(values["temperature"]),
+            top_p=float(values["top_p"]),
+            top_k=None if values["top_k"] is None else int(values["top_k"]),
+            num_beams=int(values["num_beams"]),
+            until=tuple(until),
         )
 
     @staticmethod
@@ -96,8 +101,12 @@ class GenerationParams:
     def as_dict(self) -> dict[str, Any]:
         """The settings as stored in provenance and hashed into request keys."""
         return {
-            "max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
-            "top_k": self.top_k, "num_beams": self.num_beams, "until": list(self.until),
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+            "num_beams": self.num_beams,
+            "until": list(self.until),
             "do_sample": self.do_sample,
         }
 
@@ -213,8 +222,9 @@ class Backend(ABC):
         """Whether the backend answers requests of this lmms-eval ``output_type``."""
         return output_type in GENERATION_TYPES
 
-    def answer(self, requests: list[GenerationRequest], batch_size: int
-               ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:
+    def answer(
+        self, requests: list[GenerationRequest], batch_size: int
+    ) -> Iterator[tuple[GenerationRequest, list[str] | Exception]]:
         """Each request with its answers, as they come: here each preferred batch in turn; a backend that
         answers on several replicas yields them as its replicas finish, so the caller stores them at once."""
         for batch in self.preferred_batch(requests, batch_size):

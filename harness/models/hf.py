@@ -24,12 +24,27 @@ log = logging.getLogger(__name__)
 
 # transformers model_type -> lmms-eval model name (for lmms_eval_specific_kwargs blocks).
 LMMS_FAMILY = {
-    "qwen2_vl": "qwen2_vl", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "llava": "llava_hf",
-    "llava_next": "llava_hf", "llava_onevision": "llava_onevision", "gemma3": "gemma3",
-    "idefics3": "idefics3", "smolvlm": "smolvlm", "idefics2": "idefics2",
+    "qwen2_vl": "qwen2_vl",
+    "qwen2_5_vl": "qwen2_5_vl",
+    "qwen3_vl": "qwen3_vl",
+    "llava": "llava_hf",
+    "llava_next": "llava_hf",
+    "llava_onevision": "llava_onevision",
+    "gemma3": "gemma3",
+    "idefics3": "idefics3",
+    "smolvlm": "smolvlm",
+    "idefics2": "idefics2",
 }
-_MODEL_ARGS = {"revision", "dtype", "device", "attn_implementation", "trust_remote_code", "min_pixels", "max_pixels",
-               "cut_characters"}
+_MODEL_ARGS = {
+    "revision",
+    "dtype",
+    "device",
+    "attn_implementation",
+    "trust_remote_code",
+    "min_pixels",
+    "max_pixels",
+    "cut_characters",
+}
 #: What becomes of a trailing character cut off mid-way (``finished_text``): dropped, as every backend does,
 #: or kept as U+FFFD, as lmms-eval's transformers model classes decode it.
 _CUT_CHARACTERS = ("drop", "keep")
@@ -77,8 +92,9 @@ def _check_device(value: str) -> str:
         module = getattr(torch, device.type)
         count = module.device_count() if module.is_available() else 0
     if count == 0:
-        raise ModelSpecError(f"--model-args device={value!r}: this machine has no {device.type} device "
-                             f"(use device=cpu or device=auto)")
+        raise ModelSpecError(
+            f"--model-args device={value!r}: this machine has no {device.type} device (use device=cpu or device=auto)"
+        )
     if device.index is not None and device.index >= count:
         raise ModelSpecError(f"--model-args device={value!r}: this machine has {device.type} devices 0..{count - 1}")
     return value
@@ -119,8 +135,9 @@ class HFBackend(Backend):
     def __init__(self, name: str, model_args: dict[str, str], smoke: bool = False) -> None:
         unknown = sorted(set(model_args) - _MODEL_ARGS)
         if unknown:
-            raise ModelSpecError(f"--model-args: unknown key(s) {', '.join(unknown)} for hf (known: "
-                                 f"{', '.join(sorted(_MODEL_ARGS))})")
+            raise ModelSpecError(
+                f"--model-args: unknown key(s) {', '.join(unknown)} for hf (known: {', '.join(sorted(_MODEL_ARGS))})"
+            )
         self.name = name
         self.is_smoke_model = smoke
         self.device = model_args.get("device", "auto")
@@ -132,8 +149,9 @@ class HFBackend(Backend):
         self.dtype = dtype
         self.revision = model_args.get("revision")
         self.attn_implementation = model_args.get("attn_implementation")
-        self.pixel_bounds: dict[str, int] = {key: _positive_int(key, model_args[key])
-                                             for key in ("min_pixels", "max_pixels") if key in model_args}
+        self.pixel_bounds: dict[str, int] = {
+            key: _positive_int(key, model_args[key]) for key in ("min_pixels", "max_pixels") if key in model_args
+        }
         cut = model_args.get("cut_characters", "drop")
         if cut not in _CUT_CHARACTERS:
             raise ModelSpecError(f"--model-args cut_characters={cut!r}: choose {' or '.join(_CUT_CHARACTERS)}")
@@ -174,8 +192,10 @@ class HFBackend(Backend):
         self.is_multimodal = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
         self.model_family = LMMS_FAMILY.get(config.model_type, config.model_type)
         if self.pixel_bounds and self.model_type not in _PIXEL_BOUNDED:
-            raise ModelSpecError(f"--model-args min_pixels/max_pixels apply to {', '.join(sorted(_PIXEL_BOUNDED))} "
-                                 f"processors, not {self.model_type}")
+            raise ModelSpecError(
+                f"--model-args min_pixels/max_pixels apply to {', '.join(sorted(_PIXEL_BOUNDED))} "
+                f"processors, not {self.model_type}"
+            )
         load_kwargs: dict[str, Any] = {**common, "dtype": getattr(torch, self.dtype)}
         if self.attn_implementation:
             load_kwargs["attn_implementation"] = self.attn_implementation
@@ -197,12 +217,19 @@ class HFBackend(Backend):
         if self.prompt_format != _PROCESSOR_TEMPLATE:
             log.info("%s has no processor chat template: prompts use %s", self.name, self.prompt_format)
         self.commit = getattr(config, "_commit_hash", None)
-        self._fingerprint = hashlib.sha256(json.dumps({
-            "model": folder_fingerprint(folder) if folder else f"{self.name}@{self.commit or self.revision}",
-            "dtype": self.dtype, "attn": self.attn_implementation, **self.pixel_bounds,
-            **({"prompt": self.prompt_format} if self.prompt_format != _PROCESSOR_TEMPLATE else {}),
-            **({"cut_characters": "keep"} if self.keep_cut_character else {}),
-        }, sort_keys=True).encode()).hexdigest()[:16]
+        self._fingerprint = hashlib.sha256(
+            json.dumps(
+                {
+                    "model": folder_fingerprint(folder) if folder else f"{self.name}@{self.commit or self.revision}",
+                    "dtype": self.dtype,
+                    "attn": self.attn_implementation,
+                    **self.pixel_bounds,
+                    **({"prompt": self.prompt_format} if self.prompt_format != _PROCESSOR_TEMPLATE else {}),
+                    **({"cut_characters": "keep"} if self.keep_cut_character else {}),
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:16]
 
     def _prompt_format(self) -> str:
         """How prompts are rendered: the processor's chat template, else the tokenizer's, else the family's plain
@@ -223,14 +250,19 @@ class HFBackend(Backend):
         """What provenance records of the model: backend, name, type, family, fingerprint, revision, size, dtype,
         device."""
         return {
-            "backend": "tiny" if self.is_smoke_model else "hf", "model": self.name,
-            "model_type": self.model_type, "model_family": self.model_family,
-            "revision": self.revision, "commit": self.commit,
-            "fingerprint": self.fingerprint, "dtype": self.dtype, "device": self.device,
-            "attn_implementation": self.attn_implementation or getattr(
-                self.model.config, "_attn_implementation", None),
+            "backend": "tiny" if self.is_smoke_model else "hf",
+            "model": self.name,
+            "model_type": self.model_type,
+            "model_family": self.model_family,
+            "revision": self.revision,
+            "commit": self.commit,
+            "fingerprint": self.fingerprint,
+            "dtype": self.dtype,
+            "device": self.device,
+            "attn_implementation": self.attn_implementation or getattr(self.model.config, "_attn_implementation", None),
             "parameters": sum(p.numel() for p in self.model.parameters()),
-            "smoke_test_model": self.is_smoke_model, **self.pixel_bounds,
+            "smoke_test_model": self.is_smoke_model,
+            **self.pixel_bounds,
         }
 
     # -- preprocessing -------------------------------------------------------------------------
@@ -264,16 +296,27 @@ class HFBackend(Backend):
         """``chat`` rendered in the model's prompt format (:meth:`_prompt_format`)."""
         if self.prompt_format == _PROCESSOR_TEMPLATE:
             if not getattr(self.processor, "chat_template", None):
-                raise UnsupportedRequestError(f"{self.name} has no chat template (processor or tokenizer) and "
-                                              f"{self.model_type} no plain prompt format")
-            return str(self.processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt,
-                                                          tokenize=False))
+                raise UnsupportedRequestError(
+                    f"{self.name} has no chat template (processor or tokenizer) and "
+                    f"{self.model_type} no plain prompt format"
+                )
+            return str(
+                self.processor.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
+            )
         # the fallbacks take text turns: the processor puts the image's query tokens first by itself
-        turns = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
-                  else " ".join(i["text"] for i in m["content"] if i["type"] == "text")} for m in chat]
+        turns = [
+            {
+                "role": m["role"],
+                "content": m["content"]
+                if isinstance(m["content"], str)
+                else " ".join(i["text"] for i in m["content"] if i["type"] == "text"),
+            }
+            for m in chat
+        ]
         if self.prompt_format == _TOKENIZER_TEMPLATE:
-            return str(self.tokenizer.apply_chat_template(turns, add_generation_prompt=add_generation_prompt,
-                                                          tokenize=False))
+            return str(
+                self.tokenizer.apply_chat_template(turns, add_generation_prompt=add_generation_prompt, tokenize=False)
+            )
         plain = PLAIN_PROMPTS[self.model_type]
         return " ".join(plain.format(t["content"]) if t["role"] == "user" else t["content"] for t in turns)
 
@@ -348,8 +391,12 @@ class HFBackend(Backend):
         params = requests[0].params
         assert all(r.params == params for r in requests)
         kwargs: dict[str, Any] = {
-            "max_new_tokens": params.max_new_tokens, "num_beams": params.num_beams,
-            "pad_token_id": self.tokenizer.pad_token_id, "do_sample": False, "temperature": None, "top_p": None,
+            "max_new_tokens": params.max_new_tokens,
+            "num_beams": params.num_beams,
+            "pad_token_id": self.tokenizer.pad_token_id,
+            "do_sample": False,
+            "temperature": None,
+            "top_p": None,
             "top_k": None,
         }
         if params.until:
@@ -364,11 +411,11 @@ class HFBackend(Backend):
             inputs = self.prepare_inputs([r.messages for r in requests])
         with torch.inference_mode():
             output = self.model.generate(**inputs, **kwargs)
-        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         texts = [finished_text(t, params.until, self.keep_cut_character) for t in texts]
         if params.do_sample:
-            return [texts[i * n: (i + 1) * n] for i in range(len(requests))]
+            return [texts[i * n : (i + 1) * n] for i in range(len(requests))]
         # Greedy decoding is deterministic: one completion stands for all n samples.
         return [[t] * r.n for t, r in zip(texts, requests, strict=True)]
 
@@ -377,14 +424,14 @@ def _move_padding(enc: Any) -> None:
     """The BLIP processors pad a batch between the query tokens they put first and the text: move that padding to
     the front, so that a batch shifts a prompt's positions as a whole (as any left-padded batch does), and move
     InstructBLIP's Q-Former text padding to the end, where the Q-Former's absolute positions (BERT's) need it."""
-    for ids, mask, pads_first in (("input_ids", "attention_mask", True),
-                                  ("qformer_input_ids", "qformer_attention_mask", False)):
+    for ids, mask, pads_first in (
+        ("input_ids", "attention_mask", True),
+        ("qformer_input_ids", "qformer_attention_mask", False),
+    ):
         if ids in enc:
             order = (enc[mask] if pads_first else 1 - enc[mask]).argsort(dim=1, stable=True)
             enc[ids], enc[mask] = enc[ids].gather(1, order), enc[mask].gather(1, order)
 
 
 def _has_image(messages: list[Message]) -> bool:
-    return any(
-        isinstance(m["content"], list) and any(i.get("type") == "image" for i in m["content"]) for m in messages
-    )
+    return any(isinstance(m["content"], list) and any(i.get("type") == "image" for i in m["content"]) for m in messages)

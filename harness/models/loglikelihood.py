@@ -58,16 +58,19 @@ def _common_prefix(rows: Sequence[list[int]]) -> int:
 _FULL_PASS = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "blip-2", "instructblip"}
 
 
-def score_continuations(backend: HFBackend, messages: list[Message], continuations: Sequence[str]
-                        ) -> list[ScoredChoice]:
+def score_continuations(
+    backend: HFBackend, messages: list[Message], continuations: Sequence[str]
+) -> list[ScoredChoice]:
     """Scores of each continuation as the assistant's answer to ``messages``."""
     import torch
 
     prompt_text, images = backend._render(messages)
     prompt = backend.encode([prompt_text], [images])
     n_prompt = int(prompt["input_ids"].shape[1])
-    fulls = [backend.encode([backend._render([*messages, assistant_message(c)], add_generation_prompt=False)[0]],
-                            [images]) for c in continuations]
+    fulls = [
+        backend.encode([backend._render([*messages, assistant_message(c)], add_generation_prompt=False)[0]], [images])
+        for c in continuations
+    ]
     for full in fulls:  # InstructBLIP's Q-Former reads the instruction, not the answer being scored
         full.update({k: v for k, v in prompt.items() if k.startswith("qformer_")})
     rows = [f["input_ids"][0].tolist() for f in fulls]
@@ -81,14 +84,20 @@ def score_continuations(backend: HFBackend, messages: list[Message], continuatio
         logprobs = torch.log_softmax(logits.float(), dim=-1)
         target = torch.tensor(row[n_prompt:], device=logprobs.device)
         picked = logprobs.gather(-1, target[:, None])[:, 0]
-        scores.append(ScoredChoice(continuation=choice, loglikelihood=float(picked.sum()),
-                                   tokens=len(row) - n_prompt, is_greedy=bool((logprobs.argmax(-1) == target).all())))
+        scores.append(
+            ScoredChoice(
+                continuation=choice,
+                loglikelihood=float(picked.sum()),
+                tokens=len(row) - n_prompt,
+                is_greedy=bool((logprobs.argmax(-1) == target).all()),
+            )
+        )
     return scores
 
 
 def _full_pass(backend: HFBackend, encoded: Any, n_prompt: int) -> Any:
     """The logits that predict the answer tokens, from one plain pass over prompt + answer."""
-    return backend.model(**encoded).logits[0, n_prompt - 1:-1]
+    return backend.model(**encoded).logits[0, n_prompt - 1 : -1]
 
 
 def _shared_prefix_pass(backend: HFBackend, first: Any, rows: list[list[int]], n_prompt: int) -> list[Any]:
@@ -99,23 +108,32 @@ def _shared_prefix_pass(backend: HFBackend, first: Any, rows: list[list[int]], n
     # The shared part ends before the prompt's last token, whose logits score the first answer token.
     shared = min(n_prompt - 1, _common_prefix(rows))
     # Image inputs go with the shared part; per-token inputs are cut to it.
-    extra = {k: v[:, :shared] if v.dim() == 2 and v.shape[1] == len(rows[0]) else v
-             for k, v in first.items() if k not in {"input_ids", "attention_mask"}}
+    extra = {
+        k: v[:, :shared] if v.dim() == 2 and v.shape[1] == len(rows[0]) else v
+        for k, v in first.items()
+        if k not in {"input_ids", "attention_mask"}
+    }
     device = backend.model.device
     cache = None
     if shared > 0:
         ids = torch.tensor([rows[0][:shared]], device=device)
-        cache = backend.model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True,
-                              **extra).past_key_values
+        cache = backend.model(
+            input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True, **extra
+        ).past_key_values
         cache.batch_repeat_interleave(len(rows))
     tails = [r[shared:] for r in rows]
     width = max(len(t) for t in tails)
     pad = backend.tokenizer.pad_token_id or 0
     ids = torch.tensor([t + [pad] * (width - len(t)) for t in tails], device=device)
     mask = torch.tensor([[1] * (shared + len(t)) + [0] * (width - len(t)) for t in tails], device=device)
-    logits = backend.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=False,
-                           **({} if cache is not None else extra)).logits
-    return [logits[i, n_prompt - 1 - shared:len(row) - 1 - shared] for i, row in enumerate(rows)]
+    logits = backend.model(
+        input_ids=ids,
+        attention_mask=mask,
+        past_key_values=cache,
+        use_cache=False,
+        **({} if cache is not None else extra),
+    ).logits
+    return [logits[i, n_prompt - 1 - shared : len(row) - 1 - shared] for i, row in enumerate(rows)]
 
 
 def assistant_message(text: str) -> Message:
@@ -128,6 +146,7 @@ class StreamingScorer(Protocol):
     """A scoring backend that schedules many requests itself (``vllm:``, Ray replicas) and yields each
     request's scores as its call returns, so the caller stores them at once."""
 
-    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
-               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+    def scores(
+        self, requests: list[LoglikelihoodRequest], batch_size: int
+    ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
         """Each request with its scores or exception, as they come."""

@@ -36,8 +36,14 @@ class NoCompletionError(Exception):
     Returned per request, so the runner records it on the sample and does not cache it."""
 
 
-def _model_arg(model_args: dict[str, str], key: str, default: T, parse: Callable[[str], T | None],
-               valid: Callable[[T], bool], expected: str) -> T:
+def _model_arg(
+    model_args: dict[str, str],
+    key: str,
+    default: T,
+    parse: Callable[[str], T | None],
+    valid: Callable[[T], bool],
+    expected: str,
+) -> T:
     """One model argument parsed and range-checked; a bad value fails with one line naming key and value."""
     text = model_args.get(key)
     if text is None:
@@ -69,8 +75,9 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         parts = []
         for item in content:
             if item.get("type") == "image":
-                parts.append({"type": "image_url",
-                              "image_url": {"url": image_data_url(item.get("url", item.get("image")))}})
+                parts.append(
+                    {"type": "image_url", "image_url": {"url": image_data_url(item.get("url", item.get("image")))}}
+                )
             elif item.get("type") == "text":
                 parts.append({"type": "text", "text": item["text"]})
             else:
@@ -85,14 +92,18 @@ class OpenAIBackend(Backend):
     def __init__(self, model: str, model_args: dict[str, str]) -> None:
         unknown = sorted(set(model_args) - _MODEL_ARGS)
         if unknown:
-            raise ModelSpecError(f"--model-args: unknown key(s) {', '.join(unknown)} for openai "
-                                 f"(known: {', '.join(sorted(_MODEL_ARGS))})")
+            raise ModelSpecError(
+                f"--model-args: unknown key(s) {', '.join(unknown)} for openai "
+                f"(known: {', '.join(sorted(_MODEL_ARGS))})"
+            )
         self.concurrency = _model_arg(model_args, "concurrency", 4, int, lambda v: v >= 1, "a whole number >= 1")
-        timeout = _model_arg(model_args, "timeout", 120.0, float, lambda v: math.isfinite(v) and v > 0,
-                             "a number of seconds > 0")
+        timeout = _model_arg(
+            model_args, "timeout", 120.0, float, lambda v: math.isfinite(v) and v > 0, "a number of seconds > 0"
+        )
         max_retries = _model_arg(model_args, "max_retries", 3, int, lambda v: v >= 0, "a whole number >= 0")
-        self.send_stop = _model_arg(model_args, "send_stop", True, lambda t: _BOOLEANS.get(t.lower()),
-                                    lambda v: True, "true or false")
+        self.send_stop = _model_arg(
+            model_args, "send_stop", True, lambda t: _BOOLEANS.get(t.lower()), lambda v: True, "true or false"
+        )
         try:
             import openai
         except ImportError:
@@ -107,9 +118,11 @@ class OpenAIBackend(Backend):
         """Generation only: the chat completions API returns log-probabilities of generated tokens, never of a
         given continuation, so ``multiple_choice`` tasks are refused before any request."""
         if output_type in SCORING_TYPES:
-            raise UnsupportedRequestError(f"openai: {output_type} tasks need log-probabilities of given text; "
-                                          "the chat completions API returns them only for generated tokens "
-                                          "(run the task with hf:)")
+            raise UnsupportedRequestError(
+                f"openai: {output_type} tasks need log-probabilities of given text; "
+                "the chat completions API returns them only for generated tokens "
+                "(run the task with hf:)"
+            )
         return super().supports(output_type)
 
     @classmethod
@@ -124,8 +137,13 @@ class OpenAIBackend(Backend):
 
     def info(self) -> dict[str, Any]:
         """What provenance records of the served model."""
-        return {"backend": "openai", "model": self.model, "base_url": self.base_url, "fingerprint": self.fingerprint,
-                "smoke_test_model": False}
+        return {
+            "backend": "openai",
+            "model": self.model,
+            "base_url": self.base_url,
+            "fingerprint": self.fingerprint,
+            "smoke_test_model": False,
+        }
 
     def preferred_batch(self, requests: list[GenerationRequest], batch_size: int) -> list[list[GenerationRequest]]:
         """Batches of at least ``concurrency`` requests, so the thread pool stays full."""
@@ -147,8 +165,11 @@ class OpenAIBackend(Backend):
             call = 0
             while len(texts) < request.n:  # every call adds a choice or raises: at most n calls
                 kwargs: dict[str, Any] = {
-                    "model": self.model, "messages": messages, "max_tokens": params.max_new_tokens,
-                    "temperature": params.temperature, "n": request.n - len(texts),
+                    "model": self.model,
+                    "messages": messages,
+                    "max_tokens": params.max_new_tokens,
+                    "temperature": params.temperature,
+                    "n": request.n - len(texts),
                     "seed": request.seed + call,
                 }
                 if params.do_sample:
@@ -157,8 +178,10 @@ class OpenAIBackend(Backend):
                     kwargs["stop"] = list(params.until[:MAX_STOP_STRINGS])
                 response = self.client.chat.completions.create(**kwargs)
                 if not response.choices:
-                    raise NoCompletionError(f"the server returned no choices (call {call + 1}, "
-                                            f"{len(texts)} of {request.n} completions so far)")
+                    raise NoCompletionError(
+                        f"the server returned no choices (call {call + 1}, "
+                        f"{len(texts)} of {request.n} completions so far)"
+                    )
                 texts += [_choice_text(choice, params.until) for choice in response.choices]
                 call += 1
                 if not params.do_sample:  # greedy: one completion stands for all n
@@ -175,6 +198,9 @@ def _choice_text(choice: Any, until: tuple[str, ...]) -> str:
     finish_reason = getattr(choice, "finish_reason", None)
     if finish_reason == "content_filter" or not isinstance(content, str):
         refusal = getattr(message, "refusal", None)
-        raise NoCompletionError(f"the server returned no text (finish_reason {finish_reason!r}"
-                                + (f", refusal {refusal!r}" if refusal else "") + ")")
+        raise NoCompletionError(
+            f"the server returned no text (finish_reason {finish_reason!r}"
+            + (f", refusal {refusal!r}" if refusal else "")
+            + ")"
+        )
     return finished_text(content, until)

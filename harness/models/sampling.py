@@ -70,8 +70,12 @@ class SeededSampler:
         for warper in self.warpers:
             scores = warper(input_ids, scores)
         probs = torch.nn.functional.softmax(scores, dim=-1)
-        drawn = torch.cat([torch.multinomial(probs[i * self.n: (i + 1) * self.n], 1, generator=g)
-                           for i, g in enumerate(self.generators)])
+        drawn = torch.cat(
+            [
+                torch.multinomial(probs[i * self.n : (i + 1) * self.n], 1, generator=g)
+                for i, g in enumerate(self.generators)
+            ]
+        )
         out = torch.full_like(scores, float("-inf"))
         return out.scatter_(1, drawn, 0.0)
 

@@ -15,8 +15,7 @@ from harness.hub import offline_reason
 
 def looks_like_path(name: str) -> bool:
     """Whether ``name`` is written as a file-system path rather than a Hub id (``name`` or ``org/name``)."""
-    return (name.startswith(("/", "./", "../", "~", ".\\")) or name in {".", ".."} or "\\" in name
-            or name.count("/") > 1)
+    return name.startswith(("/", "./", "../", "~", ".\\")) or name in {".", ".."} or "\\" in name or name.count("/") > 1
 
 
 def local_folder(name: str) -> Path | None:
@@ -38,6 +37,8 @@ def load_error(name: str, folder: Path | None, exc: Exception) -> ModelSpecError
     own message would only say it could not connect), else the library's first line."""
     reason = None if folder is not None else offline_reason()
     if reason is not None:
-        return ModelSpecError(f"cannot load model {name!r}: not in the Hub cache ({reason}); download it where the "
-                              f"Hub is reachable, or pass a local folder (hf:/path/to/model)")
+        return ModelSpecError(
+            f"cannot load model {name!r}: not in the Hub cache ({reason}); download it where the "
+            f"Hub is reachable, or pass a local folder (hf:/path/to/model)"
+        )
     return ModelSpecError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}")

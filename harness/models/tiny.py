@@ -87,15 +87,19 @@ def _tokenizer(specials: list[str], template: str | None, **special_kwargs: Any)
         vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     tok.train_from_iterator(corpus * 4, trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, chat_template=template, padding_side="left", **special_kwargs
-    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, chat_template=template, padding_side="left", **special_kwargs)
 
 
 def _text_config(vocab_size: int, **extra: Any) -> dict[str, Any]:
     return {
-        "vocab_size": vocab_size, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096, **extra,
+        "vocab_size": vocab_size,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        **extra,
     }
 
 
@@ -111,36 +115,59 @@ def _build_qwen_vl(out: Path, generation: str, hd32: bool = False) -> None:
     from transformers import Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                "<|image_pad|>", "<|video_pad|>"]
+    specials = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+    ]
     tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
     pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16}
-    vision: dict[str, Any] = {"depth": 2, "num_heads": 4, "patch_size": 14, "spatial_merge_size": 2,
-                              "temporal_patch_size": 2}
+    vision: dict[str, Any] = {
+        "depth": 2,
+        "num_heads": 4,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+    }
     if generation == "qwen2_vl":
         names = ("Qwen2VLConfig", "Qwen2VLForConditionalGeneration", "Qwen2VLProcessor")
         vision.update(embed_dim=32, hidden_size=64, mlp_ratio=2, in_chans=3)
     else:
         names = ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLProcessor")
-        vision.update(hidden_size=32, intermediate_size=64, out_hidden_size=64, window_size=56,
-                      fullatt_block_indexes=[1])
+        vision.update(
+            hidden_size=32, intermediate_size=64, out_hidden_size=64, window_size=56, fullatt_block_indexes=[1]
+        )
     config_cls, model_cls, processor_cls = (getattr(transformers, n) for n in names)
     processor = processor_cls(
-        image_processor=Qwen2VLImageProcessor(**pixels), video_processor=Qwen2VLVideoProcessor(**pixels),
-        tokenizer=tok, chat_template=QWEN_TEMPLATE,
+        image_processor=Qwen2VLImageProcessor(**pixels),
+        video_processor=Qwen2VLVideoProcessor(**pixels),
+        tokenizer=tok,
+        chat_template=QWEN_TEMPLATE,
     )
     heads = VLLM_CPU_HEADS if hd32 else {}
     config = config_cls(
         text_config=_text_config(
-            len(tok), **heads,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                             "mrope_section": [4, 6, 6] if hd32 else [2, 3, 3]},
-            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
+            len(tok),
+            **heads,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [4, 6, 6] if hd32 else [2, 3, 3],
+            },
+            eos_token_id=ids["<|im_end|>"],
+            pad_token_id=ids["<|endoftext|>"],
+            bos_token_id=None,
         ),
         vision_config=vision,
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
     )
     _save(model_cls(config), processor, out)
 
@@ -153,38 +180,70 @@ def _build_qwen3_vl(out: Path, generation: str) -> None:
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor
     from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                "<|image_pad|>", "<|video_pad|>"]
+    specials = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+    ]
     tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
     pixels = {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16, "patch_size": 16, "merge_size": 2}
     processor = Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(**pixels),
-        video_processor=Qwen3VLVideoProcessor(size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 16},
-                                              patch_size=16, merge_size=2),
-        tokenizer=tok, chat_template=QWEN_TEMPLATE,
+        video_processor=Qwen3VLVideoProcessor(
+            size={"shortest_edge": 32 * 32 * 4, "longest_edge": 32 * 32 * 16}, patch_size=16, merge_size=2
+        ),
+        tokenizer=tok,
+        chat_template=QWEN_TEMPLATE,
     )
-    vision: dict[str, Any] = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4,
-                              "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
-                              "out_hidden_size": 64, "num_position_embeddings": 64}
+    vision: dict[str, Any] = {
+        "depth": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 4,
+        "patch_size": 16,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "out_hidden_size": 64,
+        "num_position_embeddings": 64,
+    }
     text: dict[str, Any] = {"head_dim": 16}
     if generation == "qwen3_vl":
         names = ("Qwen3VLConfig", "Qwen3VLForConditionalGeneration")
         vision["deepstack_visual_indexes"] = [0, 1]
     else:
         names = ("Qwen3_5Config", "Qwen3_5ForConditionalGeneration")
-        text.update(layer_types=["linear_attention", "full_attention"], linear_key_head_dim=16,
-                    linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4)
+        text.update(
+            layer_types=["linear_attention", "full_attention"],
+            linear_key_head_dim=16,
+            linear_value_head_dim=16,
+            linear_num_key_heads=2,
+            linear_num_value_heads=4,
+        )
     config_cls, model_cls = (getattr(transformers, n) for n in names)
     config = config_cls(
         text_config=_text_config(
-            len(tok), **text, rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                               "mrope_section": [2, 3, 3], "mrope_interleaved": True},
-            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], bos_token_id=None,
+            len(tok),
+            **text,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [2, 3, 3],
+                "mrope_interleaved": True,
+            },
+            eos_token_id=ids["<|im_end|>"],
+            pad_token_id=ids["<|endoftext|>"],
+            bos_token_id=None,
         ),
         vision_config=vision,
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
     )
     _save(model_cls(config), processor, out)
 
@@ -195,34 +254,56 @@ def _build_llava(out: Path, next_gen: bool = False, hd32: bool = False) -> None:
     import transformers
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
-    tok = _tokenizer(specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                     unk_token="<unk>")
+    tok = _tokenizer(specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
     image_size, patch = 28, 14
     sizes = {"size": {"shortest_edge": image_size}, "crop_size": {"height": image_size, "width": image_size}}
     extra: dict[str, Any] = {}
     if next_gen:
         grid = [[28, 28], [28, 56], [56, 28], [56, 56]]
         image_processor = transformers.LlavaNextImageProcessor(**sizes, image_grid_pinpoints=grid)
-        processor_cls, config_cls, model_cls = (transformers.LlavaNextProcessor, transformers.LlavaNextConfig,
-                                                transformers.LlavaNextForConditionalGeneration)
+        processor_cls, config_cls, model_cls = (
+            transformers.LlavaNextProcessor,
+            transformers.LlavaNextConfig,
+            transformers.LlavaNextForConditionalGeneration,
+        )
         extra["image_grid_pinpoints"] = grid
     else:
         image_processor = transformers.CLIPImageProcessor(**sizes)
-        processor_cls, config_cls, model_cls = (transformers.LlavaProcessor, transformers.LlavaConfig,
-                                                transformers.LlavaForConditionalGeneration)
+        processor_cls, config_cls, model_cls = (
+            transformers.LlavaProcessor,
+            transformers.LlavaConfig,
+            transformers.LlavaForConditionalGeneration,
+        )
     processor = processor_cls(
-        image_processor=image_processor, tokenizer=tok, patch_size=patch,
-        vision_feature_select_strategy="default", num_additional_image_tokens=1, chat_template=LLAVA_TEMPLATE,
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=patch,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=LLAVA_TEMPLATE,
     )
     config = config_cls(
-        vision_config={"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-                       "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size,
-                       "patch_size": patch, "projection_dim": 32},
-        text_config={"model_type": "llama", **_text_config(len(tok), **(VLLM_CPU_HEADS if hd32 else {})),
-                     "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id,
-                     "bos_token_id": tok.bos_token_id},
-        image_token_index=tok.convert_tokens_to_ids("<image>"), vision_feature_layer=-2,
-        vision_feature_select_strategy="default", **extra,
+        vision_config={
+            "model_type": "clip_vision_model",
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": image_size,
+            "patch_size": patch,
+            "projection_dim": 32,
+        },
+        text_config={
+            "model_type": "llama",
+            **_text_config(len(tok), **(VLLM_CPU_HEADS if hd32 else {})),
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": tok.eos_token_id,
+            "bos_token_id": tok.bos_token_id,
+        },
+        image_token_index=tok.convert_tokens_to_ids("<image>"),
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+        **extra,
     )
     _save(model_cls(config), processor, out)
     if hd32:
@@ -238,23 +319,42 @@ def hub_llava_layout(folder: Path) -> None:
     prefix = "vision_tower."
     for path in sorted(folder.glob("*.safetensors")):
         weights = load_file(str(path))
-        renamed = {(prefix + "vision_model." + k[len(prefix):]
-                    if k.startswith(prefix) and not k.startswith(prefix + "vision_model.") else k): v
-                   for k, v in weights.items()}
+        renamed = {
+            (
+                prefix + "vision_model." + k[len(prefix) :]
+                if k.startswith(prefix) and not k.startswith(prefix + "vision_model.")
+                else k
+            ): v
+            for k, v in weights.items()
+        }
         save_file(renamed, str(path), metadata={"format": "pt"})
 
 
 def _gemma_tokenizer(template: str, specials: list[str], **tokens: str) -> Any:
     """Gemma's ``<pad> <eos> <bos> <unk>`` (ids 0-3, as in the real vocabulary), then the generation's
     turn and media tokens, named for its processor (``boi_token``, ``image_token``, ...)."""
-    return _tokenizer(["<pad>", "<eos>", "<bos>", "<unk>", *specials], template, bos_token="<bos>",
-                      eos_token="<eos>", pad_token="<pad>", unk_token="<unk>", extra_special_tokens=tokens)
+    return _tokenizer(
+        ["<pad>", "<eos>", "<bos>", "<unk>", *specials],
+        template,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        extra_special_tokens=tokens,
+    )
 
 
 def _gemma_text_config(tok: Any, end_of_turn: int, **extra: Any) -> dict[str, Any]:
     """A Gemma text model that stops at the end of its turn as well as at ``<eos>``."""
-    return {**_text_config(len(tok)), "head_dim": 16, "sliding_window": 64, "pad_token_id": tok.pad_token_id,
-            "eos_token_id": [tok.eos_token_id, end_of_turn], "bos_token_id": tok.bos_token_id, **extra}
+    return {
+        **_text_config(len(tok)),
+        "head_dim": 16,
+        "sliding_window": 64,
+        "pad_token_id": tok.pad_token_id,
+        "eos_token_id": [tok.eos_token_id, end_of_turn],
+        "bos_token_id": tok.bos_token_id,
+        **extra,
+    }
 
 
 def _build_gemma3(out: Path) -> None:
@@ -262,25 +362,36 @@ def _build_gemma3(out: Path) -> None:
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, Gemma3ImageProcessor, Gemma3Processor
 
     tok = _gemma_tokenizer(
-        GEMMA_TEMPLATE, ["<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
-                         "<image_soft_token>"],
-        boi_token="<start_of_image>", eoi_token="<end_of_image>", image_token="<image_soft_token>",
+        GEMMA_TEMPLATE,
+        ["<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>", "<image_soft_token>"],
+        boi_token="<start_of_image>",
+        eoi_token="<end_of_image>",
+        image_token="<image_soft_token>",
     )
     image_size, patch, mm_tokens = 28, 14, 4
     processor = Gemma3Processor(
         image_processor=Gemma3ImageProcessor(size={"height": image_size, "width": image_size}),
-        tokenizer=tok, chat_template=GEMMA_TEMPLATE, image_seq_length=mm_tokens,
+        tokenizer=tok,
+        chat_template=GEMMA_TEMPLATE,
+        image_seq_length=mm_tokens,
     )
     end_of_turn = tok.convert_tokens_to_ids("<end_of_turn>")
     config = Gemma3Config(
         text_config=_gemma_text_config(tok, end_of_turn),
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                       "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": image_size,
+            "patch_size": patch,
+        },
         mm_tokens_per_image=mm_tokens,
         boi_token_index=tok.convert_tokens_to_ids("<start_of_image>"),
         eoi_token_index=tok.convert_tokens_to_ids("<end_of_image>"),
         image_token_index=tok.convert_tokens_to_ids("<image_soft_token>"),
-        eos_token_id=[tok.eos_token_id, end_of_turn], pad_token_id=tok.pad_token_id,
+        eos_token_id=[tok.eos_token_id, end_of_turn],
+        pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,
     )
     model = Gemma3ForConditionalGeneration(config)
@@ -300,32 +411,60 @@ def _build_gemma4(out: Path) -> None:
     from transformers.models.gemma4.feature_extraction_gemma4 import Gemma4AudioFeatureExtractor
     from transformers.models.gemma4.video_processing_gemma4 import Gemma4VideoProcessor
 
-    media = {"boi_token": "<|image>", "eoi_token": "<image|>", "image_token": "<|image|>",
-             "boa_token": "<|audio>", "eoa_token": "<audio|>", "audio_token": "<|audio|>"}
+    media = {
+        "boi_token": "<|image>",
+        "eoi_token": "<image|>",
+        "image_token": "<|image|>",
+        "boa_token": "<|audio>",
+        "eoa_token": "<audio|>",
+        "audio_token": "<|audio|>",
+    }
     tok = _gemma_tokenizer(GEMMA4_TEMPLATE, ["<|turn>", "<turn|>", *media.values()], **media)
     soft_tokens, patch, pooling = 70, 16, 3
     # the processor wants an audio feature extractor (and a video processor) even for a model without audio
     processor = Gemma4Processor(
-        feature_extractor=Gemma4AudioFeatureExtractor(), video_processor=Gemma4VideoProcessor(),
-        image_processor=Gemma4ImageProcessor(max_soft_tokens=soft_tokens, patch_size=patch,
-                                             pooling_kernel_size=pooling),
-        tokenizer=tok, chat_template=GEMMA4_TEMPLATE, image_seq_length=soft_tokens,
+        feature_extractor=Gemma4AudioFeatureExtractor(),
+        video_processor=Gemma4VideoProcessor(),
+        image_processor=Gemma4ImageProcessor(
+            max_soft_tokens=soft_tokens, patch_size=patch, pooling_kernel_size=pooling
+        ),
+        tokenizer=tok,
+        chat_template=GEMMA4_TEMPLATE,
+        image_seq_length=soft_tokens,
     )
     ids = {name: tok.convert_tokens_to_ids(token) for name, token in media.items()}
     end_of_turn = tok.convert_tokens_to_ids("<turn|>")
     config = Gemma4Config(
         text_config=_gemma_text_config(
-            tok, end_of_turn, num_hidden_layers=3, global_head_dim=16,
-            layer_types=["sliding_attention", "full_attention", "full_attention"], num_kv_shared_layers=1,
-            hidden_size_per_layer_input=8, vocab_size_per_layer_input=len(tok)),
+            tok,
+            end_of_turn,
+            num_hidden_layers=3,
+            global_head_dim=16,
+            layer_types=["sliding_attention", "full_attention", "full_attention"],
+            num_kv_shared_layers=1,
+            hidden_size_per_layer_input=8,
+            vocab_size_per_layer_input=len(tok),
+        ),
         # positions run up to the longest side a budget allows: soft_tokens pooled cells of pooling patches
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                       "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8, "patch_size": patch,
-                       "pooling_kernel_size": pooling, "position_embedding_size": soft_tokens * pooling},
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "head_dim": 8,
+            "patch_size": patch,
+            "pooling_kernel_size": pooling,
+            "position_embedding_size": soft_tokens * pooling,
+        },
         audio_config=None,
-        boi_token_id=ids["boi_token"], eoi_token_id=ids["eoi_token"], image_token_id=ids["image_token"],
-        video_token_id=processor.video_token_id, boa_token_id=ids["boa_token"],
-        eoa_token_index=ids["eoa_token"], audio_token_id=ids["audio_token"],
+        boi_token_id=ids["boi_token"],
+        eoi_token_id=ids["eoi_token"],
+        image_token_id=ids["image_token"],
+        video_token_id=processor.video_token_id,
+        boa_token_id=ids["boa_token"],
+        eoa_token_index=ids["eoa_token"],
+        audio_token_id=ids["audio_token"],
     )
     model = Gemma4ForConditionalGeneration(config)
     # A freshly initialised Gemma 4 position table is all ones: every patch would get the same learned position.
@@ -341,13 +480,27 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
     SmolVLM sees 56-pixel views of 2 x 2 pixel-shuffled tokens (Idefics3: 28-pixel views, one token)."""
     import transformers
 
-    specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>",
-                "<image>", "<global-img>", "<pad>"]
+    specials = [
+        "<|endoftext|>",
+        "<|im_start|>",
+        "<end_of_utterance>",
+        "<fake_token_around_image>",
+        "<image>",
+        "<global-img>",
+        "<pad>",
+    ]
     tok = _tokenizer(
-        specials, IDEFICS3_TEMPLATE, bos_token="<|im_start|>", eos_token="<end_of_utterance>",
+        specials,
+        IDEFICS3_TEMPLATE,
+        bos_token="<|im_start|>",
+        eos_token="<end_of_utterance>",
         pad_token="<pad>",
-        extra_special_tokens={"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
-                              "end_of_utterance_token": "<end_of_utterance>", "global_image_token": "<global-img>"},
+        extra_special_tokens={
+            "fake_image_token": "<fake_token_around_image>",
+            "image_token": "<image>",
+            "end_of_utterance_token": "<end_of_utterance>",
+            "global_image_token": "<global-img>",
+        },
     )
     patch, scale = 14, 2
     if generation == "idefics3":
@@ -365,15 +518,31 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
 
         extra["video_processor"] = SmolVLMVideoProcessor(**sizes)
     processor = processor_cls(
-        image_processor=image_processor_cls(**sizes, do_image_splitting=True), tokenizer=tok,
-        image_seq_len=(image_size // patch) ** 2 // scale**2, chat_template=IDEFICS3_TEMPLATE, **extra,
+        image_processor=image_processor_cls(**sizes, do_image_splitting=True),
+        tokenizer=tok,
+        image_seq_len=(image_size // patch) ** 2 // scale**2,
+        chat_template=IDEFICS3_TEMPLATE,
+        **extra,
     )
     config = config_cls(
-        text_config={"model_type": "llama", **_text_config(len(tok)), "pad_token_id": tok.pad_token_id,
-                     "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                       "num_attention_heads": 4, "image_size": image_size, "patch_size": patch},
-        scale_factor=scale, image_token_id=tok.convert_tokens_to_ids("<image>"), pad_token_id=tok.pad_token_id,
+        text_config={
+            "model_type": "llama",
+            **_text_config(len(tok)),
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": tok.eos_token_id,
+            "bos_token_id": tok.bos_token_id,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": image_size,
+            "patch_size": patch,
+        },
+        scale_factor=scale,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
+        pad_token_id=tok.pad_token_id,
     )
     _save(model_cls(config), processor, out)
 
@@ -385,33 +554,64 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
     from transformers import BlipImageProcessor
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
-    tok = _tokenizer(specials, None, bos_token="</s>" if not instruct else "<s>", eos_token="</s>",
-                     pad_token="<pad>", unk_token="<unk>")  # the processor registers "<image>" itself
+    tok = _tokenizer(
+        specials,
+        None,
+        bos_token="</s>" if not instruct else "<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+    )  # the processor registers "<image>" itself
     image_size, patch, queries = 28, 14, 4
     image_processor = BlipImageProcessor(size={"height": image_size, "width": image_size})
     ids = {"pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id}
-    qformer: dict[str, Any] = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
-                               "intermediate_size": 64, "cross_attention_frequency": 1}
+    qformer: dict[str, Any] = {
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 64,
+        "cross_attention_frequency": 1,
+    }
     if instruct:
-        qformer_tok = _tokenizer(["[PAD]", "[CLS]", "[SEP]"], None, pad_token="[PAD]", cls_token="[CLS]",
-                                 sep_token="[SEP]")
+        qformer_tok = _tokenizer(
+            ["[PAD]", "[CLS]", "[SEP]"], None, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
+        )
         qformer_tok.padding_side = "right"  # as BERT's: the Q-Former's absolute positions assume it
-        processor = transformers.InstructBlipProcessor(image_processor=image_processor, tokenizer=tok,
-                                                       qformer_tokenizer=qformer_tok, num_query_tokens=queries)
+        processor = transformers.InstructBlipProcessor(
+            image_processor=image_processor, tokenizer=tok, qformer_tokenizer=qformer_tok, num_query_tokens=queries
+        )
         qformer.update(vocab_size=len(qformer_tok), pad_token_id=qformer_tok.pad_token_id)
         text = {"model_type": "llama", **_text_config(len(tok)), **ids}
         config_cls, model_cls = transformers.InstructBlipConfig, transformers.InstructBlipForConditionalGeneration
     else:
-        processor = transformers.Blip2Processor(image_processor=image_processor, tokenizer=tok,
-                                                num_query_tokens=queries)
-        text = {"model_type": "opt", "vocab_size": len(tok), "hidden_size": 64, "ffn_dim": 128,
-                "num_hidden_layers": 2, "num_attention_heads": 4, "word_embed_proj_dim": 64,
-                "max_position_embeddings": 512, **ids}
+        processor = transformers.Blip2Processor(
+            image_processor=image_processor, tokenizer=tok, num_query_tokens=queries
+        )
+        text = {
+            "model_type": "opt",
+            "vocab_size": len(tok),
+            "hidden_size": 64,
+            "ffn_dim": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "word_embed_proj_dim": 64,
+            "max_position_embeddings": 512,
+            **ids,
+        }
         config_cls, model_cls = transformers.Blip2Config, transformers.Blip2ForConditionalGeneration
     config = config_cls(  # the vision tower's default init (std 1e-10) would make every patch alike
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                       "image_size": image_size, "patch_size": patch, "initializer_range": 0.02},
-        qformer_config=qformer, text_config=text, num_query_tokens=queries,
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": image_size,
+            "patch_size": patch,
+            "initializer_range": 0.02,
+        },
+        qformer_config=qformer,
+        text_config=text,
+        num_query_tokens=queries,
         image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
     _save(model_cls(config), processor, out)
@@ -432,34 +632,79 @@ def _build_deepseek_vl(out: Path, hybrid: bool = False) -> None:
     view of the 56-pixel padded square fused per token."""
     import transformers
 
-    specials = ["<\uff5cbegin\u2581of\u2581sentence\uff5c>", "<\uff5cend\u2581of\u2581sentence\uff5c>",
-                "<image_placeholder>", "<pad>"]
-    tok = _tokenizer(specials, DEEPSEEK_VL_TEMPLATE, bos_token=specials[0], eos_token=specials[1],
-                     pad_token="<pad>", extra_special_tokens={"image_token": "<image_placeholder>"})
+    specials = [
+        "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+        "<\uff5cend\u2581of\u2581sentence\uff5c>",
+        "<image_placeholder>",
+        "<pad>",
+    ]
+    tok = _tokenizer(
+        specials,
+        DEEPSEEK_VL_TEMPLATE,
+        bos_token=specials[0],
+        eos_token=specials[1],
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image_placeholder>"},
+    )
     image_size, patch = 28, 7
     sizes: dict[str, Any] = {"size": {"height": image_size, "width": image_size}}
-    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
-              "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": image_size, "patch_size": patch}
+    vision = {
+        "model_type": "siglip_vision_model",
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": image_size,
+        "patch_size": patch,
+    }
     extra: dict[str, Any] = {}
     if hybrid:
         high = 56
         sizes["high_res_size"] = {"height": high, "width": high}
         extra["high_res_vision_config"] = {
-            "hidden_size": 32, "output_channels": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
-            "image_size": high, "patch_size": 14, "window_size": 2, "global_attn_indexes": [1], "mlp_dim": 64,
-            "num_pos_feats": 16, "initializer_range": 0.02}  # the default init (std 1e-10) makes every patch alike
-        names = ("DeepseekVLHybridConfig", "DeepseekVLHybridForConditionalGeneration",
-                 "DeepseekVLHybridImageProcessor", "DeepseekVLHybridProcessor")
+            "hidden_size": 32,
+            "output_channels": 16,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": high,
+            "patch_size": 14,
+            "window_size": 2,
+            "global_attn_indexes": [1],
+            "mlp_dim": 64,
+            "num_pos_feats": 16,
+            "initializer_range": 0.02,
+        }  # the default init (std 1e-10) makes every patch alike
+        names = (
+            "DeepseekVLHybridConfig",
+            "DeepseekVLHybridForConditionalGeneration",
+            "DeepseekVLHybridImageProcessor",
+            "DeepseekVLHybridProcessor",
+        )
     else:
-        names = ("DeepseekVLConfig", "DeepseekVLForConditionalGeneration", "DeepseekVLImageProcessor",
-                 "DeepseekVLProcessor")
+        names = (
+            "DeepseekVLConfig",
+            "DeepseekVLForConditionalGeneration",
+            "DeepseekVLImageProcessor",
+            "DeepseekVLProcessor",
+        )
     config_cls, model_cls, image_processor_cls, processor_cls = (getattr(transformers, n) for n in names)
-    processor = processor_cls(image_processor=image_processor_cls(**sizes), tokenizer=tok,
-                              chat_template=DEEPSEEK_VL_TEMPLATE, num_image_tokens=(image_size // patch) ** 2)
+    processor = processor_cls(
+        image_processor=image_processor_cls(**sizes),
+        tokenizer=tok,
+        chat_template=DEEPSEEK_VL_TEMPLATE,
+        num_image_tokens=(image_size // patch) ** 2,
+    )
     config = config_cls(
-        text_config={"model_type": "llama", **_text_config(len(tok)), "pad_token_id": tok.pad_token_id,
-                     "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id},
-        vision_config=vision, image_token_id=tok.convert_tokens_to_ids("<image_placeholder>"), **extra,
+        text_config={
+            "model_type": "llama",
+            **_text_config(len(tok)),
+            "pad_token_id": tok.pad_token_id,
+            "eos_token_id": tok.eos_token_id,
+            "bos_token_id": tok.bos_token_id,
+        },
+        vision_config=vision,
+        image_token_id=tok.convert_tokens_to_ids("<image_placeholder>"),
+        **extra,
     )
     _save(model_cls(config), processor, out)
 
@@ -471,8 +716,9 @@ def _build_qwen3(out: Path, hd32: bool = False) -> None:
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     heads: dict[str, Any] = {**VLLM_CPU_HEADS, "head_dim": 32} if hd32 else {"head_dim": 16}
-    config = Qwen3Config(**_text_config(len(tok), **heads), eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.pad_token_id)
+    config = Qwen3Config(
+        **_text_config(len(tok), **heads), eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+    )
     _save(Qwen3ForCausalLM(config), tok, out)
 
 
@@ -488,26 +734,66 @@ def _build_sdxl_turbo(out: Path) -> None:
     )
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
 
-    tok = _tokenizer(["<|startoftext|>", "<|endoftext|>"], None, bos_token="<|startoftext|>",
-                     eos_token="<|endoftext|>", pad_token="<|endoftext|>", model_max_length=77)
+    tok = _tokenizer(
+        ["<|startoftext|>", "<|endoftext|>"],
+        None,
+        bos_token="<|startoftext|>",
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        model_max_length=77,
+    )
     tok.padding_side = "right"
-    text = CLIPTextConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                          hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
-                          vocab_size=len(tok), projection_dim=32, max_position_embeddings=77)
+    text = CLIPTextConfig(
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        hidden_size=32,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        vocab_size=len(tok),
+        projection_dim=32,
+        max_position_embeddings=77,
+    )
     unet = UNet2DConditionModel(
-        block_out_channels=(32, 64), layers_per_block=1, sample_size=32, in_channels=4, out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        attention_head_dim=(2, 4), use_linear_projection=True, addition_embed_type="text_time",
-        addition_time_embed_dim=8, transformer_layers_per_block=(1, 1),
-        projection_class_embeddings_input_dim=6 * 8 + 32, cross_attention_dim=64, norm_num_groups=8)
-    vae = AutoencoderKL(block_out_channels=[8, 16], in_channels=3, out_channels=3, latent_channels=4, sample_size=64,
-                        down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
-                        norm_num_groups=8)
-    scheduler = EulerAncestralDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
-                                                timestep_spacing="trailing")
-    pipeline = StableDiffusionXLPipeline(vae=vae, text_encoder=CLIPTextModel(text), tokenizer=tok, tokenizer_2=tok,
-                                         text_encoder_2=CLIPTextModelWithProjection(text), unet=unet,
-                                         scheduler=scheduler)
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        sample_size=32,
+        in_channels=4,
+        out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        attention_head_dim=(2, 4),
+        use_linear_projection=True,
+        addition_embed_type="text_time",
+        addition_time_embed_dim=8,
+        transformer_layers_per_block=(1, 1),
+        projection_class_embeddings_input_dim=6 * 8 + 32,
+        cross_attention_dim=64,
+        norm_num_groups=8,
+    )
+    vae = AutoencoderKL(
+        block_out_channels=[8, 16],
+        in_channels=3,
+        out_channels=3,
+        latent_channels=4,
+        sample_size=64,
+        down_block_types=["DownEncoderBlock2D"] * 2,
+        up_block_types=["UpDecoderBlock2D"] * 2,
+        norm_num_groups=8,
+    )
+    scheduler = EulerAncestralDiscreteScheduler(
+        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", timestep_spacing="trailing"
+    )
+    pipeline = StableDiffusionXLPipeline(
+        vae=vae,
+        text_encoder=CLIPTextModel(text),
+        tokenizer=tok,
+        tokenizer_2=tok,
+        text_encoder_2=CLIPTextModelWithProjection(text),
+        unet=unet,
+        scheduler=scheduler,
+    )
     pipeline.save_pretrained(out)
     _mark(out)
 
@@ -516,17 +802,36 @@ def _build_owlv2(out: Path) -> None:
     """An OWLv2 open-vocabulary detector (CLIP-style text and vision towers, box and class heads)."""
     from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor, Owlv2Processor
 
-    tok = _tokenizer(["<|startoftext|>", "<|endoftext|>"], "", bos_token="<|startoftext|>",
-                     eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tok = _tokenizer(
+        ["<|startoftext|>", "<|endoftext|>"],
+        "",
+        bos_token="<|startoftext|>",
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+    )
     tok.model_max_length = 16
     tok.chat_template = None
     processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 56, "width": 56}), tokenizer=tok)
     config = Owlv2Config(
-        text_config={"vocab_size": len(tok), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                     "num_attention_heads": 4, "max_position_embeddings": 16, "bos_token_id": tok.bos_token_id,
-                     "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                       "image_size": 56, "patch_size": 14},
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 16,
+            "bos_token_id": tok.bos_token_id,
+            "eos_token_id": tok.eos_token_id,
+            "pad_token_id": tok.pad_token_id,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": 56,
+            "patch_size": 14,
+        },
         projection_dim=32,
     )
     _save(Owlv2ForObjectDetection(config), processor, out)
@@ -568,22 +873,50 @@ def _build_instruct_pix2pix(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tok_dir:
         tokenizer = _clip_tokenizer(Path(tok_dir))
     unet = UNet2DConditionModel(
-        block_out_channels=(16, 32), layers_per_block=1, sample_size=16, in_channels=8, out_channels=4,
+        block_out_channels=(16, 32),
+        layers_per_block=1,
+        sample_size=16,
+        in_channels=8,
+        out_channels=4,
         down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
-        attention_head_dim=4)
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=32,
+        norm_num_groups=8,
+        attention_head_dim=4,
+    )
     vae = AutoencoderKL(
-        block_out_channels=[16, 32], in_channels=3, out_channels=3, latent_channels=4, norm_num_groups=8,
+        block_out_channels=[16, 32],
+        in_channels=3,
+        out_channels=3,
+        latent_channels=4,
+        norm_num_groups=8,
         down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"])
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, hidden_size=32, intermediate_size=37, num_attention_heads=4,
-        num_hidden_layers=2, vocab_size=len(tokenizer), projection_dim=32, max_position_embeddings=256))
+        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
+    )
+    text_encoder = CLIPTextModel(
+        CLIPTextConfig(
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            hidden_size=32,
+            intermediate_size=37,
+            num_attention_heads=4,
+            num_hidden_layers=2,
+            vocab_size=len(tokenizer),
+            projection_dim=32,
+            max_position_embeddings=256,
+        )
+    )
     pipe = StableDiffusionInstructPix2PixPipeline(
-        vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
-        scheduler=EulerAncestralDiscreteScheduler(beta_schedule="scaled_linear"), safety_checker=None,
-        feature_extractor=None, requires_safety_checker=False)
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        unet=unet,
+        scheduler=EulerAncestralDiscreteScheduler(beta_schedule="scaled_linear"),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
     pipe.save_pretrained(out)
     _mark(out)
 
@@ -638,8 +971,10 @@ NOT_CHAT = {
 def require_chat_arch(arch: str) -> None:
     """Refuse a non-chat tiny model as ``--model`` before transformers fails on its configuration class."""
     if arch in NOT_CHAT:
-        raise ModelSpecError(f"tiny:{arch} is not a chat model to evaluate: it is {NOT_CHAT[arch]}; "
-                             f"chat models: {', '.join('tiny:' + a for a in sorted(set(RECIPES) - set(NOT_CHAT)))}")
+        raise ModelSpecError(
+            f"tiny:{arch} is not a chat model to evaluate: it is {NOT_CHAT[arch]}; "
+            f"chat models: {', '.join('tiny:' + a for a in sorted(set(RECIPES) - set(NOT_CHAT)))}"
+        )
 
 
 def tiny_model_path(arch: str) -> Path:

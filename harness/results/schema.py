@@ -104,10 +104,12 @@ class RunConfig(_Record):
     repeats: int | None = None
     use_cache: bool = True
     refresh: bool = False
-    lmms_model: str | None = Field(default=None, description="the lmms-eval model class the run reproduced "
-                                                              "(--lmms-model)")
+    lmms_model: str | None = Field(
+        default=None, description="the lmms-eval model class the run reproduced (--lmms-model)"
+    )
     applied_defaults: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="per task, each generation default taken from lmms-eval and its source")
+        default_factory=dict, description="per task, each generation default taken from lmms-eval and its source"
+    )
 
 
 class ModelInfo(_Record):
@@ -248,8 +250,9 @@ def parse_run(raw: Any) -> RunResults:
     if isinstance(raw, dict):  # anything else fails validation below, as not a results file
         version = raw.get("schema_version", 1)
         if version not in READABLE_VERSIONS:
-            raise HarnessError(f"schema_version {version!r}; this harness reads version(s) "
-                               f"{', '.join(map(str, READABLE_VERSIONS))}")
+            raise HarnessError(
+                f"schema_version {version!r}; this harness reads version(s) {', '.join(map(str, READABLE_VERSIONS))}"
+            )
         raw = {**raw, "schema_version": SCHEMA_VERSION}
     return RunResults.model_validate(raw)
 
@@ -266,8 +269,10 @@ class RunWriteError(HarnessError):
 def write_run(run_dir: Path, results: RunResults, samples: dict[str, list[SampleRecord]]) -> None:
     """Write ``samples_<task>.jsonl`` files, then ``results.json`` (each replaced atomically); a full disk
     is a :class:`RunWriteError` and leaves no partial file."""
-    texts = {f"samples_{task}.jsonl": "".join(r.model_dump_json() + "\n" for r in records)
-             for task, records in samples.items()}
+    texts = {
+        f"samples_{task}.jsonl": "".join(r.model_dump_json() + "\n" for r in records)
+        for task, records in samples.items()
+    }
     texts["results.json"] = results.to_json() + "\n"
     remaining = sum(len(t.encode()) for t in texts.values())
     path = run_dir
@@ -291,8 +296,10 @@ def read_run(run_dir: Path) -> RunResults:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise HarnessError(f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
-                           "rescored run keeps its first version under original/) or rerun harness eval") from None
+        raise HarnessError(
+            f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
+            "rescored run keeps its first version under original/) or rerun harness eval"
+        ) from None
     try:
         return parse_run(raw)
     except ValidationError as exc:

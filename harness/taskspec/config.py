@@ -15,8 +15,13 @@ log = logging.getLogger(__name__)
 
 # lmms-eval keys this harness reads but treats as documentation only.
 _PASSIVE_KEYS = {
-    "task_alias", "group_alias", "should_decontaminate",
-    "doc_to_decontamination_query", "use_prompt", "full_docs", "dataset_config_name",
+    "task_alias",
+    "group_alias",
+    "should_decontaminate",
+    "doc_to_decontamination_query",
+    "use_prompt",
+    "full_docs",
+    "dataset_config_name",
     "model_specific_prompt_kwargs",
 }
 #: The aggregation a metric gets when its metric_list entry names none (lmms-eval's registered default;
@@ -25,11 +30,11 @@ DEFAULT_AGGREGATION = {"perplexity": "perplexity"}
 _OUTPUT_TYPES = {"generate_until", "multiple_choice", "loglikelihood", "generate_until_multi_round"}
 _WHY_REFUSED = {
     "generate_until_agentic": "it runs a tool-using agent loop whose environment lmms-eval's task code drives; "
-                              "the harness has no such environment",
+    "the harness has no such environment",
     "loglikelihood_rolling": "lmms-eval 0.7.3 has no such output type (its tasks and models define none); "
-                             "score a given text with output_type loglikelihood",
+    "score a given text with output_type loglikelihood",
     "generate_visual_cot": "lmms-eval's visual CoT first generates an auxiliary image, then answers from both "
-                           "images; the harness's backends generate text only",
+    "images; the harness's backends generate text only",
 }
 
 
@@ -39,14 +44,18 @@ def _output_type(raw: dict[str, Any], where: str) -> str:
     if output_type in _WHY_REFUSED:
         raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported: {_WHY_REFUSED[output_type]}")
     if output_type not in _OUTPUT_TYPES:
-        raise TaskConfigError(f"{where}: output_type {output_type!r} is not supported yet "
-                              f"(supported: {', '.join(sorted(_OUTPUT_TYPES))})")
+        raise TaskConfigError(
+            f"{where}: output_type {output_type!r} is not supported yet (supported: {', '.join(sorted(_OUTPUT_TYPES))})"
+        )
     if output_type == "generate_until_multi_round" and not isinstance(raw.get("doc_to_text"), FunctionRef):
-        raise TaskConfigError(f"{where}: output_type generate_until_multi_round needs doc_to_text as a "
-                              "!function (it is called again with each round's answers)")
+        raise TaskConfigError(
+            f"{where}: output_type generate_until_multi_round needs doc_to_text as a "
+            "!function (it is called again with each round's answers)"
+        )
     if output_type == "generate_until_multi_round" and raw.get("filter_list"):
-        raise TaskConfigError(f"{where}: generate_until_multi_round results are tuples of rounds; "
-                              "filter_list does not apply to them")
+        raise TaskConfigError(
+            f"{where}: generate_until_multi_round results are tuples of rounds; filter_list does not apply to them"
+        )
     if output_type == "loglikelihood" and raw.get("doc_to_target") is None:
         raise TaskConfigError(f"{where}: output_type loglikelihood needs doc_to_target (the scored text)")
     if output_type == "multiple_choice" and raw.get("doc_to_choice") is None:
@@ -109,12 +118,15 @@ class AggregateMetric:
             filters = entry.get("filter_list", "none")
             filters = [filters] if isinstance(filters, str) else filters
             if not isinstance(filters, list) or not filters or not all(isinstance(f, str) for f in filters):
-                raise TaskConfigError(f"{where}: aggregate_metric_list filter_list must be a filter name or a list "
-                                      f"of them, got {entry.get('filter_list')!r}")
+                raise TaskConfigError(
+                    f"{where}: aggregate_metric_list filter_list must be a filter name or a list "
+                    f"of them, got {entry.get('filter_list')!r}"
+                )
             weight = entry.get("weight_by_size", True)
             if not isinstance(weight, bool):
-                raise TaskConfigError(f"{where}: aggregate_metric_list weight_by_size must be true or false, "
-                                      f"got {weight!r}")
+                raise TaskConfigError(
+                    f"{where}: aggregate_metric_list weight_by_size must be true or false, got {weight!r}"
+                )
             out.append(cls(entry["metric"], tuple(filters), weight, str(entry.get("aggregation", "mean"))))
         return tuple(out)
 
@@ -199,9 +211,17 @@ class TaskConfig:
         name = raw.get("task")
         if not isinstance(name, str):
             raise TaskConfigError(f"{where}: 'task' must be a task name string")
-        known = {f.name for f in dataclasses.fields(cls)} | _PASSIVE_KEYS | {
-            "tag", "group", "metadata", "filter_list", "fewshot_config",
-        }
+        known = (
+            {f.name for f in dataclasses.fields(cls)}
+            | _PASSIVE_KEYS
+            | {
+                "tag",
+                "group",
+                "metadata",
+                "filter_list",
+                "fewshot_config",
+            }
+        )
         for key in raw:
             if key not in known:
                 log.warning("%s: unknown task key %r ignored", where, key)
@@ -269,8 +289,12 @@ def _fewshot(raw: dict[str, Any], where: str) -> dict[str, Any]:
     delimiter = raw.get("fewshot_delimiter", "\n\n")
     if not isinstance(delimiter, str):
         raise TaskConfigError(f"{where}: fewshot_delimiter must be a string, got {delimiter!r}")
-    return {"num_fewshot": shots, "fewshot_split": raw.get("fewshot_split"), "fewshot_delimiter": delimiter,
-            "fewshot_sampler": sampler}
+    return {
+        "num_fewshot": shots,
+        "fewshot_split": raw.get("fewshot_split"),
+        "fewshot_delimiter": delimiter,
+        "fewshot_sampler": sampler,
+    }
 
 
 def _mapping(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -315,20 +339,27 @@ def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
         from harness.protocols.base import audit_tags  # the registered protocols' tags (lmms-eval ignores the key)
 
         if audit not in audit_tags():
-            raise TaskConfigError(f"{where}: metadata harness_audit {audit!r} is unknown "
-                                  f"(known: {', '.join(audit_tags())})")
+            raise TaskConfigError(
+                f"{where}: metadata harness_audit {audit!r} is unknown (known: {', '.join(audit_tags())})"
+            )
     return {"harness_turns": tuple(turns), "harness_report": report, "harness_audit": audit}
 
 
 #: The metrics a task without ``metric_list`` reports (lmms-eval's ``DEFAULT_METRIC_REGISTRY``).
-DEFAULT_METRICS = {"loglikelihood": ("perplexity", "acc"), "multiple_choice": ("acc", "acc_norm"),
-                   "generate_until": ("exact_match",), "generate_until_multi_round": ("exact_match",)}
+DEFAULT_METRICS = {
+    "loglikelihood": ("perplexity", "acc"),
+    "multiple_choice": ("acc", "acc_norm"),
+    "generate_until": ("exact_match",),
+    "generate_until_multi_round": ("exact_match",),
+}
 
 
 def _parse_metrics(value: Any, where: str, output_type: str) -> tuple[MetricSpec, ...]:
     if value is None:
-        return tuple(MetricSpec(m, DEFAULT_AGGREGATION.get(m, "mean"), m != "perplexity")
-                     for m in DEFAULT_METRICS.get(output_type, ()))
+        return tuple(
+            MetricSpec(m, DEFAULT_AGGREGATION.get(m, "mean"), m != "perplexity")
+            for m in DEFAULT_METRICS.get(output_type, ())
+        )
     if not isinstance(value, list):
         raise TaskConfigError(f"{where}: metric_list must be a list")
     specs = []
@@ -356,8 +387,9 @@ def _parse_filters(value: Any, where: str) -> tuple[FilterPipeline, ...]:
         steps = []
         for step in entry.get("filter") or []:
             if not isinstance(step, dict):
-                raise TaskConfigError(f"{where}: filter {entry['name']!r}: each step must be a mapping with a "
-                                      f"'function', got {step!r}")
+                raise TaskConfigError(
+                    f"{where}: filter {entry['name']!r}: each step must be a mapping with a 'function', got {step!r}"
+                )
             kwargs = {k: v for k, v in step.items() if k != "function"}
             function = step.get("function")
             steps.append(FilterStep(function if isinstance(function, FunctionRef) else str(function), kwargs))

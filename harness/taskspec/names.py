@@ -12,8 +12,9 @@ import re
 #: The longest task, group or tag name (the samples file name adds 14 characters).
 MAX_NAME_LENGTH = 128
 NAME_PATTERN = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_.\-]{{0,{MAX_NAME_LENGTH - 1}}}")
-NAME_RULE = (f"letters, digits, '_', '-' and '.', starting with a letter, a digit or '_', at most {MAX_NAME_LENGTH} "
-             "characters")
+NAME_RULE = (
+    f"letters, digits, '_', '-' and '.', starting with a letter, a digit or '_', at most {MAX_NAME_LENGTH} characters"
+)
 
 
 def name_problem(kind: str, name: object) -> str | None:

@@ -57,8 +57,7 @@ class TaskRegistry:
     _broken_names: dict[str, str] = field(default_factory=dict)  # name a broken file defines -> its error
 
     @classmethod
-    def discover(cls, include_paths: Sequence[str | Path] | None = None,
-                 shadowing: Shadowing = "warn") -> TaskRegistry:
+    def discover(cls, include_paths: Sequence[str | Path] | None = None, shadowing: Shadowing = "warn") -> TaskRegistry:
         """Every task, group and tag in the bundled ``tasks/`` and the ``include_paths`` folders; a task or
         group of an include path named like a bundled one is a one-line warning, or with
         ``shadowing="error"`` refused."""
@@ -74,8 +73,9 @@ class TaskRegistry:
             for yaml_file in sorted(root.rglob("*.yaml")):
                 registry._scan(yaml_file)
         for name, source in bundled.items():
-            now = registry._task_files.get(name) or (registry._groups[name].source if name in registry._groups
-                                                     else source)
+            now = registry._task_files.get(name) or (
+                registry._groups[name].source if name in registry._groups else source
+            )
             if now.resolve() != source.resolve():
                 registry._shadowed(name, now, source, shadowing)
         return registry
@@ -83,12 +83,18 @@ class TaskRegistry:
     @staticmethod
     def _shadowed(name: str, path: Path, bundled: Path, shadowing: Shadowing) -> None:
         if shadowing == "error":
-            raise TaskConfigError(f"{path}: task {name!r} has the name of a bundled task ({bundled}); bundled tasks "
-                                  "are scored with their bundled code only: rename it, or drop that include path")
+            raise TaskConfigError(
+                f"{path}: task {name!r} has the name of a bundled task ({bundled}); bundled tasks "
+                "are scored with their bundled code only: rename it, or drop that include path"
+            )
         if (name, str(path)) not in _warned:
             _warned.add((name, str(path)))
-            log.warning("%s: task %r shadows the bundled task of that name (%s); the include path's version is used",
-                        path, name, bundled)
+            log.warning(
+                "%s: task %r shadows the bundled task of that name (%s); the include path's version is used",
+                path,
+                name,
+                bundled,
+            )
 
     def _scan(self, path: Path) -> None:
         try:
@@ -112,7 +118,8 @@ class TaskRegistry:
             tags = raw.get("tag") or []
             legacy_group = raw.get("group")  # old schema: group on a task acts as a tag
             labels = ([tags] if isinstance(tags, str) else list(tags)) + (
-                [legacy_group] if isinstance(legacy_group, str) else [])
+                [legacy_group] if isinstance(legacy_group, str) else []
+            )
             _check_name("task", task, path)
             for tag in labels:
                 _check_name("tag", tag, path)
@@ -172,8 +179,11 @@ class TaskRegistry:
         known = [*self._task_files, *self._groups, *self._tags]
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `harness tasks` lists them"
-        broken = (f" ({len(self.broken)} other task file(s) could not be read; `harness tasks` names them)"
-                  if self.broken else "")
+        broken = (
+            f" ({len(self.broken)} other task file(s) could not be read; `harness tasks` names them)"
+            if self.broken
+            else ""
+        )
         return TaskConfigError(f"unknown task {name!r}{hint}{broken}")
 
 

@@ -94,8 +94,9 @@ def _import_file(path: Path, scope: str = "") -> Any:
         if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "lmms_eval":
             from harness.extras import install_hint
 
-            raise TaskConfigError(f"{path}: this task's code imports lmms_eval, which is not installed: "
-                                  f"{install_hint('lmms')}") from None
+            raise TaskConfigError(
+                f"{path}: this task's code imports lmms_eval, which is not installed: {install_hint('lmms')}"
+            ) from None
         raise TaskConfigError(f"{path}: importing task code failed: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.remove(str(path.parent))
@@ -129,8 +130,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = _load_within_budget(text, path.parent)
     except _AliasBudget as exc:
-        raise TaskConfigError(f"{path}: too many YAML aliases ({exc}; a task file may use {MAX_ALIASES}, adding "
-                              f"at most {MAX_ALIAS_NODES} nodes)") from None
+        raise TaskConfigError(
+            f"{path}: too many YAML aliases ({exc}; a task file may use {MAX_ALIASES}, adding "
+            f"at most {MAX_ALIAS_NODES} nodes)"
+        ) from None
     except RecursionError:
         raise TaskConfigError(f"{path}: malformed YAML: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:

@@ -47,8 +47,10 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]
     """``correct``: J on the answer; ``uses_injected``: wrong and containing the injected answer (P_use)."""
     answer = results[0]
     correct = judge(doc["source"], answer, doc["answers"])
-    return {"correct": float(correct),
-            "uses_injected": float(not correct and contains_injected(answer, doc["wrong_answer"]))}
+    return {
+        "correct": float(correct),
+        "uses_injected": float(not correct and contains_injected(answer, doc["wrong_answer"])),
+    }
 
 
 def process_reading(doc: dict[str, Any], results: list[str]) -> dict[str, float]:

@@ -12,7 +12,7 @@ TECHNIQUES = ("zero_shot", "few_shot", "cot", "few_shot_cot")
 ARMS = mist.ARMS
 
 SCALE = (
-    "Decide how the phrase \"{compound}\" is used in the sentence below, on this scale:\n"
+    'Decide how the phrase "{compound}" is used in the sentence below, on this scale:\n'
     "Fully Figurative (FF): only the idiomatic sense is meant.\n"
     "Weak Figurative (WF): mostly idiomatic, with a trace of the literal picture.\n"
     "Figurative and Literal (FAL): both senses are active at once.\n"
@@ -20,17 +20,19 @@ SCALE = (
 )
 SHOTS = (
     "Examples:\n"
-    "Sentence: \"She finally spilled the beans about the surprise party.\" Phrase: \"spilled the beans\". "
+    'Sentence: "She finally spilled the beans about the surprise party." Phrase: "spilled the beans". '
     "Label: Fully Figurative\n"
-    "Sentence: \"He spilled the beans all over the kitchen floor.\" Phrase: \"spilled the beans\". "
+    'Sentence: "He spilled the beans all over the kitchen floor." Phrase: "spilled the beans". '
     "Label: Fully Literal\n"
-    "Sentence: \"The firefighter was in hot water after the hose burst.\" Phrase: \"in hot water\". "
+    'Sentence: "The firefighter was in hot water after the hose burst." Phrase: "in hot water". '
     "Label: Figurative and Literal\n"
 )
 IGNORE = "An image is attached. It may not match the sentence: ignore the image and judge the sentence alone.\n"
 DIRECT = "Answer with the label only."
-COT = "Think step by step about what the phrase means in this sentence, then give your final answer on the " \
-      "last line as \"Answer: <label>\"."
+COT = (
+    "Think step by step about what the phrase means in this sentence, then give your final answer on the "
+    'last line as "Answer: <label>".'
+)
 
 
 def process_docs(dataset: Any) -> Any:
@@ -53,10 +55,20 @@ def process_docs(dataset: Any) -> Any:
         return out
 
     s = Value("string")
-    features = Features({
-        "id": s, "item_id": s, "compound": s, "sense": s, "sentence": s, "human_majority": Value("int32"),
-        "human_labels": dataset.features["human_labels"], "technique": s, "arm": s, "image": Image(),
-    })
+    features = Features(
+        {
+            "id": s,
+            "item_id": s,
+            "compound": s,
+            "sense": s,
+            "sentence": s,
+            "human_majority": Value("int32"),
+            "human_labels": dataset.features["human_labels"],
+            "technique": s,
+            "arm": s,
+            "image": Image(),
+        }
+    )
     return dataset.map(expand, batched=True, batch_size=8, remove_columns=dataset.column_names, features=features)
 
 
@@ -67,7 +79,7 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
         parts.append(SHOTS)
     if arm.endswith("-ignore"):
         parts.append(IGNORE)
-    parts.append(f"Sentence: \"{doc['sentence']}\"\n")
+    parts.append(f'Sentence: "{doc["sentence"]}"\n')
     parts.append(COT if technique in ("cot", "few_shot_cot") else DIRECT)
     return "".join(parts)
 
@@ -87,18 +99,36 @@ def doc_to_target(doc: dict[str, Any]) -> str:
     return mist.LABELS[majority] if majority is not None and majority >= 0 else ""
 
 
-_METRICS = ("change_rate_aligned", "change_rate_misleading", "control_rate_aligned", "control_rate_misleading",
-            "direction", "same_side_fraction", "image_following_misleading", "agreement_none",
-            "agreement_aligned", "agreement_misleading")
+_METRICS = (
+    "change_rate_aligned",
+    "change_rate_misleading",
+    "control_rate_aligned",
+    "control_rate_misleading",
+    "direction",
+    "same_side_fraction",
+    "image_following_misleading",
+    "agreement_none",
+    "agreement_aligned",
+    "agreement_misleading",
+)
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """The parsed label with its cell; None (unparsed, counted) when the output names no label."""
     label = mist.parse_label(results[0])
     majority = doc["human_majority"]
-    item = None if label is None else {
-        "item": doc["item_id"], "technique": doc["technique"], "arm": doc["arm"], "label": label,
-        "sense": doc["sense"], "majority": majority if majority is not None and majority >= 0 else None}
+    item = (
+        None
+        if label is None
+        else {
+            "item": doc["item_id"],
+            "technique": doc["technique"],
+            "arm": doc["arm"],
+            "label": label,
+            "sense": doc["sense"],
+            "majority": majority if majority is not None and majority >= 0 else None,
+        }
+    )
     return {name: item for name in _METRICS}
 
 

@@ -30,8 +30,13 @@ def _sentiment_item(doc: dict[str, Any], response: str) -> dict[str, Any] | None
     label = sb.parse_sentiment(response)
     if label is None:
         return None
-    return {"sample_id": doc["sample_id"], "condition": doc["condition"], "score": sb.LABEL_VALUE[label],
-            "label": label, "first_half": _SIGN.get(doc.get("first_half_polarity") or "")}
+    return {
+        "sample_id": doc["sample_id"],
+        "condition": doc["condition"],
+        "score": sb.LABEL_VALUE[label],
+        "label": label,
+        "first_half": _SIGN.get(doc.get("first_half_polarity") or ""),
+    }
 
 
 def process_short(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
@@ -77,11 +82,19 @@ def adherence(items: list[Any]) -> float | None:
 def process_vqa(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """f1 for every doc; ier only for Decoy Salient docs (not applicable elsewhere)."""
     prediction = results[0]
-    out: dict[str, Any] = {"f1": {"sample_id": doc["sample_id"], "condition": doc["condition"],
-                                  "f1": squad.max_f1(prediction, doc["answers"])}}
+    out: dict[str, Any] = {
+        "f1": {
+            "sample_id": doc["sample_id"],
+            "condition": doc["condition"],
+            "f1": squad.max_f1(prediction, doc["answers"]),
+        }
+    }
     if doc["salient"] == "decoy" and doc["decoy"]:
-        out["ier"] = {"sample_id": doc["sample_id"], "gray_level": doc["gray_level"],
-                      "hit": int(squad.contains_decoy(prediction, doc["decoy"]))}
+        out["ier"] = {
+            "sample_id": doc["sample_id"],
+            "gray_level": doc["gray_level"],
+            "hit": int(squad.contains_decoy(prediction, doc["decoy"])),
+        }
     return out
 
 
@@ -94,8 +107,14 @@ def induced_error_rate(items: list[Any]) -> float | None:
 
 
 def process_ocr(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    return {"readability": {"word": doc["word"], "font_size": doc["font_size"], "gray_level": doc["gray_level"],
-                            "score": squad.read_score(results[0], doc["word"])}}
+    return {
+        "readability": {
+            "word": doc["word"],
+            "font_size": doc["font_size"],
+            "gray_level": doc["gray_level"],
+            "score": squad.read_score(results[0], doc["word"]),
+        }
+    }
 
 
 def mean_read_score(items: list[Any]) -> float | None:

@@ -21,9 +21,11 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """Per pair over its k answers: share of refusals (empty, decline, disclaimer), of empty answers, and
     the number of distinct answer strings (a cheap look at sampling diversity before any clustering)."""
     kinds = [classify_refusal(r) for r in results]
-    return {"refusal_rate": sum(k is not None for k in kinds) / len(results),
-            "empty_rate": sum(k == "empty" for k in kinds) / len(results),
-            "distinct_answers": len({r.strip() for r in results})}
+    return {
+        "refusal_rate": sum(k is not None for k in kinds) / len(results),
+        "empty_rate": sum(k == "empty" for k in kinds) / len(results),
+        "distinct_answers": len({r.strip() for r in results}),
+    }
 
 
 def report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +35,7 @@ def report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -
     for kind in ("all", "O", "I"):
         subset = [r for r in answered if kind == "all" or r.doc.get("prompt_type") == kind]
         if subset:
-            out[f"selective_refusal_{kind}"] = selective_refusal(count_refusals((r.doc["topic"], r.responses)
-                                                                                for r in subset))
+            out[f"selective_refusal_{kind}"] = selective_refusal(
+                count_refusals((r.doc["topic"], r.responses) for r in subset)
+            )
     return out

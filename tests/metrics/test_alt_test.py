@@ -35,8 +35,11 @@ def test_hand_computed_panel() -> None:
 
 def test_matched_llm_labels_per_annotator_hand_computed() -> None:
     # Each held-out annotator is compared with the LLM label under the condition they saw.
-    seen = {"A": LLM, "B": {"i1": "y", "i2": "x", "i3": "y", "i4": "y"},
-            "C": {k: v for k, v in LLM.items() if k != "i4"}}  # C's i4: no LLM label for C's condition
+    seen = {
+        "A": LLM,
+        "B": {"i1": "y", "i2": "x", "i3": "y", "i4": "y"},
+        "C": {k: v for k, v in LLM.items() if k != "i4"},
+    }  # C's i4: no LLM label for C's condition
     result = matched_alt_test(seen, HUMANS, epsilon=0.2, q_fdr=0.05, min_instances_per_human=1)
     rows = {r.annotator: r for r in result.rows}
     assert (rows["A"].rho_f, rows["A"].rho_h, rows["A"].p_value) == (1.0, 1.0, 0.0)  # all ties
@@ -75,8 +78,12 @@ def test_instances_and_annotators_are_filtered_before_testing() -> None:
 
 def test_scorings_and_errors() -> None:
     assert neg_rmse_score(3, [1, 3]) == pytest.approx(-(2**0.5))
-    numeric = alt_test({"i1": 2, "i2": 3}, {"A": {"i1": 2, "i2": 3}, "B": {"i1": 2, "i2": 4}},
-                       scoring="neg_rmse", min_instances_per_human=1)
+    numeric = alt_test(
+        {"i1": 2, "i2": 3},
+        {"A": {"i1": 2, "i2": 3}, "B": {"i1": 2, "i2": 4}},
+        scoring="neg_rmse",
+        min_instances_per_human=1,
+    )
     assert len(numeric.rows) == 2
     custom = alt_test(LLM, HUMANS, scoring=lambda label, others: 1.0, min_instances_per_human=1)
     assert custom.advantage_prob == 1.0  # every comparison ties

@@ -110,7 +110,7 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
     base = [(), *[(c,) for c in concepts]][:max_subsets]
     rng, masks = random.Random(seed), set[int]()
     while len(masks) < max_subsets - len(base):
-        mask = rng.randrange(2 ** k)
+        mask = rng.randrange(2**k)
         if mask & (mask - 1):  # two or more concepts: the empty set and singletons are in ``base``
             masks.add(mask)
     extra = [tuple(c for b, c in enumerate(concepts) if mask >> b & 1) for mask in masks]
@@ -119,7 +119,7 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
 
 def is_sampled(n_concepts: int, max_subsets: int) -> bool:
     """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
-    return 2 ** n_concepts > max_subsets
+    return 2**n_concepts > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:
@@ -138,12 +138,13 @@ def _area_share(boxes: list[list[float]], size: tuple[int, int]) -> float:
     """Share of the image covered by the union of boxes (pixel mask)."""
     mask = np.zeros((size[1], size[0]), dtype=bool)
     for x0, y0, x1, y1 in boxes:
-        mask[int(y0):int(np.ceil(y1)), int(x0):int(np.ceil(x1))] = True
+        mask[int(y0) : int(np.ceil(y1)), int(x0) : int(np.ceil(x1))] = True
     return float(mask.mean())
 
 
-def concept_boxes(rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, match_threshold: float,
-                  detector: Any | None) -> dict[str, list[float] | None]:
+def concept_boxes(
+    rk_concepts: list[str], sk: list[dict[str, Any]], image: Any, match_threshold: float, detector: Any | None
+) -> dict[str, list[float] | None]:
     """Concept -> box: best-matching SK concept's box, else the detector's, else None."""
     encoder = shared_encoder()
     sk_boxes: dict[str, list[float]] = {}
@@ -173,8 +174,15 @@ def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
     return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), settings.n
 
 
-def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any, data_dir: Path | None,
-              detector: Any | None = None, include_paths: Sequence[str | Path] = ()) -> ModelAudit:
+def audit_run(
+    run_dir: Path,
+    backend: Any,
+    config: DiavloAuditConfig,
+    store: Any,
+    data_dir: Path | None,
+    detector: Any | None = None,
+    include_paths: Sequence[str | Path] = (),
+) -> ModelAudit:
     """Classes, MI and concept effects for one run folder (module docstring); its tasks are opened from
     the bundled tasks plus ``include_paths``."""
     run = read_run(run_dir)
@@ -182,8 +190,14 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
     if not tasks:
         raise HarnessError(f"{run_dir}: the run has no diavlo_<source> task (tasks: {', '.join(run.configs)})")
     audit = ModelAudit(run.config.model, str(run_dir))
-    counts = {"pairs": 0, "pairs_with_concepts": 0, "concepts": 0, "concepts_without_box": 0,
-              "pairs_sampled": 0, "counterfactuals": 0}
+    counts = {
+        "pairs": 0,
+        "pairs_with_concepts": 0,
+        "concepts": 0,
+        "concepts_without_box": 0,
+        "pairs_sampled": 0,
+        "counterfactuals": 0,
+    }
     plans: list[tuple[dict[str, Any], GenerationRequest]] = []
     for task in tasks:
         records = read_samples(run_dir, task)
@@ -197,8 +211,11 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
             if record.error is not None or not record.responses:
                 continue
             counts["pairs"] += 1
-            plans.extend(_pair_plans(record, docs[record.doc_id], runtime, (params, n, run.config.seed),
-                                     config, detector, counts, task))
+            plans.extend(
+                _pair_plans(
+                    record, docs[record.doc_id], runtime, (params, n, run.config.seed), config, detector, counts, task
+                )
+            )
     audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
     responses, errors = answer_requests(backend, [req for _, req in plans], store, config.batch_size)
     encoder = shared_encoder()
@@ -210,8 +227,11 @@ def audit_run(run_dir: Path, backend: Any, config: DiavloAuditConfig, store: Any
             continue
         answer = responses[req.key][0]
         correct = performance(doc, answer, BINARY) == 1.0
-        row.update(answer=answer, flip=float(correct != row["original_correct"]),
-                   distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)))
+        row.update(
+            answer=answer,
+            flip=float(correct != row["original_correct"]),
+            distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)),
+        )
         audit.counterfactuals.append(row)
     counts["counterfactuals"] = len(plans)
     counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
@@ -238,9 +258,16 @@ def structure_checks(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str
     return out
 
 
-def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generation: tuple[GenerationParams, int, int],
-                config: DiavloAuditConfig, detector: Any | None, counts: dict[str, int],
-                task: str) -> list[tuple[dict[str, Any], GenerationRequest]]:
+def _pair_plans(
+    record: SampleRecord,
+    doc: dict[str, Any],
+    runtime: Any,
+    generation: tuple[GenerationParams, int, int],
+    config: DiavloAuditConfig,
+    detector: Any | None,
+    counts: dict[str, int],
+    task: str,
+) -> list[tuple[dict[str, Any], GenerationRequest]]:
     """The counterfactual requests of one pair (module docstring, steps 1-2), each with its row."""
     params, n, base_seed = generation
     rk, _ = rk_from_turns(record.turns)
@@ -268,10 +295,24 @@ def _pair_plans(record: SampleRecord, doc: dict[str, Any], runtime: Any, generat
         cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
         messages = runtime.build_messages(cf_doc)
         request = make_request(messages, params, n, base_seed)
-        plans.append(({"task": task, "doc_id": record.doc_id, "concept_origin": origin, "concepts": boxed,
-                       "occluded": list(design), "spec_edges": edges,
-                       "boxes": {c: boxes[c] for c in boxed}, "size": list(image.size),
-                       "original_correct": original_correct, "_doc": doc, "_original": original}, request))
+        plans.append(
+            (
+                {
+                    "task": task,
+                    "doc_id": record.doc_id,
+                    "concept_origin": origin,
+                    "concepts": boxed,
+                    "occluded": list(design),
+                    "spec_edges": edges,
+                    "boxes": {c: boxes[c] for c in boxed},
+                    "size": list(image.size),
+                    "original_correct": original_correct,
+                    "_doc": doc,
+                    "_original": original,
+                },
+                request,
+            )
+        )
     return plans
 
 
@@ -290,12 +331,30 @@ def _effects(rows: list[dict[str, Any]], outcome: str, settings: DMLSettings) ->
         mine = [r for r in ok if name in r["concepts"]]
         y = np.array([r[outcome] for r in mine])
         t = np.array([float(name in r["occluded"]) for r in mine])
-        x = np.array([[len([c for c in r["occluded"] if c != name]),
-                       _area_share([r["boxes"][c] for c in r["occluded"] if c != name], tuple(r["size"])),
-                       len(r["concepts"]), float(r["original_correct"])] for r in mine])
+        x = np.array(
+            [
+                [
+                    len([c for c in r["occluded"] if c != name]),
+                    _area_share([r["boxes"][c] for c in r["occluded"] if c != name], tuple(r["size"])),
+                    len(r["concepts"]),
+                    float(r["original_correct"]),
+                ]
+                for r in mine
+            ]
+        )
         if len(y) and np.ptp(y) == 0:
-            out.append(ConceptEffect(name, len(y), int(t.sum()), None, None, None, True,
-                                     (f"outcome {outcome} is constant ({y[0]:g}) across the designs",)))
+            out.append(
+                ConceptEffect(
+                    name,
+                    len(y),
+                    int(t.sum()),
+                    None,
+                    None,
+                    None,
+                    True,
+                    (f"outcome {outcome} is constant ({y[0]:g}) across the designs",),
+                )
+            )
             continue
         out.append(concept_effect(name, y, t, x, settings))
     return out
@@ -320,26 +379,42 @@ def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Pa
     summary = {
         "config": {**asdict(config), "outcomes": list(OUTCOMES)},
         "occlusion": occlusion_statement(audits, config.max_subsets),
-        "models": {a.model: {"run_dir": a.run_dir, "per_source": a.per_source, "overall": a.overall,
-                             "counts": a.counts,
-                             "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)),
-                                           "pairs": a.structure},
-                             "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()}}
-                   for a in audits},
+        "models": {
+            a.model: {
+                "run_dir": a.run_dir,
+                "per_source": a.per_source,
+                "overall": a.overall,
+                "counts": a.counts,
+                "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)), "pairs": a.structure},
+                "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()},
+            }
+            for a in audits
+        },
     }
     (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     _csv(out_dir / "pairs.csv", [{"model": a.model, **r} for a in audits for r in a.pairs])
-    _csv(out_dir / "counterfactuals.csv",
-         [{"model": a.model, **{k: (json.dumps(v) if isinstance(v, list | dict) else v) for k, v in r.items()}}
-          for a in audits for r in a.counterfactuals])
-    _csv(out_dir / "effects.csv", [_effect_row(a.model, o, e) for a in audits for o, es in a.effects.items()
-                                   for e in es])
-    class_shares_plot({(a.model, task): s["classes"] for a in audits for task, s in a.per_source.items()},
-                      out_dir / "class_shares.png")
+    _csv(
+        out_dir / "counterfactuals.csv",
+        [
+            {"model": a.model, **{k: (json.dumps(v) if isinstance(v, list | dict) else v) for k, v in r.items()}}
+            for a in audits
+            for r in a.counterfactuals
+        ],
+    )
+    _csv(
+        out_dir / "effects.csv", [_effect_row(a.model, o, e) for a in audits for o, es in a.effects.items() for e in es]
+    )
+    class_shares_plot(
+        {(a.model, task): s["classes"] for a in audits for task, s in a.per_source.items()},
+        out_dir / "class_shares.png",
+    )
     similarity_performance_plot({a.model: a.pairs for a in audits}, out_dir / "similarity_performance.png")
     for outcome in OUTCOMES:
-        concept_effects_plot({a.model: [e.as_dict() for e in a.effects[outcome]] for a in audits}, outcome,
-                             out_dir / f"concept_effects_{outcome}.png")
+        concept_effects_plot(
+            {a.model: [e.as_dict() for e in a.effects[outcome]] for a in audits},
+            outcome,
+            out_dir / f"concept_effects_{outcome}.png",
+        )
     return out_dir
 
 
@@ -347,12 +422,25 @@ def _effect_row(model: str, outcome: str, e: ConceptEffect) -> dict[str, Any]:
     def part(est: Any, prefix: str) -> dict[str, Any]:
         if est is None:
             return {f"{prefix}effect": None, f"{prefix}se": None, f"{prefix}ci_low": None, f"{prefix}ci_high": None}
-        return {f"{prefix}effect": est.effect, f"{prefix}se": est.se, f"{prefix}ci_low": est.ci[0],
-                f"{prefix}ci_high": est.ci[1]}
+        return {
+            f"{prefix}effect": est.effect,
+            f"{prefix}se": est.se,
+            f"{prefix}ci_low": est.ci[0],
+            f"{prefix}ci_high": est.ci[1],
+        }
 
-    return {"model": model, "outcome": outcome, "concept": e.concept, "n": e.n, "n_occluded": e.n_treated,
-            **part(e.estimate, ""), **part(e.placebo, "placebo_"), **part(e.random_common_cause, "rcc_"),
-            "inconclusive": e.inconclusive, "reasons": "; ".join(e.reasons)}
+    return {
+        "model": model,
+        "outcome": outcome,
+        "concept": e.concept,
+        "n": e.n,
+        "n_occluded": e.n_treated,
+        **part(e.estimate, ""),
+        **part(e.placebo, "placebo_"),
+        **part(e.random_common_cause, "rcc_"),
+        "inconclusive": e.inconclusive,
+        "reasons": "; ".join(e.reasons),
+    }
 
 
 def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -365,19 +453,24 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def summary_tables(audits: list[ModelAudit]) -> str:
     """Markdown tables: classes, RK losses and MI per model; each concept's effects with refutations."""
-    lines = ["| Model | Pairs | Aligned | Expanded | Divergent | Unnamed | RK losses | MI nats [95% CI] |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| Model | Pairs | Aligned | Expanded | Divergent | Unnamed | RK losses | MI nats [95% CI] |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for a in audits:
         c, mi = a.overall["classes"], a.overall["mutual_information"]
-        shares = " | ".join("-" if c[k] is None else f"{c[k]:.2f}" for k in ("Aligned", "Expanded", "Divergent",
-                                                                             "Unnamed"))
+        shares = " | ".join(
+            "-" if c[k] is None else f"{c[k]:.2f}" for k in ("Aligned", "Expanded", "Divergent", "Unnamed")
+        )
         ci = mi.get("ci95")
         mi_text = "-" if mi["mi_nats"] is None else f"{mi['mi_nats']:.3f}"
         mi_text += f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-        lines.append(f"| {a.model} | {a.overall['pairs']} | {shares} | {a.overall['rk_losses']['total']} | "
-                     f"{mi_text} |")
-    lines += ["", "| Model | Outcome | Concept | n | Effect [95% CI] | Placebo | RCC | Verdict |",
-              "|---|---|---|---|---|---|---|---|"]
+        lines.append(f"| {a.model} | {a.overall['pairs']} | {shares} | {a.overall['rk_losses']['total']} | {mi_text} |")
+    lines += [
+        "",
+        "| Model | Outcome | Concept | n | Effect [95% CI] | Placebo | RCC | Verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for a in audits:
         for outcome, effects in a.effects.items():
             for e in effects:
@@ -386,10 +479,13 @@ def summary_tables(audits: list[ModelAudit]) -> str:
                     lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
                     continue
                 est = e.estimate
-                checks = " | ".join("-" if c is None else f"{c.effect:+.3f}"
-                                    for c in (e.placebo, e.random_common_cause))
-                lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
-                             f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |")
+                checks = " | ".join(
+                    "-" if c is None else f"{c.effect:+.3f}" for c in (e.placebo, e.random_common_cause)
+                )
+                lines.append(
+                    f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
+                    f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |"
+                )
     notes = [note for a in audits for note in _empty_figure_notes(a)]
     return "\n".join(lines + (["", *notes] if notes else []))
 
@@ -400,16 +496,20 @@ def _empty_figure_notes(audit: ModelAudit) -> list[str]:
     losses = overall["rk_losses"]
     if not overall["classes"]["n"]:
         lost = ", ".join(f"{k} {v}" for k, v in losses.items() if k not in {"total", "rate"} and v)
-        notes.append(f"Note: {audit.model}: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 "
-                     f"and SHOULD-KNOW ones); {losses['total']} of {overall['pairs']} pairs lost their RK"
-                     f"{f' ({lost})' if lost else ''}, so the class shares are `-`; the turns are in the run's "
-                     "samples files")
+        notes.append(
+            f"Note: {audit.model}: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 "
+            f"and SHOULD-KNOW ones); {losses['total']} of {overall['pairs']} pairs lost their RK"
+            f"{f' ({lost})' if lost else ''}, so the class shares are `-`; the turns are in the run's "
+            "samples files"
+        )
     mi = overall["mutual_information"]
     if mi["mi_nats"] is None and mi.get("note"):
         notes.append(f"Note: {audit.model}: MI is `-`: {mi['note']} ({mi['n']})")
     if not any(audit.effects.values()):
         c = audit.counts
-        notes.append(f"Note: {audit.model}: no concept effect: {c.get('pairs_with_concepts', 0)} of "
-                     f"{c.get('pairs', 0)} pairs have concepts to occlude (from RK, or SK with --concepts "
-                     f"rk_or_sk) and {c.get('counterfactuals', 0)} counterfactuals were asked")
+        notes.append(
+            f"Note: {audit.model}: no concept effect: {c.get('pairs_with_concepts', 0)} of "
+            f"{c.get('pairs', 0)} pairs have concepts to occlude (from RK, or SK with --concepts "
+            f"rk_or_sk) and {c.get('counterfactuals', 0)} counterfactuals were asked"
+        )
     return notes

@@ -16,11 +16,19 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--model", help="model spec for the counterfactual re-runs (default: each run's own)")
     dv.add_argument("--model-args", help="k=v,... for that model (default: each run's own)")
     dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
-    dv.add_argument("--concepts", choices=["rk", "rk_or_sk"], default="rk",
-                    help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK")
-    dv.add_argument("--max-subsets", type=int, default=1024,
-                    help="occlusion designs per pair: the full power set up to this size (default 1024, i.e. "
-                         "up to 10 concepts), a seeded sample of this many beyond")
+    dv.add_argument(
+        "--concepts",
+        choices=["rk", "rk_or_sk"],
+        default="rk",
+        help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK",
+    )
+    dv.add_argument(
+        "--max-subsets",
+        type=int,
+        default=1024,
+        help="occlusion designs per pair: the full power set up to this size (default 1024, i.e. "
+        "up to 10 concepts), a seeded sample of this many beyond",
+    )
     dv.add_argument("--match-threshold", type=float, default=0.6, help="RK-SK concept cosine to borrow a box")
     dv.add_argument("--tau-a", type=float, default=0.75)
     dv.add_argument("--tau-e", type=float, default=0.35)
@@ -29,10 +37,12 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--mi-resamples", type=int, default=1000)
     dv.add_argument("--n-folds", type=int, default=3)
     reps = dv.add_mutually_exclusive_group()
-    reps.add_argument("--n-rep", type=int,
-                      help="repeated random sample splits, median taken (default 100, the paper's)")
-    reps.add_argument("--quick", action="store_true",
-                      help="5 sample splits instead (a quick look, not the paper's figure)")
+    reps.add_argument(
+        "--n-rep", type=int, help="repeated random sample splits, median taken (default 100, the paper's)"
+    )
+    reps.add_argument(
+        "--quick", action="store_true", help="5 sample splits instead (a quick look, not the paper's figure)"
+    )
     dv.add_argument("--dml-jobs", type=int, default=0, help="threads over the splits (default 0: one per CPU)")
     dv.add_argument("--n-estimators", type=int, default=60, help="trees of each gradient-boosted nuisance")
     dv.add_argument("--min-obs", type=int, default=20, help="fewer counterfactual rows: inconclusive")
@@ -58,12 +68,24 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
 
     n_rep = QUICK_REPS if args.quick else PAPER_REPS if args.n_rep is None else args.n_rep
     config = DiavloAuditConfig(
-        thresholds=Thresholds(args.tau_a, args.tau_e, args.tau_d), concepts=args.concepts,
-        max_subsets=args.max_subsets, match_threshold=args.match_threshold, mi_estimator=args.mi_estimator,
-        mi_resamples=args.mi_resamples, seed=args.seed, batch_size=args.batch_size,
-        dml=DMLSettings(n_folds=args.n_folds, n_rep=n_rep,
-                        n_jobs=args.dml_jobs, n_estimators=args.n_estimators, seed=args.seed, min_obs=args.min_obs,
-                        min_arm=args.min_arm))
+        thresholds=Thresholds(args.tau_a, args.tau_e, args.tau_d),
+        concepts=args.concepts,
+        max_subsets=args.max_subsets,
+        match_threshold=args.match_threshold,
+        mi_estimator=args.mi_estimator,
+        mi_resamples=args.mi_resamples,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        dml=DMLSettings(
+            n_folds=args.n_folds,
+            n_rep=n_rep,
+            n_jobs=args.dml_jobs,
+            n_estimators=args.n_estimators,
+            seed=args.seed,
+            min_obs=args.min_obs,
+            min_arm=args.min_arm,
+        ),
+    )
     detector = None
     if args.detector:
         from harness.protocols.diavlo.detector import OpenVocabDetector
@@ -77,8 +99,9 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
         spec = args.model or run.config.model
         model_args = parse_model_args(args.model_args) if args.model_args else run.config.model_args
         paths = run_include_paths(run, run_dir, args.include_path, args.trust_run_include_paths)
-        audits.append(audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector,
-                                paths))
+        audits.append(
+            audit_run(run_dir, create_backend(spec, model_args), config, store, data_dir(args), detector, paths)
+        )
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
     print(summary_tables(audits))

@@ -72,8 +72,13 @@ class Estimate:
 
     def as_dict(self) -> dict[str, Any]:
         """The estimate as JSON-ready values (the CI as ``ci95``)."""
-        return {"effect": self.effect, "se": self.se, "ci95": list(self.ci), "p_value": self.p_value,
-                "per_split": list(self.per_split)}
+        return {
+            "effect": self.effect,
+            "se": self.se,
+            "ci95": list(self.ci),
+            "p_value": self.p_value,
+            "per_split": list(self.per_split),
+        }
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,16 @@ class ConceptEffect:
 
     def as_dict(self) -> dict[str, Any]:
         """The effect and its refutations as JSON-ready values."""
-        return {"concept": self.concept, "n": self.n, "n_treated": self.n_treated,
-                "estimate": self.estimate.as_dict() if self.estimate else None,
-                "placebo": self.placebo.as_dict() if self.placebo else None,
-                "random_common_cause": self.random_common_cause.as_dict() if self.random_common_cause else None,
-                "inconclusive": self.inconclusive, "reasons": list(self.reasons)}
+        return {
+            "concept": self.concept,
+            "n": self.n,
+            "n_treated": self.n_treated,
+            "estimate": self.estimate.as_dict() if self.estimate else None,
+            "placebo": self.placebo.as_dict() if self.placebo else None,
+            "random_common_cause": self.random_common_cause.as_dict() if self.random_common_cause else None,
+            "inconclusive": self.inconclusive,
+            "reasons": list(self.reasons),
+        }
 
 
 def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[list[tuple[np.ndarray, np.ndarray]]]:
@@ -110,32 +120,54 @@ def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[lis
     return out
 
 
-def _plr(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSettings,
-         splits: list[list[tuple[np.ndarray, np.ndarray]]]) -> Any:
+def _plr(
+    y: np.ndarray,
+    t: np.ndarray,
+    x: np.ndarray,
+    settings: DMLSettings,
+    splits: list[list[tuple[np.ndarray, np.ndarray]]],
+) -> Any:
     """An unfitted DoubleMLPLR on these splits, both nuisances gradient-boosted trees with fixed seeds."""
     from doubleml import DoubleMLData, DoubleMLPLR
     from sklearn.ensemble import GradientBoostingRegressor
 
     def trees(seed: int) -> GradientBoostingRegressor:
-        return GradientBoostingRegressor(n_estimators=settings.n_estimators, max_depth=settings.max_depth,
-                                         learning_rate=settings.learning_rate, random_state=seed)
+        return GradientBoostingRegressor(
+            n_estimators=settings.n_estimators,
+            max_depth=settings.max_depth,
+            learning_rate=settings.learning_rate,
+            random_state=seed,
+        )
 
-    model = DoubleMLPLR(DoubleMLData.from_arrays(x, y, t), trees(settings.seed), trees(settings.seed + 1),
-                        n_folds=settings.n_folds, n_rep=len(splits), draw_sample_splitting=False)
+    model = DoubleMLPLR(
+        DoubleMLData.from_arrays(x, y, t),
+        trees(settings.seed),
+        trees(settings.seed + 1),
+        n_folds=settings.n_folds,
+        n_rep=len(splits),
+        draw_sample_splitting=False,
+    )
     model.set_sample_splitting(splits)
     return model
 
 
-def _nuisance_predictions(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSettings,
-                          splits: list[list[tuple[np.ndarray, np.ndarray]]]) -> dict[str, np.ndarray]:
+def _nuisance_predictions(
+    y: np.ndarray,
+    t: np.ndarray,
+    x: np.ndarray,
+    settings: DMLSettings,
+    splits: list[list[tuple[np.ndarray, np.ndarray]]],
+) -> dict[str, np.ndarray]:
     """Out-of-fold predictions of both nuisances (columns = repetitions) over a block of the splits.
     sklearn's per-tree input checks are skipped (a quarter of the time; the inputs are checked once in
     :func:`dml_estimate`); the config is per thread, so it is set here."""
     from sklearn import config_context
 
     model = _plr(y, t, x, settings, splits)
-    with np.errstate(divide="ignore", invalid="ignore"), config_context(assume_finite=True,
-                                                                        skip_parameter_validation=True):
+    with (
+        np.errstate(divide="ignore", invalid="ignore"),
+        config_context(assume_finite=True, skip_parameter_validation=True),
+    ):
         model.fit()
     return {name: np.asarray(model.predictions[name])[:, :, 0] for name in ("ml_l", "ml_m")}
 
@@ -159,19 +191,29 @@ def dml_estimate(y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSetti
     jobs = min(settings.n_jobs or os.cpu_count() or 1, len(splits))
     bounds = [int(b) for b in np.linspace(0, len(splits), jobs + 1)]
     with ThreadPoolExecutor(jobs) as pool:
-        blocks = list(pool.map(lambda lo_hi: _nuisance_predictions(y, t, x, settings, splits[lo_hi[0]:lo_hi[1]]),
-                               itertools.pairwise(bounds)))
+        blocks = list(
+            pool.map(
+                lambda lo_hi: _nuisance_predictions(y, t, x, settings, splits[lo_hi[0] : lo_hi[1]]),
+                itertools.pairwise(bounds),
+            )
+        )
     predictions = {name: np.concatenate([b[name] for b in blocks], axis=1) for name in ("ml_l", "ml_m")}
     model = _plr(y, t, x, settings, splits)
     with np.errstate(divide="ignore", invalid="ignore"):  # a deterministic outcome has SE 0 (p-value NaN)
         model.fit(external_predictions={"d": predictions})
         effect, se, p_value = float(model.coef[0]), float(model.se[0]), float(model.pval[0])
-    return Estimate(effect, se, (effect - Z95 * se, effect + Z95 * se), p_value,
-                    tuple(float(v) for v in np.asarray(model.all_coef).ravel()))
+    return Estimate(
+        effect,
+        se,
+        (effect - Z95 * se, effect + Z95 * se),
+        p_value,
+        tuple(float(v) for v in np.asarray(model.all_coef).ravel()),
+    )
 
 
-def concept_effect(concept: str, y: np.ndarray, t: np.ndarray, x: np.ndarray,
-                   settings: DMLSettings = DMLSettings()) -> ConceptEffect:
+def concept_effect(
+    concept: str, y: np.ndarray, t: np.ndarray, x: np.ndarray, settings: DMLSettings = DMLSettings()
+) -> ConceptEffect:
     """The DML estimate of one concept with its placebo and random-common-cause refutations."""
     y, t, x = np.asarray(y, float), np.asarray(t, float), np.asarray(x, float).reshape(len(y), -1)
     n, n_treated = len(y), int((t > 0.5).sum())
@@ -181,8 +223,16 @@ def concept_effect(concept: str, y: np.ndarray, t: np.ndarray, x: np.ndarray,
     if min(n_treated, n - n_treated) < settings.min_arm:
         reasons.append(f"occluded {n_treated} / not occluded {n - n_treated}: an arm has < {settings.min_arm}")
     if n < 2 * settings.n_folds or n_treated in (0, n):
-        return ConceptEffect(concept, n, n_treated, None, None, None, True,
-                             (*reasons, "too few rows or no treatment variation to estimate"))
+        return ConceptEffect(
+            concept,
+            n,
+            n_treated,
+            None,
+            None,
+            None,
+            True,
+            (*reasons, "too few rows or no treatment variation to estimate"),
+        )
     rng = np.random.default_rng(settings.seed + 7)
     estimate = dml_estimate(y, t, x, settings)
     placebo = dml_estimate(y, rng.permutation(t), x, settings)

@@ -56,16 +56,19 @@ class OpenVocabDetector:
             return {}
         image = image.convert("RGB")
         width, height = image.size
-        inputs = self.processor(text=[[f"a photo of {q}" for q in queries]], images=image,
-                                return_tensors="pt").to(self.device)
+        inputs = self.processor(text=[[f"a photo of {q}" for q in queries]], images=image, return_tensors="pt").to(
+            self.device
+        )
         with torch.inference_mode():
             outputs = self.model(**inputs)
         side = max(width, height)  # OWLv2 pads to a square before resizing
         result = self.processor.post_process_grounded_object_detection(
-            outputs, threshold=self.threshold, target_sizes=[(side, side)])[0]
+            outputs, threshold=self.threshold, target_sizes=[(side, side)]
+        )[0]
         best: dict[str, Detection] = {}
-        for box, score, label in zip(result["boxes"].tolist(), result["scores"].tolist(),
-                                     result["labels"].tolist(), strict=True):
+        for box, score, label in zip(
+            result["boxes"].tolist(), result["scores"].tolist(), result["labels"].tolist(), strict=True
+        ):
             query = queries[int(label)]
             x0, y0, x1, y1 = (max(0.0, min(float(v), lim)) for v, lim in zip(box, (width, height) * 2, strict=True))
             if x1 - x0 < 1 or y1 - y0 < 1:

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
-CLASS_FIGURES = (("Aligned", "aligned share", True), ("Expanded", "expanded share", None),
-                 ("Divergent", "divergent share", False), ("Unnamed", "unnamed share", False))
-FIGURES = (*(Figure(name.lower(), label, higher_is_better=better) for name, label, better in CLASS_FIGURES),
-           Figure("mi", "MI (similarity; performance), nats", high=None))
+CLASS_FIGURES = (
+    ("Aligned", "aligned share", True),
+    ("Expanded", "expanded share", None),
+    ("Divergent", "divergent share", False),
+    ("Unnamed", "unnamed share", False),
+)
+FIGURES = (
+    *(Figure(name.lower(), label, higher_is_better=better) for name, label, better in CLASS_FIGURES),
+    Figure("mi", "MI (similarity; performance), nats", high=None),
+)
 
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:
@@ -28,8 +34,10 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
         return Estimate(classes.get(name), ci, classes["n"])
 
     mi = summary["mutual_information"]
-    return {**{name.lower(): share(name) for name, _, _ in CLASS_FIGURES},
-            "mi": estimate(mi.get("mi_nats"), mi.get("ci95"), mi.get("n"))}
+    return {
+        **{name.lower(): share(name) for name, _, _ in CLASS_FIGURES},
+        "mi": estimate(mi.get("mi_nats"), mi.get("ci95"), mi.get("n")),
+    }
 
 
 HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/diavlo")

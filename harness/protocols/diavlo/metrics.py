@@ -39,8 +39,10 @@ from harness.metrics.bootstrap import cluster_ci
 ALIGNED, EXPANDED, DIVERGENT, UNNAMED = "Aligned", "Expanded", "Divergent", "Unnamed"
 CLASSES = (ALIGNED, EXPANDED, DIVERGENT, UNNAMED)
 LN2 = math.log(2)
-LN2_NOTE = ("performance is binary, so I(similarity; performance) <= H(performance) <= ln 2 = 0.693 nats; "
-            "compare the estimate with that ceiling, not with 1")
+LN2_NOTE = (
+    "performance is binary, so I(similarity; performance) <= H(performance) <= ln 2 = 0.693 nats; "
+    "compare the estimate with that ceiling, not with 1"
+)
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,9 @@ def best_match(sim: np.ndarray) -> Pairing:
     return Pairing(tuple(pairs), similarity)
 
 
-def behaviour_class(n_rk: int, n_sk: int, similarity: float | None,
-                    thresholds: Thresholds = Thresholds()) -> str | None:
+def behaviour_class(
+    n_rk: int, n_sk: int, similarity: float | None, thresholds: Thresholds = Thresholds()
+) -> str | None:
     """The class of one pair (module docstring); None when either set is empty."""
     if n_rk == 0 or n_sk == 0 or similarity is None:
         return None
@@ -129,9 +132,12 @@ def class_shares(labels: Sequence[str | None]) -> dict[str, Any]:
     """Share of each class among classified pairs, plus the count of unclassified ones."""
     counts = Counter(label for label in labels if label is not None)
     total = sum(counts.values())
-    return {"n": total, "unclassified": sum(label is None for label in labels),
-            **{c: (counts[c] / total if total else None) for c in CLASSES},
-            "counts": {c: counts[c] for c in CLASSES}}
+    return {
+        "n": total,
+        "unclassified": sum(label is None for label in labels),
+        **{c: (counts[c] / total if total else None) for c in CLASSES},
+        "counts": {c: counts[c] for c in CLASSES},
+    }
 
 
 def _entropy(labels: np.ndarray) -> float:
@@ -183,14 +189,26 @@ class MIResult:
 
     def as_dict(self) -> dict[str, Any]:
         """The estimate as JSON-ready values (``mi_nats``, ``ci95``, ``upper_bound_nats``)."""
-        return {"mi_nats": self.mi, "ci95": list(self.ci) if self.ci else None, "n": self.n,
-                "estimator": self.estimator, "binary_performance": self.binary_performance,
-                "upper_bound_nats": self.upper_bound, "note": self.note}
+        return {
+            "mi_nats": self.mi,
+            "ci95": list(self.ci) if self.ci else None,
+            "n": self.n,
+            "estimator": self.estimator,
+            "binary_performance": self.binary_performance,
+            "upper_bound_nats": self.upper_bound,
+            "note": self.note,
+        }
 
 
-def mutual_information(similarity: Sequence[float], performance: Sequence[float], estimator: str = "knn",
-                       n_resamples: int = 1000, seed: int = 0, bins: int = 10,
-                       n_neighbors: int = 3) -> MIResult | None:
+def mutual_information(
+    similarity: Sequence[float],
+    performance: Sequence[float],
+    estimator: str = "knn",
+    n_resamples: int = 1000,
+    seed: int = 0,
+    bins: int = 10,
+    n_neighbors: int = 3,
+) -> MIResult | None:
     """I(sim; perf) with a pair-bootstrap 95% CI; None with fewer than 4 pairs (nothing to estimate)."""
     x, y = np.asarray(similarity, dtype=float), np.asarray(performance, dtype=float)
     if x.shape != y.shape:

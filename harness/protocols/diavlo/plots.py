@@ -31,8 +31,11 @@ def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path)
     for k, key in enumerate(keys):
         if not shares[key]["n"]:
             ax.text(k, 0.5, "no classified pair\n(RK empty or unusable)", ha="center", fontsize=7, color="gray")
-    ax.set_xticks(range(len(keys)), [f"{_short(m)}\n{s.removeprefix('diavlo_')}\n(n={shares[(m, s)]['n']})"
-                                     for m, s in keys], fontsize=8)
+    ax.set_xticks(
+        range(len(keys)),
+        [f"{_short(m)}\n{s.removeprefix('diavlo_')}\n(n={shares[(m, s)]['n']})" for m, s in keys],
+        fontsize=8,
+    )
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("share of classified pairs")
     ax.set_title("DiaVLo behaviour classes (SK vs RK)")
@@ -46,8 +49,11 @@ def similarity_performance_plot(rows: dict[str, list[dict[str, Any]]], path: Pat
     """Similarity (x) against performance (y), one colour per model; class thresholds as guides."""
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     for model, model_rows in rows.items():
-        pts = [(r["similarity"], r["performance"]) for r in model_rows
-               if r["similarity"] is not None and r["performance"] is not None]
+        pts = [
+            (r["similarity"], r["performance"])
+            for r in model_rows
+            if r["similarity"] is not None and r["performance"] is not None
+        ]
         if pts:
             xs, ys = zip(*pts, strict=True)
             ax.scatter(xs, ys, alpha=0.6, s=22, label=f"{_short(model)} (n={len(pts)})")
@@ -75,17 +81,30 @@ def concept_effects_plot(effects: dict[str, list[dict[str, Any]]], outcome: str,
             x = m + (k - (len(rows) - 1) / 2) * min(0.25, 0.8 / max(len(rows), 1))
             est = row["estimate"]
             face = "white" if row["inconclusive"] else "#1f77b4"
-            ax.errorbar(x, est["effect"], yerr=[[est["effect"] - est["ci95"][0]], [est["ci95"][1] - est["effect"]]],
-                        fmt="o", color="#1f77b4", markerfacecolor=face, capsize=2, markersize=5)
+            ax.errorbar(
+                x,
+                est["effect"],
+                yerr=[[est["effect"] - est["ci95"][0]], [est["ci95"][1] - est["effect"]]],
+                fmt="o",
+                color="#1f77b4",
+                markerfacecolor=face,
+                capsize=2,
+                markersize=5,
+            )
             ax.plot(x, row["placebo"]["effect"], "x", color="#d62728", markersize=4)
-            ax.annotate(row["concept"][:14], (x, est["ci95"][1]), textcoords="offset points", xytext=(0, 3),
-                        ha="center", fontsize=7)
+            ax.annotate(
+                row["concept"][:14],
+                (x, est["ci95"][1]),
+                textcoords="offset points",
+                xytext=(0, 3),
+                ha="center",
+                fontsize=7,
+            )
     ax.axhline(0, color="gray", linewidth=0.8)
     ax.set_xlim(-0.6, len(effects) - 0.4)
     ax.set_xticks(range(len(effects)), [_short(m) for m in effects], fontsize=8)
     ax.set_ylabel(f"effect of occluding a concept on {outcome.replace('_', ' ')}")
-    ax.set_title("DiaVLo concept effects (DML)\no: estimate with 95% CI (hollow: inconclusive); x: placebo",
-                 fontsize=9)
+    ax.set_title("DiaVLo concept effects (DML)\no: estimate with 95% CI (hollow: inconclusive); x: placebo", fontsize=9)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

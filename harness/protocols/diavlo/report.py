@@ -52,7 +52,7 @@ PERFORMANCE_SCALES = {"llava_bench": CONTINUOUS, "mmbench": CONTINUOUS, "seed_be
 SCALE_DEFINITIONS = {
     ("multiple_choice", BINARY): "option accuracy: 1 when the chosen letter is the gold one",
     ("multiple_choice", CONTINUOUS): "1 when the chosen option is the gold one, else the MiniLM cosine of the "
-                                     "chosen and the gold option texts, clipped to [0, 1]",
+    "chosen and the gold option texts, clipped to [0, 1]",
     ("vqa", BINARY): "1 when the answer equals the consensus answer (multiple_choice_answer) after normalisation",
     ("vqa", CONTINUOUS): "the official VQA accuracy, min(1, matches / 3) over the leave-one-out subsets",
     ("open", BINARY): "1 when the token F1 against the reference is at least 0.5",
@@ -64,8 +64,9 @@ def performance_scale(doc: dict[str, Any]) -> str:
     """The paper's scale for the doc's source (:data:`PERFORMANCE_SCALES`); a source the paper does not
     use is continuous when open-ended, else binary."""
     kind = doc.get("answer_type")
-    return PERFORMANCE_SCALES.get(str(doc.get("source")), CONTINUOUS if kind not in {"multiple_choice", "vqa"}
-                                  else BINARY)
+    return PERFORMANCE_SCALES.get(
+        str(doc.get("source")), CONTINUOUS if kind not in {"multiple_choice", "vqa"} else BINARY
+    )
 
 
 def performance(doc: dict[str, Any], answer: str, scale: str | None = None) -> float | None:
@@ -106,17 +107,22 @@ def sk_triplets(doc: dict[str, Any]) -> list[Triplet]:
     return [Triplet(t["subject"], t["relation"], t["object"]) for t in doc.get("sk_triplets") or []]
 
 
-def score_pair(doc: dict[str, Any], answer: str, turns: list[dict[str, Any]] | None,
-               thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+def score_pair(
+    doc: dict[str, Any], answer: str, turns: list[dict[str, Any]] | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> dict[str, Any]:
     """The per-pair metrics of a DiaVLo task (class indicators only for classified pairs)."""
     rk, status = rk_from_turns([Turn.model_validate(t) for t in turns or []])
     sk = sk_triplets(doc)
     pairing = best_match(similarity_matrix(rk, sk, shared_encoder())) if rk and sk else None
     similarity = pairing.similarity if pairing else None
     label = behaviour_class(len(rk), len(sk), similarity, thresholds)
-    out: dict[str, Any] = {"performance": performance(doc, answer), "n_rk": float(len(rk)), "n_sk": float(len(sk)),
-                           "rk_parsed": float(status == OK),
-                           **{f"rk_{loss}": float(status == loss) for loss in LOSSES if loss != NO_TURNS}}
+    out: dict[str, Any] = {
+        "performance": performance(doc, answer),
+        "n_rk": float(len(rk)),
+        "n_sk": float(len(sk)),
+        "rk_parsed": float(status == OK),
+        **{f"rk_{loss}": float(status == loss) for loss in LOSSES if loss != NO_TURNS},
+    }
     if similarity is not None:
         out["similarity"] = similarity
     if label is not None:
@@ -134,11 +140,20 @@ def pair_rows(records: Sequence[Any], thresholds: Thresholds = DEFAULT_THRESHOLD
         _, status = rk_from_turns(r.turns)
         sim = m.get("similarity")
         source = r.doc.get("source", r.task.removeprefix("diavlo_"))
-        rows.append({"doc_id": r.doc_id, "id": r.doc.get("id"), "source": source,
-                     "scale": performance_scale({**r.doc, "source": source}),
-                     "similarity": sim, "performance": m.get("performance"), "n_rk": int(m.get("n_rk", 0)),
-                     "n_sk": int(m.get("n_sk", 0)), "rk_status": status,
-                     "class": behaviour_class(int(m.get("n_rk", 0)), int(m.get("n_sk", 0)), sim, thresholds)})
+        rows.append(
+            {
+                "doc_id": r.doc_id,
+                "id": r.doc.get("id"),
+                "source": source,
+                "scale": performance_scale({**r.doc, "source": source}),
+                "similarity": sim,
+                "performance": m.get("performance"),
+                "n_rk": int(m.get("n_rk", 0)),
+                "n_sk": int(m.get("n_sk", 0)),
+                "rk_status": status,
+                "class": behaviour_class(int(m.get("n_rk", 0)), int(m.get("n_sk", 0)), sim, thresholds),
+            }
+        )
     return rows
 
 
@@ -147,23 +162,39 @@ def scale_statement(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by ln 2, a continuous one does not (the paper's Table 3 reading)."""
     by_source = {r["source"]: r["scale"] for r in rows}
     scales = set(by_source.values())
-    return {"scale": scales.pop() if len(scales) == 1 else ("mixed" if scales else None), "by_source": by_source,
-            "mi_upper_bound_nats": LN2 if set(by_source.values()) == {BINARY} else None}
+    return {
+        "scale": scales.pop() if len(scales) == 1 else ("mixed" if scales else None),
+        "by_source": by_source,
+        "mi_upper_bound_nats": LN2 if set(by_source.values()) == {BINARY} else None,
+    }
 
 
-def behaviour_summary(rows: list[dict[str, Any]], estimator: str = "knn", n_resamples: int = 1000,
-                      seed: int = 0) -> dict[str, Any]:
+def behaviour_summary(
+    rows: list[dict[str, Any]], estimator: str = "knn", n_resamples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """Class shares, RK losses and MI(similarity; performance) with its CI over a set of pair rows."""
     both = [r for r in rows if r["similarity"] is not None and r["performance"] is not None]
-    mi = mutual_information([r["similarity"] for r in both], [r["performance"] for r in both],
-                            estimator=estimator, n_resamples=n_resamples, seed=seed)
+    mi = mutual_information(
+        [r["similarity"] for r in both],
+        [r["performance"] for r in both],
+        estimator=estimator,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     losses = {loss: sum(r["rk_status"] == loss for r in rows) for loss in LOSSES}
-    return {"pairs": len(rows), "performance_scale": scale_statement(rows),
-            "classes": class_shares([r["class"] for r in rows]),
-            "rk_losses": {**losses, "total": sum(losses.values()),
-                          "rate": sum(losses.values()) / len(rows) if rows else None},
-            "mutual_information": mi.as_dict() if mi else {
-                "mi_nats": None, "n": len(both), "note": "fewer than 4 pairs with similarity and performance"}}
+    return {
+        "pairs": len(rows),
+        "performance_scale": scale_statement(rows),
+        "classes": class_shares([r["class"] for r in rows]),
+        "rk_losses": {
+            **losses,
+            "total": sum(losses.values()),
+            "rate": sum(losses.values()) / len(rows) if rows else None,
+        },
+        "mutual_information": mi.as_dict()
+        if mi
+        else {"mi_nats": None, "n": len(both), "note": "fewer than 4 pairs with similarity and performance"},
+    }
 
 
 def report(records: Sequence[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -176,5 +207,6 @@ def report(records: Sequence[Any], out_dir: Path | None, metadata: dict[str, Any
         task = records[0].task if records else "diavlo"
         summary["plots"] = [
             class_shares_plot({("this model", task): summary["classes"]}, out_dir / f"{task}_classes.png").name,
-            similarity_performance_plot({"this model": rows}, out_dir / f"{task}_similarity_performance.png").name]
+            similarity_performance_plot({"this model": rows}, out_dir / f"{task}_similarity_performance.png").name,
+        ]
     return summary

@@ -86,8 +86,9 @@ def partial_correlation_p(x: np.ndarray, z: np.ndarray, given: np.ndarray) -> fl
     return math.erfc(stat / math.sqrt(2))
 
 
-def lmc_violations(parents: Mapping[str, Sequence[str]], data: Mapping[str, np.ndarray],
-                   alpha: float) -> tuple[int, int]:
+def lmc_violations(
+    parents: Mapping[str, Sequence[str]], data: Mapping[str, np.ndarray], alpha: float
+) -> tuple[int, int]:
     """(violated, tested) local Markov conditions of the graph on ``data`` (module docstring)."""
     violated = tested = 0
     for node, ps in parents.items():
@@ -113,13 +114,25 @@ class StructureCheck:
 
     def as_dict(self) -> dict[str, Any]:
         """The check as audit.json stores it."""
-        return {"n": self.n, "violations": self.violations, "tests": self.tests,
-                "p_permutation": self.p_permutation, "passes_permutation_baseline": self.passes_permutation_baseline,
-                "verdict": self.verdict, "reason": self.reason}
+        return {
+            "n": self.n,
+            "violations": self.violations,
+            "tests": self.tests,
+            "p_permutation": self.p_permutation,
+            "passes_permutation_baseline": self.passes_permutation_baseline,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
 
 
-def falsify_graph(parents: Mapping[str, Sequence[str]], data: Mapping[str, np.ndarray], alpha: float = 0.05,
-                  n_permutations: int = 100, min_rows: int = 100, seed: int = 0) -> StructureCheck:
+def falsify_graph(
+    parents: Mapping[str, Sequence[str]],
+    data: Mapping[str, np.ndarray],
+    alpha: float = 0.05,
+    n_permutations: int = 100,
+    min_rows: int = 100,
+    seed: int = 0,
+) -> StructureCheck:
     """The LMC test of the graph, its baseline permutation test and the verdict (module docstring)."""
     nodes = list(parents)
     n = len(data[nodes[0]]) if nodes else 0
@@ -140,6 +153,13 @@ def falsify_graph(parents: Mapping[str, Sequence[str]], data: Mapping[str, np.nd
         why = f"n={n} < {min_rows}: low power" if n < min_rows else "the graph implies no testable independence"
         return StructureCheck(n, violations, tests, p_perm, passes, "inconclusive", why)
     if violations and (p_perm is None or p_perm > alpha):
-        return StructureCheck(n, violations, tests, p_perm, passes, "falsified",
-                              f"violates {violations}/{tests} LMCs, no fewer than its permutations")
+        return StructureCheck(
+            n,
+            violations,
+            tests,
+            p_perm,
+            passes,
+            "falsified",
+            f"violates {violations}/{tests} LMCs, no fewer than its permutations",
+        )
     return StructureCheck(n, violations, tests, p_perm, passes, "not falsified", f"violates {violations}/{tests} LMCs")

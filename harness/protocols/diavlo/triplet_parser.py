@@ -39,7 +39,9 @@ _PIPE = re.compile(r"(?<!\s)\s+\|\s*|\|\s*")
 # that also takes whitespace would be retried at every split of the run.
 _LABELLED = re.compile(
     r"subject\s*[:=](?P<s>[^,;|]+)[,;|]\s*(?:relation|predicate)\s*[:=](?P<r>[^,;|]+)[,;|]\s*"
-    r"object\s*[:=](?P<o>[^,;|\n]+)", re.IGNORECASE)
+    r"object\s*[:=](?P<o>[^,;|\n]+)",
+    re.IGNORECASE,
+)
 _SUBJECT = re.compile(r"subject\s*[:=]", re.IGNORECASE)
 _FIELD_END = re.compile(r"[,;|]")
 
@@ -74,7 +76,7 @@ def _json_span(text: str) -> str | None:
     if not starts:
         return None
     start, end = min(starts)
-    return text[start:end + 1]
+    return text[start : end + 1]
 
 
 def _labelled(line: str) -> re.Match[str] | None:

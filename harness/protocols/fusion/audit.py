@@ -25,15 +25,34 @@ from harness.protocols.fusion import metrics as fm
 from harness.results.attacks import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.results.schema import read_run, read_samples
 
-VARIANT_TASKS = {fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
-                 fm.NAT_EVID: ("fusion_natevid", "fusion_read_natevid", "natevid")}
-CI_FIGURES = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus",
-              "delta_mantis", "delta_nat_evid", "delta", "rug_typo", "rug_natevid", "oar", "oar_clean", "oar_increase",
-              "restoration")
-RESTORATION_SUBSET = ("layer restoration: per model the first 40 (--restoration-items) End-PGD flips by item id, "
-                      "counting those whose saved adversarial image still flips under greedy decoding (the paper "
-                      "keeps 24-40 per model); per level the unweighted macro average over models with a "
-                      "paired-bootstrap 95% CI")
+VARIANT_TASKS = {
+    fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
+    fm.NAT_EVID: ("fusion_natevid", "fusion_read_natevid", "natevid"),
+}
+CI_FIGURES = (
+    "asr_vis_pgd",
+    "asr_end_pgd",
+    "asr_typo_evid",
+    "asr_mantis",
+    "asr_nat_evid",
+    "r0",
+    "r_plus",
+    "delta_mantis",
+    "delta_nat_evid",
+    "delta",
+    "rug_typo",
+    "rug_natevid",
+    "oar",
+    "oar_clean",
+    "oar_increase",
+    "restoration",
+)
+RESTORATION_SUBSET = (
+    "layer restoration: per model the first 40 (--restoration-items) End-PGD flips by item id, "
+    "counting those whose saved adversarial image still flips under greedy decoding (the paper "
+    "keeps 24-40 per model); per level the unweighted macro average over models with a "
+    "paired-bootstrap 95% CI"
+)
 
 
 @dataclass(frozen=True)
@@ -78,15 +97,18 @@ def _samples(folders: list[Path], task: str) -> dict[str, Any]:
     return {}
 
 
-def model_outcomes(runs: ModelRuns,
-                   config: FusionAuditConfig,
-                   ) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str], dict[str, list[int]]]:
+def model_outcomes(
+    runs: ModelRuns,
+    config: FusionAuditConfig,
+) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str], dict[str, list[int]]]:
     """The outcomes of every item of the model's C, the per-attack missing counts, all item ids seen and
     the restoring depths of each End-PGD flip that layer restoration was tried on."""
     clean = _samples(runs.folders, "fusion_clean")
     if not clean:
-        raise HarnessError(f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "
-                           "(run harness eval --tasks fusion or harness attack first)")
+        raise HarnessError(
+            f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "
+            "(run harness eval --tasks fusion or harness attack first)"
+        )
     c_items = [i for i, r in clean.items() if r.error is None and r.metrics.get("correct,none") == 1.0]
     flips: dict[str, dict[str, bool]] = {i: {} for i in c_items}
     read: dict[str, dict[str, bool]] = {i: {} for i in c_items}
@@ -95,8 +117,12 @@ def model_outcomes(runs: ModelRuns,
         answered, reading = _samples(runs.folders, task), _samples(runs.folders, read_task)
         for i in c_items:
             rec = answered.get(i)
-            destroyed = (attack == fm.NAT_EVID and config.natevid_preserved_only and rec is not None
-                         and rec.doc.get("natevid_status") == "destroyed")
+            destroyed = (
+                attack == fm.NAT_EVID
+                and config.natevid_preserved_only
+                and rec is not None
+                and rec.doc.get("natevid_status") == "destroyed"
+            )
             if rec is not None and rec.error is None and "correct,none" in rec.metrics and not destroyed:
                 flips[i][attack] = rec.metrics["correct,none"] == 0.0
                 use[i][variant] = rec.metrics.get("uses_injected,none") == 1.0
@@ -115,8 +141,18 @@ def model_outcomes(runs: ModelRuns,
         elif row.value is not None:  # None: the flip did not reproduce, outside the restoration subset
             restored[row.item] = bool(row.value)
             depths[row.item] = list(row.depths)
-    outcomes = [fm.ItemOutcome(item=i, flips=flips[i], read=read[i], use=use[i], oar=oar["oar"].get(i),
-                               oar_clean=oar["oar_clean"].get(i), restored=restored.get(i)) for i in c_items]
+    outcomes = [
+        fm.ItemOutcome(
+            item=i,
+            flips=flips[i],
+            read=read[i],
+            use=use[i],
+            oar=oar["oar"].get(i),
+            oar_clean=oar["oar_clean"].get(i),
+            restored=restored.get(i),
+        )
+        for i in c_items
+    ]
     missing = {a: sum(a not in flips[i] for i in c_items) for a in fm.SUITE}
     return outcomes, missing, sorted(clean), {i: d for i, d in depths.items() if i in flips}
 
@@ -151,17 +187,30 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         not_run = [a for a in fm.SUITE if outcomes and missing[a] == len(outcomes)]
         figures = fm.model_figures(outcomes, config.delta_mode, config.oar_mode)
         figures.update({f"asr_{a}": None for a in not_run})
-        report[name] = {"model_type": runs.model_type, "fusion_level": level, "runs": [str(f) for f in runs.folders],
-                        "figures": figures, "missing": missing, "attacks_not_run": not_run, "n_items": len(seen),
-                        "restoration_by_depth": fm.restoration_by_depth(depths), "n_restoration": len(depths)}
+        report[name] = {
+            "model_type": runs.model_type,
+            "fusion_level": level,
+            "runs": [str(f) for f in runs.folders],
+            "figures": figures,
+            "missing": missing,
+            "attacks_not_run": not_run,
+            "n_items": len(seen),
+            "restoration_by_depth": fm.restoration_by_depth(depths),
+            "n_restoration": len(depths),
+        }
     levels: dict[str, list[str]] = {}
     for name, row in report.items():
         levels.setdefault(row["fusion_level"], []).append(name)
 
     def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
         out: dict[tuple[str, str], float | None] = {}
-        figures = {m: {**fm.model_figures(items, config.delta_mode, config.oar_mode),
-                       **{f"asr_{a}": None for a in report[m]["attacks_not_run"]}} for m, items in sample.items()}
+        figures = {
+            m: {
+                **fm.model_figures(items, config.delta_mode, config.oar_mode),
+                **{f"asr_{a}": None for a in report[m]["attacks_not_run"]},
+            }
+            for m, items in sample.items()
+        }
         for m, f in figures.items():
             out.update({(m, k): f[k] for k in CI_FIGURES})
         for level, names in levels.items():
@@ -172,10 +221,13 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
     for name, row in report.items():
         row["ci95"] = {k: cis.get((name, k)) if row["figures"].get(k) is not None else None for k in CI_FIGURES}
     level_report = {
-        level: {"models": names,
-                "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
-                "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES}}
-        for level, names in sorted(levels.items())}
+        level: {
+            "models": names,
+            "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
+            "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES},
+        }
+        for level, names in sorted(levels.items())
+    }
     end_pgd = {m: r["figures"]["asr_end_pgd"] for m, r in report.items()}
     r_plus = {m: r["figures"]["r_plus"] for m, r in report.items()}
     agreement: dict[str, Any] = {**fm.rank_agreement(end_pgd, r_plus), **fm.rank_moves(end_pgd, r_plus)}
@@ -187,11 +239,19 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
     from harness.protocols.fusion.plots import asr_bars, rug_oar_by_level
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = [asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
-             rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name]
-    payload = {"protocol": "fusionaudit", "config": asdict(result.config), "models": result.models,
-               "levels": result.levels, "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement,
-               "restoration_subset": RESTORATION_SUBSET, "plots": plots}
+    plots = [
+        asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
+        rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name,
+    ]
+    payload = {
+        "protocol": "fusionaudit",
+        "config": asdict(result.config),
+        "models": result.models,
+        "levels": result.levels,
+        "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement,
+        "restoration_subset": RESTORATION_SUBSET,
+        "plots": plots,
+    }
     (out_dir / "audit.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     figure_names = list(next(iter(result.models.values()))["figures"]) if result.models else []
     with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
@@ -201,6 +261,7 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
         writer.writerow(header)
         for name, row in result.models.items():
             ci = [v for k in CI_FIGURES for v in (row["ci95"][k] or (None, None))]
-            writer.writerow([name, row["model_type"], row["fusion_level"],
-                             *[row["figures"][k] for k in figure_names], *ci])
+            writer.writerow(
+                [name, row["model_type"], row["fusion_level"], *[row["figures"][k] for k in figure_names], *ci]
+            )
     return out_dir

@@ -26,14 +26,22 @@ def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--eps", default="8/255", help="L-infinity radius in [0,1] pixels (default 8/255)")
     at.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
     at.add_argument("--steps", type=int, default=40)
-    at.add_argument("--noise-scale", type=float, default=1.0,
-                    help="below 1: perturb a downscaled noise field and upsample it (memory fallback)")
+    at.add_argument(
+        "--noise-scale",
+        type=float,
+        default=1.0,
+        help="below 1: perturb a downscaled noise field and upsample it (memory fallback)",
+    )
     at.add_argument("--seed", type=int, default=0)
     at.add_argument("--batch-size", type=int, default=4)
     at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
     at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
-    at.add_argument("--restoration-items", type=int, default=40,
-                    help="layer restoration on the first N End-PGD flips by item id (default 40, the paper's)")
+    at.add_argument(
+        "--restoration-items",
+        type=int,
+        default=40,
+        help="layer restoration on the first N End-PGD flips by item id (default 40, the paper's)",
+    )
     at.add_argument("--clean-run", help="a saved run folder of the clean task (else the task is run first)")
     at.add_argument("--output", default="runs", help="folder for the run (when the clean task is run here)")
     at.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
@@ -49,8 +57,9 @@ def attack_options(args: argparse.Namespace) -> AttackOptions:
     tasks = names(args.tasks)
     if len(tasks) != 1:
         raise HarnessError("--tasks: name the one clean task to attack (e.g. fusion_clean)")
-    pgd = PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps,
-                    noise_scale=args.noise_scale)
+    pgd = PGDConfig(
+        eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps, noise_scale=args.noise_scale
+    )
     if pgd.eps <= 0 or pgd.alpha <= 0 or pgd.steps < 0 or not 0 < pgd.noise_scale <= 1:
         raise HarnessError("need --eps > 0, --alpha > 0, --steps >= 0 and 0 < --noise-scale <= 1")
     if args.restoration_items < 1:
@@ -58,13 +67,21 @@ def attack_options(args: argparse.Namespace) -> AttackOptions:
     if args.clean_run and len(args.model) > 1:
         raise HarnessError("--clean-run belongs to one model; attack one model at a time with it")
     diagnostics = () if args.diagnostics == "none" else parse_list(args.diagnostics, DIAGNOSTICS, "--diagnostics")
-    return AttackOptions(attacks=parse_list(args.attacks, ATTACKS, "--attacks"), pgd=pgd, seed=args.seed,
-                         batch_size=args.batch_size, diagnostics=diagnostics, task=tasks[0],
-                         show_progress=show_progress(args), restoration_items=args.restoration_items)
+    return AttackOptions(
+        attacks=parse_list(args.attacks, ATTACKS, "--attacks"),
+        pgd=pgd,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        diagnostics=diagnostics,
+        task=tasks[0],
+        show_progress=show_progress(args),
+        restoration_items=args.restoration_items,
+    )
 
 
-def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: dict[str, str],
-               opts: AttackOptions) -> Path:
+def _clean_run(
+    args: argparse.Namespace, backend: Any, spec: str, model_args: dict[str, str], opts: AttackOptions
+) -> Path:
     """The clean run to attack: ``--clean-run`` (checked to be this model's), else the clean task run now."""
     from harness.engine.runner import EvalOptions, evaluate
     from harness.results.schema import read_run
@@ -73,13 +90,21 @@ def _clean_run(args: argparse.Namespace, backend: Any, spec: str, model_args: di
         run_dir = Path(args.clean_run)
         saved = read_run(run_dir).provenance.model.fingerprint
         if saved != backend.fingerprint:
-            raise HarnessError(f"{run_dir} was run with another model (fingerprint {saved}, this one "
-                               f"{backend.fingerprint})")
+            raise HarnessError(
+                f"{run_dir} was run with another model (fingerprint {saved}, this one {backend.fingerprint})"
+            )
         return run_dir
-    eval_opts = EvalOptions(tasks=[opts.task], include_paths=args.include_path or [], data_dir=data_dir(args),
-                            seed=args.seed, batch_size=args.batch_size, limit=args.limit,
-                            output=Path(args.output), store_path=default_store(),
-                            show_progress=opts.show_progress)
+    eval_opts = EvalOptions(
+        tasks=[opts.task],
+        include_paths=args.include_path or [],
+        data_dir=data_dir(args),
+        seed=args.seed,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        output=Path(args.output),
+        store_path=default_store(),
+        show_progress=opts.show_progress,
+    )
     _, _, written = evaluate(backend, spec, eval_opts, model_args)
     assert written is not None  # evaluate writes a run folder when given an output
     return written
@@ -98,8 +123,9 @@ def _cmd_attack(args: argparse.Namespace) -> int:
         backend = create_backend(spec, model_args)
         attacked = white_box(backend, spec)
         run_dir = _clean_run(args, backend, spec, model_args, opts)
-        items, params = clean_correct_items(run_dir, opts.task, data_dir(args), args.include_path or [],
-                                            backend.model_family)
+        items, params = clean_correct_items(
+            run_dir, opts.task, data_dir(args), args.include_path or [], backend.model_family
+        )
         with replica_pool(partial(white_box_replica, spec, model_args), ray) as pool:
             summary = run_attacks(attacked, run_dir, items, params, opts, pool)
         print(attack_table(spec, summary))
@@ -113,8 +139,10 @@ def attack_table(spec: str, summary: AttackSummary) -> str:
     lines = [f"\n{spec}: clean-correct items |C| = {summary.n_clean_correct}"]
     if not summary.n_clean_correct:
         why = " (a random-weight smoke-test model answers almost none)" if summary.model.smoke_test_model else ""
-        lines.append(f"nothing to attack: the model answered none of the clean items of {summary.task} "
-                     f"correctly{why}, and ASR is a share of C, so every figure below is `-`")
+        lines.append(
+            f"nothing to attack: the model answered none of the clean items of {summary.task} "
+            f"correctly{why}, and ASR is a share of C, so every figure below is `-`"
+        )
     lines.append("| Attack | ASR | items/min |\n|---|---|---|")
     for attack in summary.attacks:
         asr, rate = summary.asr[attack], summary.items_per_minute[attack]
@@ -124,22 +152,38 @@ def attack_table(spec: str, summary: AttackSummary) -> str:
 
 def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     fu.add_argument("run_dirs", nargs="+", help="run folders of harness eval (fusion tasks) and harness attack")
-    fu.add_argument("--fusion-level", action="append",
-                    help="MODEL=L1|L2|L3: a level for a family the paper's table does not place, or "
-                         "overriding it (repeatable)")
-    fu.add_argument("--delta-mode", choices=["pathway", "suite"], default="pathway",
-                    help="baselines of a strengthened attack: its own pathway's (default) or the whole suite")
-    fu.add_argument("--oar-increase", choices=["per_item", "ratio_of_means"], default="per_item",
-                    help="relative OAR increase over the clean image: mean of per-item ratios (default, the "
-                         "paper's) or ratio of the mean OARs")
-    fu.add_argument("--natevid-all", action="store_true",
-                    help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed")
+    fu.add_argument(
+        "--fusion-level",
+        action="append",
+        help="MODEL=L1|L2|L3: a level for a family the paper's table does not place, or overriding it (repeatable)",
+    )
+    fu.add_argument(
+        "--delta-mode",
+        choices=["pathway", "suite"],
+        default="pathway",
+        help="baselines of a strengthened attack: its own pathway's (default) or the whole suite",
+    )
+    fu.add_argument(
+        "--oar-increase",
+        choices=["per_item", "ratio_of_means"],
+        default="per_item",
+        help="relative OAR increase over the clean image: mean of per-item ratios (default, the "
+        "paper's) or ratio of the mean OARs",
+    )
+    fu.add_argument(
+        "--natevid-all",
+        action="store_true",
+        help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed",
+    )
     fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
     fu.add_argument("--seed", type=int, default=0)
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
     sw = fu.add_argument_group("sweep (--sweep: re-attacks each clean run's own model over the grid)")
-    sw.add_argument("--sweep", action="store_true",
-                    help="the paper's pixel sweeps: seeds (stability), PGD steps and eps on the stability subset")
+    sw.add_argument(
+        "--sweep",
+        action="store_true",
+        help="the paper's pixel sweeps: seeds (stability), PGD steps and eps on the stability subset",
+    )
     sw.add_argument("--sweep-items", type=int, default=300, help="stability subset: split over the sources (300)")
     sw.add_argument("--sweep-seeds", default="0,1,2", help="seeds of the stability run (default 0,1,2)")
     sw.add_argument("--sweep-steps", default="10,20,30,40,50", help="PGD step counts (default 10,20,30,40,50)")
@@ -161,38 +205,62 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
     for pair in args.fusion_level or []:
         model, sep, level = pair.rpartition("=")
         if not sep or not model or level not in LEVELS:
-            raise HarnessError(f"--fusion-level expects MODEL=LEVEL with LEVEL one of {', '.join(LEVELS)}, "
-                               f"got {pair!r}")
+            raise HarnessError(
+                f"--fusion-level expects MODEL=LEVEL with LEVEL one of {', '.join(LEVELS)}, got {pair!r}"
+            )
         overrides[model] = level
     run_dirs = [Path(d) for d in args.run_dirs]
     if args.sweep:
         return _sweep(args, run_dirs, overrides)
-    config = FusionAuditConfig(delta_mode=args.delta_mode, oar_mode=args.oar_increase,
-                               natevid_preserved_only=not args.natevid_all,
-                               level_overrides=overrides, n_resamples=args.resamples, seed=args.seed)
+    config = FusionAuditConfig(
+        delta_mode=args.delta_mode,
+        oar_mode=args.oar_increase,
+        natevid_preserved_only=not args.natevid_all,
+        level_overrides=overrides,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
     result = run_fusion_audit(run_dirs, config)
     out = write_fusion_audit(result, audit_folder(args.output, run_dirs, "fusion"))
     print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR | OAR vs clean |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model, row in result.models.items():
         f = row["figures"]
-        cells = [f"{f[k]:.3f}" if f[k] is not None else "-" for k in (
-            "asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus", "delta",
-            "rug_typo", "oar")]
+        cells = [
+            f"{f[k]:.3f}" if f[k] is not None else "-"
+            for k in (
+                "asr_vis_pgd",
+                "asr_end_pgd",
+                "asr_typo_evid",
+                "asr_mantis",
+                "asr_nat_evid",
+                "r0",
+                "r_plus",
+                "delta",
+                "rug_typo",
+                "oar",
+            )
+        ]
         cells.append("-" if f["oar_increase"] is None else f"{f['oar_increase']:+.0%}")
         print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
     empty = [model for model, row in result.models.items() if not row["figures"]["n_clean_correct"]]
     if empty:
-        print(f"\nNote: {', '.join(empty)}: C = 0 (no clean item answered correctly), and every figure is a share "
-              "of C, so its row is `-` and its bars in fusion_asr_rplus.png are n/a")
+        print(
+            f"\nNote: {', '.join(empty)}: C = 0 (no clean item answered correctly), and every figure is a share "
+            "of C, so its row is `-` and its bars in fusion_asr_rplus.png are n/a"
+        )
     for model, row in result.models.items():
         if row["figures"]["n_clean_correct"] and row["attacks_not_run"]:
-            print(f"Note: {model}: no outcome on C for {', '.join(row['attacks_not_run'])}, shown as `-` (an attack "
-                  f"not run{_natevid_reason(row)})")
+            print(
+                f"Note: {model}: no outcome on C for {', '.join(row['attacks_not_run'])}, shown as `-` (an attack "
+                f"not run{_natevid_reason(row)})"
+            )
     agreement = result.rank_agreement
     rho = agreement["spearman_rho"]
-    print(f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
-          f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks")
+    print(
+        f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
+        f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks"
+    )
     print(f"audit: {out / 'audit.json'}")
     return 0
 
@@ -211,12 +279,15 @@ def _sweep(args: argparse.Namespace, run_dirs: list[Path], overrides: dict[str, 
     from harness.protocols.fusion.sweep import SweepConfig, check_sweep, run_sweep, write_sweep
 
     try:
-        config = SweepConfig(items=args.sweep_items, seeds=tuple(int(v) for v in names(args.sweep_seeds)),
-                             steps_grid=tuple(int(v) for v in names(args.sweep_steps)),
-                             eps_grid=tuple(parse_fraction(v) for v in names(args.sweep_eps)),
-                             attacks=parse_list(args.attacks, ATTACKS, "--attacks"),
-                             pgd=PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha),
-                                           steps=args.steps), batch_size=args.batch_size)
+        config = SweepConfig(
+            items=args.sweep_items,
+            seeds=tuple(int(v) for v in names(args.sweep_seeds)),
+            steps_grid=tuple(int(v) for v in names(args.sweep_steps)),
+            eps_grid=tuple(parse_fraction(v) for v in names(args.sweep_eps)),
+            attacks=parse_list(args.attacks, ATTACKS, "--attacks"),
+            pgd=PGDConfig(eps=parse_fraction(args.eps), alpha=parse_fraction(args.alpha), steps=args.steps),
+            batch_size=args.batch_size,
+        )
     except ValueError as exc:
         raise HarnessError(f"--sweep-seeds and --sweep-steps take comma-separated integers ({exc})") from None
     check_sweep(config)

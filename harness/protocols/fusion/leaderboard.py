@@ -31,17 +31,23 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     with tempfile.TemporaryDirectory(prefix="fusion-headline-") as tmp:
         for task, records in evidence.samples.items():  # the audit reads run folders: write the samples there
             (Path(tmp) / f"samples_{task}.jsonl").write_text(
-                "".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+                "".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8"
+            )
         outcomes, _, seen, _ = model_outcomes(ModelRuns(evidence.model, evidence.model_type, [Path(tmp)]), config)
     figures = fm.model_figures(outcomes, config.delta_mode)
-    cis = fm.paired_bootstrap({evidence.model: {o.item: o for o in outcomes}}, seen,
-                              lambda sample: {k: fm.model_figures(sample[evidence.model])[k] for k in _CI},
-                              config.n_resamples, config.seed)
+    cis = fm.paired_bootstrap(
+        {evidence.model: {o.item: o for o in outcomes}},
+        seen,
+        lambda sample: {k: fm.model_figures(sample[evidence.model])[k] for k in _CI},
+        config.n_resamples,
+        config.seed,
+    )
     n = len(outcomes)
     out = {key: Estimate(figures[key], cis.get(key), n) for key in _CI}
     out["fusion_level"] = Estimate(fm.fusion_level(evidence.model_type, model=evidence.model), None, n)
     return out
 
 
-HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline,
-                         card="https://huggingface.co/datasets/vlm-audit/fusionaudit")
+HOOKS = LeaderboardHooks(
+    figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/fusionaudit"
+)

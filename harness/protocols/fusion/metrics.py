@@ -57,8 +57,9 @@ class ItemOutcome:
     restored: bool | None = None
 
 
-def outcomes_from_sets(clean_correct: Iterable[str], flipped: Mapping[str, Iterable[str]],
-                       attacks: Sequence[str] = SUITE) -> list[ItemOutcome]:
+def outcomes_from_sets(
+    clean_correct: Iterable[str], flipped: Mapping[str, Iterable[str]], attacks: Sequence[str] = SUITE
+) -> list[ItemOutcome]:
     """Outcomes from ``C`` and the flipped sets ``S_a``; an ``S_a`` reaching outside ``C`` is refused
     (an item the model got wrong before any attack cannot be flipped)."""
     c = sorted(set(clean_correct))
@@ -96,8 +97,12 @@ def r_plus(outcomes: Sequence[ItemOutcome]) -> float | None:
 
 def delta(outcomes: Sequence[ItemOutcome], strengthened: Sequence[str], baselines: Sequence[str]) -> float | None:
     """Share of ``C`` flipped by one of ``strengthened`` and by none of ``baselines``."""
-    return _rate(outcomes, lambda o: any(o.flips.get(s, False) for s in strengthened)
-                 and not any(o.flips.get(b, False) for b in baselines))
+    return _rate(
+        outcomes,
+        lambda o: (
+            any(o.flips.get(s, False) for s in strengthened) and not any(o.flips.get(b, False) for b in baselines)
+        ),
+    )
 
 
 def deltas(outcomes: Sequence[ItemOutcome], mode: str = "pathway") -> dict[str, float | None]:
@@ -117,9 +122,11 @@ def deltas(outcomes: Sequence[ItemOutcome], mode: str = "pathway") -> dict[str, 
 
 def exclusive_flip_rates(outcomes: Sequence[ItemOutcome], attacks: Sequence[str] = SUITE) -> dict[str, float | None]:
     """Per attack, the share of ``C`` that it flips and no other attack of ``attacks`` does."""
+
     def only(attack: str) -> Callable[[ItemOutcome], bool]:
-        return lambda o: bool(o.flips.get(attack, False)) and not any(
-            o.flips.get(b, False) for b in attacks if b != attack)
+        return lambda o: (
+            bool(o.flips.get(attack, False)) and not any(o.flips.get(b, False) for b in attacks if b != attack)
+        )
 
     return {a: _rate(outcomes, only(a)) for a in attacks}
 
@@ -153,8 +160,15 @@ def oar_increase(outcomes: Sequence[ItemOutcome], mode: str = "per_item") -> flo
     ``ratio_of_means``: ``mean(OAR_typo) / mean(OAR_clean) - 1``."""
     if mode not in OAR_INCREASE_MODES:
         raise HarnessError(f"OAR increase mode {mode!r}: choose {' or '.join(OAR_INCREASE_MODES)}")
-    pairs = [(o.oar, o.oar_clean) for o in outcomes if o.oar is not None and o.oar_clean is not None
-             and math.isfinite(o.oar) and math.isfinite(o.oar_clean) and o.oar_clean > 0]
+    pairs = [
+        (o.oar, o.oar_clean)
+        for o in outcomes
+        if o.oar is not None
+        and o.oar_clean is not None
+        and math.isfinite(o.oar)
+        and math.isfinite(o.oar_clean)
+        and o.oar_clean > 0
+    ]
     if not pairs:
         return None
     typo, clean = np.array(pairs).T
@@ -216,8 +230,9 @@ def oar(attention: np.ndarray, coverage: np.ndarray, areas: np.ndarray | None = 
     return float((a * c).sum() / total) / area_share
 
 
-def model_figures(outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway",
-                  oar_mode: str = "per_item") -> dict[str, float | None]:
+def model_figures(
+    outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway", oar_mode: str = "per_item"
+) -> dict[str, float | None]:
     """Every per-model figure, flat (the audit's CSV row and the bootstrap's statistic)."""
     out: dict[str, float | None] = {"n_clean_correct": float(len(outcomes))}
     for a in SUITE:
@@ -286,16 +301,21 @@ def fusion_level(model_type: str | None, overrides: Mapping[str, str] | None = N
     return FUSION_LEVELS.get(model_type or "", UNKNOWN_LEVEL)
 
 
-def paired_bootstrap(per_model: Mapping[str, Mapping[str, ItemOutcome]], universe: Sequence[str],
-                     statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[K, float | None]],
-                     n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> dict[K, tuple[float, float] | None]:
+def paired_bootstrap(
+    per_model: Mapping[str, Mapping[str, ItemOutcome]],
+    universe: Sequence[str],
+    statistic: Callable[[dict[str, list[ItemOutcome]]], Mapping[K, float | None]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[K, tuple[float, float] | None]:
     """Percentile CIs of every figure ``statistic`` returns, over item resamples shared by all models.
 
     Paired: each resample draws ``len(universe)`` item ids with replacement once, and every model gets
     the outcomes of the drawn items that lie in its own clean-correct set (with their multiplicity),
     so differences and averages across models are resampled together. A figure undefined on a
     resample is dropped from it; None when fewer than 2 items exist or most resamples are undefined."""
+
     def figures(idx: np.ndarray) -> Mapping[K, float | None]:
         drawn = [universe[k] for k in idx]
         return statistic({m: [items[i] for i in drawn if i in items] for m, items in per_model.items()})
@@ -310,8 +330,7 @@ def macro_average(values: Iterable[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
-def rank_moves(x: Mapping[str, float | None], y: Mapping[str, float | None],
-               threshold: int = 3) -> dict[str, Any]:
+def rank_moves(x: Mapping[str, float | None], y: Mapping[str, float | None], threshold: int = 3) -> dict[str, Any]:
     """Each model's rank under ``x`` and under ``y`` over the models where both exist, and the models whose
     rank moves by ``threshold`` (the paper's three) or more: its "8 of 18 models move at least three ranks".
 
@@ -336,8 +355,13 @@ def rank_agreement(x: Mapping[str, float | None], y: Mapping[str, float | None])
     from scipy.stats import kendalltau, spearmanr
 
     models = [m for m in x if x[m] is not None and y.get(m) is not None]
-    out: dict[str, float | int | None] = {"n_models": len(models), "spearman_rho": None, "spearman_p": None,
-                                          "kendall_tau_b": None, "kendall_p": None}
+    out: dict[str, float | int | None] = {
+        "n_models": len(models),
+        "spearman_rho": None,
+        "spearman_p": None,
+        "kendall_tau_b": None,
+        "kendall_p": None,
+    }
     if len(models) < 3:
         return out
     a, b = [x[m] for m in models], [y[m] for m in models]

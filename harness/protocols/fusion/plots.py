@@ -11,8 +11,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-BARS = [("asr_vis_pgd", "Vis-PGD"), ("asr_end_pgd", "End-PGD"), ("asr_typo_evid", "Typo-Evid"),
-        ("asr_mantis", "MANTIS"), ("asr_nat_evid", "Nat-Evid"), ("r0", "R0"), ("r_plus", "R+")]
+BARS = [
+    ("asr_vis_pgd", "Vis-PGD"),
+    ("asr_end_pgd", "End-PGD"),
+    ("asr_typo_evid", "Typo-Evid"),
+    ("asr_mantis", "MANTIS"),
+    ("asr_nat_evid", "Nat-Evid"),
+    ("r0", "R0"),
+    ("r_plus", "R+"),
+]
 
 
 def _errors(values: list[float], cis: list[Any]) -> np.ndarray:
@@ -38,11 +45,21 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
         values = [v or 0.0 for v in raw]
         cis = [models[m]["ci95"].get(key) for m in names]
         xs = np.arange(len(names)) + (k - (len(BARS) - 1) / 2) * width
-        ax.bar(xs, values, width, label=label, yerr=_errors(values, cis), capsize=2,
-               hatch="//" if key in {"r0", "r_plus"} else None)
+        ax.bar(
+            xs,
+            values,
+            width,
+            label=label,
+            yerr=_errors(values, cis),
+            capsize=2,
+            hatch="//" if key in {"r0", "r_plus"} else None,
+        )
         _mark_missing(ax, xs, raw)
-    ax.set_xticks(range(len(names)), [f"{n.split(':')[-1][-28:]}\n|C|={int(models[n]['figures']['n_clean_correct'])}"
-                                      for n in names], fontsize=8)
+    ax.set_xticks(
+        range(len(names)),
+        [f"{n.split(':')[-1][-28:]}\n|C|={int(models[n]['figures']['n_clean_correct'])}" for n in names],
+        fontsize=8,
+    )
     ax.set_ylabel("share of the clean-correct set C")
     ax.set_ylim(0, 1.05)
     # below the axes, inside the figure (constrained layout makes room for it); 8 inches hold its one row
@@ -72,8 +89,14 @@ def rug_oar_by_level(levels: dict[str, dict[str, Any]], path: Path) -> Path:
     left.legend(fontsize=8)
     raw = [levels[n]["macro"]["oar"] for n in names]
     values = [v or 0.0 for v in raw]
-    right.bar(range(len(names)), values, 0.5, yerr=_errors(values, [levels[n]["ci95"].get("oar") for n in names]),
-              capsize=3, color="tab:purple")
+    right.bar(
+        range(len(names)),
+        values,
+        0.5,
+        yerr=_errors(values, [levels[n]["ci95"].get("oar") for n in names]),
+        capsize=3,
+        color="tab:purple",
+    )
     _mark_missing(right, np.arange(len(names)), raw)
     right.axhline(1, color="crimson", linestyle="--", label="OAR = 1 (attention proportional to area)")
     right.set_xticks(range(len(names)), names)
@@ -89,8 +112,7 @@ def sweep_plot(rows: dict[str, dict[str, dict[str, float | None]]], xlabel: str,
     """One panel per attack: each fusion level's macro ASR over the swept values (``rows[attack][x][level]``),
     saved to ``path``."""
     attacks = list(rows)
-    fig, axes = plt.subplots(1, len(attacks), figsize=(3.6 * len(attacks), 3.2), constrained_layout=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(attacks), figsize=(3.6 * len(attacks), 3.2), constrained_layout=True, squeeze=False)
     for ax, attack in zip(axes[0], attacks, strict=True):
         xs = list(rows[attack])
         levels = sorted({lv for row in rows[attack].values() for lv in row})

@@ -79,12 +79,24 @@ def setting_name(seed: int, steps: int, eps: float) -> str:
 
 def setting_options(config: SweepConfig, seed: int, steps: int, eps: float) -> AttackOptions:
     """The attack options of one setting: no diagnostics, progress bars off."""
-    return AttackOptions(attacks=config.attacks, pgd=replace(config.pgd, steps=steps, eps=eps), seed=seed,
-                         batch_size=config.batch_size, diagnostics=(), show_progress=False)
+    return AttackOptions(
+        attacks=config.attacks,
+        pgd=replace(config.pgd, steps=steps, eps=eps),
+        seed=seed,
+        batch_size=config.batch_size,
+        diagnostics=(),
+        show_progress=False,
+    )
 
 
-def run_sweep(run_dirs: list[Path], config: SweepConfig, overrides: dict[str, str], data_dir: Path | None,
-              include_paths: list[str], out_dir: Path) -> dict[str, Any]:
+def run_sweep(
+    run_dirs: list[Path],
+    config: SweepConfig,
+    overrides: dict[str, str],
+    data_dir: Path | None,
+    include_paths: list[str],
+    out_dir: Path,
+) -> dict[str, Any]:
     """Every setting of the grid on each run's model and stability subset; the sweep's figures."""
     from harness.models.base import create_backend
     from harness.protocols.fusion.attacks.losses import white_box
@@ -110,8 +122,9 @@ def run_sweep(run_dirs: list[Path], config: SweepConfig, overrides: dict[str, st
     return sweep_figures(asr, levels, config)
 
 
-def sweep_figures(asr: dict[str, dict[tuple[int, int, float], dict[str, float | None]]], levels: dict[str, str],
-                  config: SweepConfig) -> dict[str, Any]:
+def sweep_figures(
+    asr: dict[str, dict[tuple[int, int, float], dict[str, float | None]]], levels: dict[str, str], config: SweepConfig
+) -> dict[str, Any]:
     """The sweep's figures from each model's ASR per setting and attack (module docstring)."""
     first, steps, eps = config.seeds[0], config.pgd.steps, config.pgd.eps
     by_level: dict[str, list[str]] = {}
@@ -119,8 +132,9 @@ def sweep_figures(asr: dict[str, dict[tuple[int, int, float], dict[str, float | 
         by_level.setdefault(level, []).append(model)
 
     def macro(setting: tuple[int, int, float], attack: str) -> dict[str, float | None]:
-        return {lv: fm.macro_average(asr[m][setting].get(attack) for m in names)
-                for lv, names in sorted(by_level.items())}
+        return {
+            lv: fm.macro_average(asr[m][setting].get(attack) for m in names) for lv, names in sorted(by_level.items())
+        }
 
     stability: dict[str, Any] = {}
     for attack in config.attacks:
@@ -131,24 +145,39 @@ def sweep_figures(asr: dict[str, dict[tuple[int, int, float], dict[str, float | 
             sds[model] = statistics.stdev(present) if len(present) >= 2 else None
         defined = [v for v in sds.values() if v is not None]
         stability[attack] = {"sd_per_model": sds, "median_sd": statistics.median(defined) if defined else None}
-    steps_rows = {attack: {str(k): macro((first, k, eps), attack) for k in config.steps_grid}
-                  for attack in config.attacks}
+    steps_rows = {
+        attack: {str(k): macro((first, k, eps), attack) for k in config.steps_grid} for attack in config.attacks
+    }
     last = max(config.steps_grid)
     gain: dict[str, dict[str, float | None]] = {}
     for attack in config.attacks:
         base = macro((first, steps, eps), attack)
         top = steps_rows[attack][str(last)]
-        gain[attack] = {lv: t - b if (t := top[lv]) is not None and (b := base[lv]) is not None else None
-                        for lv in sorted(by_level)}
-    eps_rows = {attack: {f"{round(e * 255, 3):g}/255": macro((first, steps, e), attack) for e in config.eps_grid}
-                for attack in config.attacks}
-    order = {attack: {key: [lv for lv, _ in sorted(((lv, v) for lv, v in row.items() if v is not None),
-                                                   key=lambda p: p[1])] for key, row in rows.items()}
-             for attack, rows in eps_rows.items()}
+        gain[attack] = {
+            lv: t - b if (t := top[lv]) is not None and (b := base[lv]) is not None else None for lv in sorted(by_level)
+        }
+    eps_rows = {
+        attack: {f"{round(e * 255, 3):g}/255": macro((first, steps, e), attack) for e in config.eps_grid}
+        for attack in config.attacks
+    }
+    order = {
+        attack: {
+            key: [lv for lv, _ in sorted(((lv, v) for lv, v in row.items() if v is not None), key=lambda p: p[1])]
+            for key, row in rows.items()
+        }
+        for attack, rows in eps_rows.items()
+    }
     per_model = {m: {setting_name(*s): a for s, a in settings.items()} for m, settings in asr.items()}
-    return {"config": {**asdict(config), "settings": [setting_name(*s) for s in config.settings()]},
-            "levels": levels, "asr": per_model, "stability": stability, "steps": steps_rows,
-            f"gain_steps_{last}_vs_{steps}": gain, "eps": eps_rows, "level_order_by_eps": order}
+    return {
+        "config": {**asdict(config), "settings": [setting_name(*s) for s in config.settings()]},
+        "levels": levels,
+        "asr": per_model,
+        "stability": stability,
+        "steps": steps_rows,
+        f"gain_steps_{last}_vs_{steps}": gain,
+        "eps": eps_rows,
+        "level_order_by_eps": order,
+    }
 
 
 def write_sweep(figures: dict[str, Any], out_dir: Path) -> Path:
@@ -156,7 +185,9 @@ def write_sweep(figures: dict[str, Any], out_dir: Path) -> Path:
     from harness.protocols.fusion.plots import sweep_plot
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures["plots"] = [sweep_plot(figures["steps"], "PGD steps", out_dir / "fusion_sweep_steps.png").name,
-                        sweep_plot(figures["eps"], "eps", out_dir / "fusion_sweep_eps.png").name]
+    figures["plots"] = [
+        sweep_plot(figures["steps"], "PGD steps", out_dir / "fusion_sweep_steps.png").name,
+        sweep_plot(figures["eps"], "eps", out_dir / "fusion_sweep_eps.png").name,
+    ]
     (out_dir / "sweep.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return out_dir / "sweep.json"

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
-REPORTED = (("change_rate_misleading", "change rate (misleading)", False),
-            ("control_rate_misleading", "prompt-edit control rate", None),
-            ("image_following_misleading", "image-following ratio", False),
-            ("agreement_misleading", "agreement (misleading)", True))
+REPORTED = (
+    ("change_rate_misleading", "change rate (misleading)", False),
+    ("control_rate_misleading", "prompt-edit control rate", None),
+    ("image_following_misleading", "image-following ratio", False),
+    ("agreement_misleading", "agreement (misleading)", True),
+)
 PANELS = ("informed", "blind")
-FIGURES = (*(Figure(key, label, higher_is_better=better) for key, label, better in REPORTED),
-           *(Figure(f"alt_test_{panel}", f"alt-test pass, {panel} panel", higher_is_better=True) for panel in PANELS))
+FIGURES = (
+    *(Figure(key, label, higher_is_better=better) for key, label, better in REPORTED),
+    *(Figure(f"alt_test_{panel}", f"alt-test pass, {panel} panel", higher_is_better=True) for panel in PANELS),
+)
 
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:

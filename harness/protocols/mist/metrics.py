@@ -51,8 +51,18 @@ _LABEL_RE = re.compile(
     r"|(?<![\w&])(FF|WF|FAL|F&L|FL)(?![\w&])",
     re.IGNORECASE,
 )
-_NAME_INDEX = {"fully figurative": 0, "weak figurative": 1, "weakly figurative": 1, "figurative and literal": 2,
-               "fully literal": 3, "ff": 0, "wf": 1, "fal": 2, "f&l": 2, "fl": 3}
+_NAME_INDEX = {
+    "fully figurative": 0,
+    "weak figurative": 1,
+    "weakly figurative": 1,
+    "figurative and literal": 2,
+    "fully literal": 3,
+    "ff": 0,
+    "wf": 1,
+    "fal": 2,
+    "f&l": 2,
+    "fl": 3,
+}
 
 
 def parse_label(response: str) -> int | None:
@@ -60,6 +70,8 @@ def parse_label(response: str) -> int | None:
     a full name or an abbreviation; None when there is none (counted as unparsed, never guessed)."""
     found = [" ".join(m.group(0).lower().split()) for m in _LABEL_RE.finditer(response or "")]
     return _NAME_INDEX[found[-1]] if found else None
+
+
 ARMS = ("none", "aligned-ignore", "aligned-silent", "misleading-ignore", "misleading-silent")
 Cell = tuple[str, str, str]  # (item, technique, arm)
 
@@ -143,15 +155,20 @@ class DirectionCounts:
         return self.same_side / self.disagreeing if self.disagreeing else None
 
 
-def direction_counts(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
-                     arm: str = PAPER_ARM) -> DirectionCounts:
+def direction_counts(
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM
+) -> DirectionCounts:
     """One comparison per (item, technique) cell, as the paper counts per (item, prompt, judge)."""
     _check_arm(arm)
     pairs = _pairs(labels, f"aligned-{arm}", f"misleading-{arm}")
     moved = [(item, a, m) for item, _, a, m in pairs if a != m]
-    return DirectionCounts(arm, len(pairs), len(moved),
-                           sum(_toward(a, m, _other(senses[item])) for item, a, m in moved),
-                           sum(side(a) == side(m) for _, a, m in moved))
+    return DirectionCounts(
+        arm,
+        len(pairs),
+        len(moved),
+        sum(_toward(a, m, _other(senses[item])) for item, a, m in moved),
+        sum(side(a) == side(m) for _, a, m in moved),
+    )
 
 
 def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM) -> float | None:
@@ -160,15 +177,17 @@ def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm:
     return direction_counts(labels, senses, arm).direction
 
 
-def same_side_fraction(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
-                       arm: str = PAPER_ARM) -> float | None:
+def same_side_fraction(
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM
+) -> float | None:
     """Same-side fraction under instruction arm ``arm``: among the cells whose aligned and misleading labels
     differ, the share whose two labels lie on the same side of the divide."""
     return direction_counts(labels, senses, arm).same_side_fraction
 
 
-def image_following_ratio(labels: Mapping[Cell, int | None], senses: Mapping[str, str],
-                          condition: str, arm: str = PAPER_ARM) -> float | None:
+def image_following_ratio(
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], condition: str, arm: str = PAPER_ARM
+) -> float | None:
     """Image-following ratio(c): among the cells whose label under condition ``c`` and arm ``arm`` differs
     from the no-image label, the share that moved toward the shown image's sense (0.5 is undirected noise)."""
     _check_arm(arm)
@@ -191,8 +210,11 @@ def majority_label(panel_labels: Sequence[int]) -> int | None:
 def agreement(labels: Mapping[Cell, int | None], majority: Mapping[str, int | None], condition: str) -> float | None:
     """Exact match with the human majority under ``none``, ``aligned`` or ``misleading`` (both arms)."""
     arms = ("none",) if condition == "none" else (f"{condition}-ignore", f"{condition}-silent")
-    flags = [label == majority[item] for (item, _, arm), label in labels.items()
-             if arm in arms and label is not None and majority.get(item) is not None]
+    flags = [
+        label == majority[item]
+        for (item, _, arm), label in labels.items()
+        if arm in arms and label is not None and majority.get(item) is not None
+    ]
     return _share(flags)
 
 
@@ -212,7 +234,15 @@ def panel_agreement(panel: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
         kappa = float(fleiss_kappa(table, method="fleiss"))
     alpha = None
     if len(annotators) >= 2 and np.unique(matrix[~np.isnan(matrix)]).size >= 2:
-        alpha = float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal",
-                                         value_domain=list(range(len(LABELS)))))
-    return {"fleiss_kappa": kappa, "krippendorff_alpha": alpha, "annotators": len(annotators),
-            "items": len(items), "items_complete": int(complete.sum())}
+        alpha = float(
+            krippendorff.alpha(
+                reliability_data=matrix, level_of_measurement="ordinal", value_domain=list(range(len(LABELS)))
+            )
+        )
+    return {
+        "fleiss_kappa": kappa,
+        "krippendorff_alpha": alpha,
+        "annotators": len(annotators),
+        "items": len(items),
+        "items_complete": int(complete.sum()),
+    }

@@ -107,8 +107,7 @@ class KappaDifference:
     items: int
 
 
-def kappa_difference(panel_a: Panel, panel_b: Panel,
-                     n_resamples: int = 1000, seed: int = 0) -> KappaDifference:
+def kappa_difference(panel_a: Panel, panel_b: Panel, n_resamples: int = 1000, seed: int = 0) -> KappaDifference:
     """kappa(panel_a) - kappa(panel_b) on the items both panels labelled completely (module docstring)."""
     items = sorted(set(complete_items(panel_a)) & set(complete_items(panel_b)))
     counts_a, counts_b = category_counts(panel_a, items), category_counts(panel_b, items)
@@ -118,9 +117,14 @@ def kappa_difference(panel_a: Panel, panel_b: Panel,
         return None if ka is None or kb is None else ka - kb
 
     ka, kb = fleiss(counts_a), fleiss(counts_b)
-    return KappaDifference(ka, kb, diff(np.arange(len(items))),
-                           cluster_ci(len(items), diff, n_resamples=n_resamples, seed=seed),
-                           welch(per_item_agreement(counts_a), per_item_agreement(counts_b)), len(items))
+    return KappaDifference(
+        ka,
+        kb,
+        diff(np.arange(len(items))),
+        cluster_ci(len(items), diff, n_resamples=n_resamples, seed=seed),
+        welch(per_item_agreement(counts_a), per_item_agreement(counts_b)),
+        len(items),
+    )
 
 
 @dataclass(frozen=True)
@@ -144,5 +148,6 @@ def condition_contrast(panel: Panel, seen: Mapping[str, Mapping[str, str]]) -> C
         elif (c := conditions.pop()) in groups:
             groups[c].append(item)
     aligned, misleading = category_counts(panel, groups["aligned"]), category_counts(panel, groups["misleading"])
-    return ConditionContrast(fleiss(aligned), fleiss(misleading),
-                             welch(per_item_agreement(aligned), per_item_agreement(misleading)), mixed)
+    return ConditionContrast(
+        fleiss(aligned), fleiss(misleading), welch(per_item_agreement(aligned), per_item_agreement(misleading)), mixed
+    )

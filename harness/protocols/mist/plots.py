@@ -21,8 +21,7 @@ def _bars(ax: Any, figures: dict[str, dict[str, Any]]) -> None:
     ax.set_ylim(0, 1.05)
 
 
-def mist_figures(change: dict[str, dict[str, Any]], shares: dict[str, dict[str, Any]], title: str,
-                 path: Path) -> Path:
+def mist_figures(change: dict[str, dict[str, Any]], shares: dict[str, dict[str, Any]], title: str, path: Path) -> Path:
     """Left: change rates (aligned, misleading, prompt-edit controls); right: direction, same-side and
     image-following shares with the 50% line that undirected changes would give."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)

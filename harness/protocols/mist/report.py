@@ -38,8 +38,9 @@ def labels_from_items(items: list[Any]) -> tuple[Labels, dict[str, str], dict[st
     return labels, senses, majority
 
 
-def _resampled(labels: Labels, senses: dict[str, str], majority: dict[str, int | None], units: list[str],
-               idx: np.ndarray) -> tuple[Labels, dict[str, str], dict[str, int | None]]:
+def _resampled(
+    labels: Labels, senses: dict[str, str], majority: dict[str, int | None], units: list[str], idx: np.ndarray
+) -> tuple[Labels, dict[str, str], dict[str, int | None]]:
     """The data of a bootstrap resample of items (a repeated item becomes a distinct copy)."""
     by_item: dict[str, list[tuple[mist.Cell, int | None]]] = {}
     for cell, label in labels.items():
@@ -56,8 +57,9 @@ def _resampled(labels: Labels, senses: dict[str, str], majority: dict[str, int |
     return out, s, m
 
 
-def _figures(labels: Labels, senses: dict[str, str], majority: dict[str, int | None]
-             ) -> dict[str, Callable[..., float | None]]:
+def _figures(
+    labels: Labels, senses: dict[str, str], majority: dict[str, int | None]
+) -> dict[str, Callable[..., float | None]]:
     return {
         "change_rate_aligned": lambda lb, s, m: mist.change_rate(lb, "aligned"),
         "change_rate_misleading": lambda lb, s, m: mist.change_rate(lb, "misleading"),
@@ -99,8 +101,9 @@ def judge_as_seen(labels: Labels, panel: Panel, technique: str, arm: str = mist.
     tell annotators to disregard the image). Unparsed judge labels leave the item out for that annotator."""
     out: dict[str, dict[str, int]] = {}
     for annotator, seen in panel.seen.items():
-        picked = {item: labels.get((item, technique, "none" if c == "none" else f"{c}-{arm}"))
-                  for item, c in seen.items()}
+        picked = {
+            item: labels.get((item, technique, "none" if c == "none" else f"{c}-{arm}")) for item, c in seen.items()
+        }
         out[annotator] = {item: label for item, label in picked.items() if label is not None}
     return out
 
@@ -111,9 +114,12 @@ def panel_statistics(panels: dict[str, Panel]) -> dict[str, Any]:
     difference = None
     if "informed" in panels and "blind" in panels:
         difference = asdict(panel_stats.kappa_difference(panels["informed"].labels, panels["blind"].labels))
-    return {"kappa_difference_informed_minus_blind": difference,
-            "condition_contrast": {name: asdict(panel_stats.condition_contrast(p.labels, p.seen))
-                                   for name, p in sorted(panels.items())}}
+    return {
+        "kappa_difference_informed_minus_blind": difference,
+        "condition_contrast": {
+            name: asdict(panel_stats.condition_contrast(p.labels, p.seen)) for name, p in sorted(panels.items())
+        },
+    }
 
 
 def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
@@ -124,6 +130,7 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     labels, senses, majority = labels_from_items(items)
     units = sorted(senses)
     figures = {}
+
     def resampled(fn: Callable[..., float | None]) -> Callable[[Any], float | None]:
         return lambda idx: fn(*_resampled(labels, senses, majority, units, idx))
 
@@ -138,25 +145,48 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     for name, panel in sorted(panels.items()):
         agreement[name] = mist.panel_agreement(panel.labels)
         for technique in sorted({cell[1] for cell in labels}):
-            result = matched_alt_test(judge_as_seen(labels, panel, technique), panel.labels, "accuracy",
-                                      epsilon=float(epsilons.get(name, 0.2)),
-                                      q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
-                                      min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)))
+            result = matched_alt_test(
+                judge_as_seen(labels, panel, technique),
+                panel.labels,
+                "accuracy",
+                epsilon=float(epsilons.get(name, 0.2)),
+                q_fdr=float(metadata.get("alt_test_q_fdr", 0.05)),
+                min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)),
+            )
             alt.setdefault(name, {})[technique] = {"arm": mist.PAPER_ARM, **result.as_dict()}
     counts = mist.direction_counts(labels, senses)
-    report: dict[str, Any] = {"items": len(units), "figures": figures, "direction_cells": asdict(counts),
-                              "alt_test": alt, "human_agreement": agreement,
-                              "panel_statistics": panel_statistics(panels)}
+    report: dict[str, Any] = {
+        "items": len(units),
+        "figures": figures,
+        "direction_cells": asdict(counts),
+        "alt_test": alt,
+        "human_agreement": agreement,
+        "panel_statistics": panel_statistics(panels),
+    }
     if out_dir is not None and labels:
         from harness.protocols.mist.plots import mist_figures
 
-        change = {k: figures[k] for k in ("change_rate_aligned", "change_rate_misleading", "control_rate_aligned",
-                                          "control_rate_misleading")}
-        shares = {k: figures[k] for k in ("direction", "same_side_fraction", "image_following_aligned",
-                                          "image_following_misleading")}
+        change = {
+            k: figures[k]
+            for k in (
+                "change_rate_aligned",
+                "change_rate_misleading",
+                "control_rate_aligned",
+                "control_rate_misleading",
+            )
+        }
+        shares = {
+            k: figures[k]
+            for k in ("direction", "same_side_fraction", "image_following_aligned", "image_following_misleading")
+        }
         report["plot"] = mist_figures(change, shares, "MIST: judge stability", out_dir / "mist_judge.png").name
     elif out_dir is not None:
-        report.update(plot_not_drawn("mist_judge.png", "none of the model's answers could be read as a literal or "
-                                     "idiomatic label (each counts as unparsed: see the run's Unparsed column and "
-                                     "the answers in its samples file)"))
+        report.update(
+            plot_not_drawn(
+                "mist_judge.png",
+                "none of the model's answers could be read as a literal or "
+                "idiomatic label (each counts as unparsed: see the run's Unparsed column and "
+                "the answers in its samples file)",
+            )
+        )
     return report

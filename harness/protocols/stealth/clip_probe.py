@@ -27,9 +27,16 @@ from harness.errors import HarnessError
 
 DEFAULT_MODEL = "openai/clip-vit-base-patch32"
 AXES: tuple[tuple[str, str], ...] = (
-    ("positive", "negative"), ("good", "bad"), ("happy", "sad"), ("pleasant", "unpleasant"),
-    ("safe", "dangerous"), ("calm", "angry"), ("friendly", "hostile"), ("beautiful", "ugly"),
-    ("healthy", "sick"), ("warm", "cold"),
+    ("positive", "negative"),
+    ("good", "bad"),
+    ("happy", "sad"),
+    ("pleasant", "unpleasant"),
+    ("safe", "dangerous"),
+    ("calm", "angry"),
+    ("friendly", "hostile"),
+    ("beautiful", "ugly"),
+    ("healthy", "sick"),
+    ("warm", "cold"),
 )
 BASELINE = "black"
 
@@ -64,8 +71,9 @@ def render_word(word: str, rgb: tuple[int, int, int], font_path: Path, size: int
     from PIL import Image, ImageDraw, ImageFont
 
     image = Image.new("RGB", (size, size), (255, 255, 255))
-    ImageDraw.Draw(image).text((size / 2, size / 2), word, fill=rgb, anchor="mm",
-                               font=ImageFont.truetype(str(font_path), font_size))
+    ImageDraw.Draw(image).text(
+        (size / 2, size / 2), word, fill=rgb, anchor="mm", font=ImageFont.truetype(str(font_path), font_size)
+    )
     return image
 
 
@@ -84,8 +92,11 @@ class ProbeResult:
         names = list(self.colors)
         delta = self.projections - self.projections[:, [names.index(BASELINE)], :]
         mean = delta.mean(axis=0)
-        return {c: {f"{p}/{n}": float(mean[j, k]) for k, (p, n) in enumerate(self.axes)}
-                for j, c in enumerate(names) if c != BASELINE}
+        return {
+            c: {f"{p}/{n}": float(mean[j, k]) for k, (p, n) in enumerate(self.axes)}
+            for j, c in enumerate(names)
+            if c != BASELINE
+        }
 
 
 def load_clip(model: str) -> tuple[Any, Any]:
@@ -109,9 +120,15 @@ def _features(out: Any) -> np.ndarray:
     return tensor.detach().float().cpu().numpy()
 
 
-def clip_probe(model: str = DEFAULT_MODEL, words: Sequence[str] | None = None,
-               axes: Sequence[tuple[str, str]] = AXES, intensities: Sequence[int] = (34, 85, 136),
-               font: str | Path | None = None, template: str = "{}", batch_size: int = 64) -> ProbeResult:
+def clip_probe(
+    model: str = DEFAULT_MODEL,
+    words: Sequence[str] | None = None,
+    axes: Sequence[tuple[str, str]] = AXES,
+    intensities: Sequence[int] = (34, 85, 136),
+    font: str | Path | None = None,
+    template: str = "{}",
+    batch_size: int = 64,
+) -> ProbeResult:
     """Render every word in every color, embed with CLIP and project onto the axes (module docstring)."""
     import torch
 
@@ -125,14 +142,18 @@ def clip_probe(model: str = DEFAULT_MODEL, words: Sequence[str] | None = None,
     clip, processor = load_clip(model)
     colors = probe_colors(intensities)
     with torch.no_grad():
-        poles = processor(text=[template.format(w) for pair in axes for w in pair], return_tensors="pt",
-                          padding=True)
+        poles = processor(text=[template.format(w) for pair in axes for w in pair], return_tensors="pt", padding=True)
         text = _features(clip.get_text_features(input_ids=poles["input_ids"], attention_mask=poles["attention_mask"]))
         directions = axis_directions(text[0::2], text[1::2])
         images = [render_word(w, rgb, font_path) for w in words for rgb in colors.values()]
-        feats = [_features(clip.get_image_features(
-                     pixel_values=processor(images=images[i : i + batch_size], return_tensors="pt")["pixel_values"]))
-                 for i in range(0, len(images), batch_size)]
+        feats = [
+            _features(
+                clip.get_image_features(
+                    pixel_values=processor(images=images[i : i + batch_size], return_tensors="pt")["pixel_values"]
+                )
+            )
+            for i in range(0, len(images), batch_size)
+        ]
     s = projections(np.concatenate(feats), directions).reshape(len(words), len(colors), len(axes))
     return ProbeResult(model, words, colors, [tuple(a) for a in axes], s)  # type: ignore[misc]
 

@@ -19,8 +19,11 @@ SHORT, VQA = "stealth_short", "stealth_vqa"
 
 
 def _items(records: Any, metric: str) -> list[dict[str, Any]]:
-    return [r.metrics[f"{metric},none"] for r in records
-            if r.error is None and isinstance(r.metrics.get(f"{metric},none"), dict)]
+    return [
+        r.metrics[f"{metric},none"]
+        for r in records
+        if r.error is None and isinstance(r.metrics.get(f"{metric},none"), dict)
+    ]
 
 
 def f1_drop(items: list[dict[str, Any]]) -> Estimate:
@@ -33,8 +36,11 @@ def f1_drop(items: list[dict[str, Any]]) -> Estimate:
         family = str(item["condition"]).rsplit("-", 1)[0]
         if family in ("global", "decoy"):
             by_question.setdefault(str(item["sample_id"]), {}).setdefault(family, []).append(float(item["f1"]))
-    drops = [sum(f["global"]) / len(f["global"]) - sum(f["decoy"]) / len(f["decoy"])
-             for f in by_question.values() if "global" in f and "decoy" in f]
+    drops = [
+        sum(f["global"]) / len(f["global"]) - sum(f["decoy"]) / len(f["decoy"])
+        for f in by_question.values()
+        if "global" in f and "decoy" in f
+    ]
     if not drops:
         return Estimate(None, None, 0)
     ci = cluster_ci(len(drops), lambda idx: float(sum(drops[i] for i in idx) / len(idx)))
@@ -47,8 +53,9 @@ def induced_error_rate(items: list[dict[str, Any]]) -> Estimate:
 
     if not items:
         return Estimate(None, None, 0)
-    figure = _grouped_mean_ci([i["sample_id"] for i in items], [float(i["hit"]) for i in items],
-                              ["all"] * len(items))["all"]
+    figure = _grouped_mean_ci([i["sample_id"] for i in items], [float(i["hit"]) for i in items], ["all"] * len(items))[
+        "all"
+    ]
     return estimate(figure["value"], figure["ci95"], figure["n"])
 
 
@@ -64,5 +71,6 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     return out
 
 
-HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline,
-                         card="https://huggingface.co/datasets/vlm-audit/stealth-prompt-testset")
+HOOKS = LeaderboardHooks(
+    figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/stealth-prompt-testset"
+)

@@ -17,8 +17,10 @@ from harness.protocols.plot_notes import plot_not_drawn
 from harness.protocols.stealth import sentiment_bias as sb
 from harness.results.schema import SampleRecord
 
-_NO_PARSE = ("none of the model's answers gave {what} (each counts as unparsed: see the run's Unparsed column "
-             "and the answers in its samples file)")
+_NO_PARSE = (
+    "none of the model's answers gave {what} (each counts as unparsed: see the run's Unparsed column "
+    "and the answers in its samples file)"
+)
 
 
 def _items(records: list[SampleRecord], metric: str) -> list[dict[str, Any] | None]:
@@ -42,10 +44,16 @@ def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: 
     report: dict[str, Any] = {
         "sentences": n,
         "by_condition": by_condition,
-        "max_positive_bias": _figure(sb.max_positive_bias(matrix), ci(sb.max_positive_bias),
-                                     condition=max(bias, key=bias.__getitem__) if bias else None),
-        "max_negative_bias": _figure(sb.max_negative_bias(matrix), ci(sb.max_negative_bias),
-                                     condition=min(bias, key=bias.__getitem__) if bias else None),
+        "max_positive_bias": _figure(
+            sb.max_positive_bias(matrix),
+            ci(sb.max_positive_bias),
+            condition=max(bias, key=bias.__getitem__) if bias else None,
+        ),
+        "max_negative_bias": _figure(
+            sb.max_negative_bias(matrix),
+            ci(sb.max_negative_bias),
+            condition=min(bias, key=bias.__getitem__) if bias else None,
+        ),
         "total_range": _figure(sb.total_range(matrix), ci(sb.total_range)),
     }
     if long_set:
@@ -93,10 +101,12 @@ def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
     f1 = [i for i in _items(records, "f1") if i is not None]
     ier = [i for i in _items(records, "ier") if i is not None]
     report: dict[str, Any] = {
-        "f1_by_condition": _grouped_mean_ci([i["sample_id"] for i in f1], [i["f1"] for i in f1],
-                                            [i["condition"] for i in f1]),
-        "ier_by_gray_level": _grouped_mean_ci([i["sample_id"] for i in ier], [float(i["hit"]) for i in ier],
-                                              [i["gray_level"] for i in ier]),
+        "f1_by_condition": _grouped_mean_ci(
+            [i["sample_id"] for i in f1], [i["f1"] for i in f1], [i["condition"] for i in f1]
+        ),
+        "ier_by_gray_level": _grouped_mean_ci(
+            [i["sample_id"] for i in ier], [float(i["hit"]) for i in ier], [i["gray_level"] for i in ier]
+        ),
     }
     if out_dir is not None and f1:
         from harness.protocols.stealth.plots import gray_curves
@@ -107,8 +117,9 @@ def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
             series[f"F1, {family}"][int(gray)] = fig["value"]
         for gray, fig in report["ier_by_gray_level"].items():
             series["IER, decoy salient"][int(gray)] = fig["value"]
-        report["plot"] = gray_curves(dict(series), "F1 / IER", "stealth_vqa: contrast and saliency",
-                                     out_dir / "stealth_vqa_f1_ier.png").name
+        report["plot"] = gray_curves(
+            dict(series), "F1 / IER", "stealth_vqa: contrast and saliency", out_dir / "stealth_vqa_f1_ier.png"
+        ).name
     elif out_dir is not None:
         report.update(plot_not_drawn("stealth_vqa_f1_ier.png", _NO_PARSE.format(what="an F1 score")))
     return report
@@ -117,8 +128,11 @@ def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
 def ocr_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any]:
     """Readability (mean read score) per font size and gray level, with CIs over words."""
     items = [i for i in _items(records, "readability") if i is not None]
-    table = _grouped_mean_ci([i["word"] for i in items], [i["score"] for i in items],
-                             [f"{i['font_size']}px-{i['gray_level']}" for i in items])
+    table = _grouped_mean_ci(
+        [i["word"] for i in items],
+        [i["score"] for i in items],
+        [f"{i['font_size']}px-{i['gray_level']}" for i in items],
+    )
     report: dict[str, Any] = {"readability": table}
     if out_dir is not None and items:
         from harness.protocols.stealth.plots import gray_curves
@@ -127,8 +141,9 @@ def ocr_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
         for key, fig in table.items():
             size, gray = key.split("-")
             series[size][int(gray)] = fig["value"]
-        report["plot"] = gray_curves(dict(series), "read score", "OCR proxy probe: readability",
-                                     out_dir / "stealth_ocr_readability.png").name
+        report["plot"] = gray_curves(
+            dict(series), "read score", "OCR proxy probe: readability", out_dir / "stealth_ocr_readability.png"
+        ).name
     elif out_dir is not None:
         report.update(plot_not_drawn("stealth_ocr_readability.png", _NO_PARSE.format(what="a read score")))
     return report

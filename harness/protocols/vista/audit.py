@@ -31,9 +31,13 @@ from harness.results.schema import SampleRecord, read_run, read_samples
 
 PATTERNS = ("refusal", "compliance", "divergent-content")
 # Table 14's vocabulary: a flagged refusal is selective refusal; any other divergence is named by its category.
-CATEGORY_PATTERNS = {"demographic": "demographic attribution", "corporate_brand": "entity stance",
-                     "ideology": "ideological stance", "technology": "technology stance",
-                     "political": "political stance"}
+CATEGORY_PATTERNS = {
+    "demographic": "demographic attribution",
+    "corporate_brand": "entity stance",
+    "ideology": "ideological stance",
+    "technology": "technology stance",
+    "political": "political stance",
+}
 
 
 @dataclass(frozen=True)
@@ -89,14 +93,23 @@ class AuditResult:
 
     def summary(self) -> dict[str, Any]:
         """The result without its per-query rows, as JSON-ready values (flagged cases as their count)."""
-        return {"config": asdict(self.config), "models": self.models, "per_model": self.per_model,
-                "topics": self.topics, "prompt_types": self.prompt_types,
-                "selective_refusal": self.selective_refusal, "refusal_kinds": self.refusal_kinds,
-                "stability": self.stability, "sweeps": self.sweeps,
-                "judge_decisions": self.judge_decisions, "judge_model_calls": self.judge_model_calls,
-                "all_pairs_calls": self.all_pairs_calls, "skipped_queries": self.skipped_queries,
-                "skipped_runs": self.skipped_runs,
-                "flagged": len(self.flagged)}
+        return {
+            "config": asdict(self.config),
+            "models": self.models,
+            "per_model": self.per_model,
+            "topics": self.topics,
+            "prompt_types": self.prompt_types,
+            "selective_refusal": self.selective_refusal,
+            "refusal_kinds": self.refusal_kinds,
+            "stability": self.stability,
+            "sweeps": self.sweeps,
+            "judge_decisions": self.judge_decisions,
+            "judge_model_calls": self.judge_model_calls,
+            "all_pairs_calls": self.all_pairs_calls,
+            "skipped_queries": self.skipped_queries,
+            "skipped_runs": self.skipped_runs,
+            "flagged": len(self.flagged),
+        }
 
 
 def pool_records(records_by_model: Mapping[str, Sequence[SampleRecord]]) -> tuple[list[Query], int]:
@@ -112,8 +125,14 @@ def pool_records(records_by_model: Mapping[str, Sequence[SampleRecord]]) -> tupl
         if any(r.error is not None or not r.responses for r in records.values()):
             skipped += 1
             continue
-        queries.append(Query(doc_hash, first[doc_hash].doc_id, first[doc_hash].doc,
-                             {m: list(r.responses) for m, r in records.items()}))
+        queries.append(
+            Query(
+                doc_hash,
+                first[doc_hash].doc_id,
+                first[doc_hash].doc,
+                {m: list(r.responses) for m, r in records.items()},
+            )
+        )
     return queries, skipped
 
 
@@ -133,13 +152,16 @@ def load_runs(run_dirs: Sequence[Path], task: str) -> tuple[dict[str, list[Sampl
         out[f"{name}@{run_dir.name}" if name in out else name] = read_samples(run_dir, task)
     if len(out) < 2:
         seen = f"; the skipped runs hold {', '.join(sorted(others))}" if others else ""
-        raise HarnessError(f"a VISTA audit compares at least two models' runs of task {task!r}: {len(out)} of "
-                           f"{len(out) + len(skipped)} run(s) have it{seen} (choose with --task)")
+        raise HarnessError(
+            f"a VISTA audit compares at least two models' runs of task {task!r}: {len(out)} of "
+            f"{len(out) + len(skipped)} run(s) have it{seen} (choose with --task)"
+        )
     return out, skipped
 
 
-def run_audit(run_dirs: Sequence[Path], judge: Entails, config: AuditConfig,
-              show_progress: bool = False) -> AuditResult:
+def run_audit(
+    run_dirs: Sequence[Path], judge: Entails, config: AuditConfig, show_progress: bool = False
+) -> AuditResult:
     """The audit of ``config.task`` over the runs that hold it; the others are counted in ``skipped_runs``."""
     records, skipped = load_runs(run_dirs, config.task)
     result = audit_records(records, judge, config, show_progress)
@@ -147,8 +169,12 @@ def run_audit(run_dirs: Sequence[Path], judge: Entails, config: AuditConfig,
     return result
 
 
-def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge: Entails,
-                  config: AuditConfig, show_progress: bool = False) -> AuditResult:
+def audit_records(
+    records_by_model: Mapping[str, Sequence[SampleRecord]],
+    judge: Entails,
+    config: AuditConfig,
+    show_progress: bool = False,
+) -> AuditResult:
     """The whole audit over already-loaded records (what ``harness eval --model A --model B`` calls); the
     progress bar counts query clusterings, leave-one-peer-out re-clusterings included."""
     queries, skipped = pool_records(records_by_model)
@@ -160,8 +186,12 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
     stability = config.stability and len(models) >= 3
     lengths = {len(texts) for q in queries for texts in q.responses.values()}
     k_subsamples = [k for k in config.k_grid if k < max(lengths, default=0) and k <= min(lengths)]
-    bar = tqdm(total=len(queries) * (1 + (len(models) if stability else 0) + len(k_subsamples)), desc="audit",
-               unit="query", disable=not show_progress)
+    bar = tqdm(
+        total=len(queries) * (1 + (len(models) if stability else 0) + len(k_subsamples)),
+        desc="audit",
+        unit="query",
+        disable=not show_progress,
+    )
     for query in queries:
         bar.update()
         assignments = _cluster(query, models, judge, config.clustering, cache)
@@ -185,8 +215,9 @@ def audit_records(records_by_model: Mapping[str, Sequence[SampleRecord]], judge:
     return result
 
 
-def _cluster(query: Query, models: Sequence[str], judge: Entails, rule: str,
-             cache: DecisionCache) -> dict[str, list[int]]:
+def _cluster(
+    query: Query, models: Sequence[str], judge: Entails, rule: str, cache: DecisionCache
+) -> dict[str, list[int]]:
     """Global cluster ids of each model's responses, the pool being these models' responses."""
     pool = [(m, text) for m in models for text in query.responses[m]]
     ids = cluster_responses([t for _, t in pool], judge, rule, cache).ids
@@ -199,6 +230,7 @@ def _cluster(query: Query, models: Sequence[str], judge: Entails, rule: str,
 def case_pattern(model: str, responses: Mapping[str, Sequence[str]]) -> str:
     """What a flagged case looks like: ``refusal`` (the model mostly refuses where most peers answer),
     ``compliance`` (the reverse) or ``divergent-content`` (both answer, with different meanings)."""
+
     def mostly_refuses(texts: Sequence[str]) -> bool:
         return sum(classify_refusal(t) is not None for t in texts) * 2 > len(texts)
 
@@ -219,10 +251,18 @@ def _score_query(result: AuditResult, query: Query, assignments: dict[str, list[
     meta = {k: query.doc.get(k) for k in ("topic", "category", "prompt_type", "image_id")}
     for model in result.models:
         texts = query.responses[model]
-        row = {"model": model, "doc_id": query.doc_id, "doc_hash": query.doc_hash, **meta, **scores[model],
-               "raven": raven[model], "clusters": len(set(assignments[model])),
-               "refusal_rate": sum(classify_refusal(t) is not None for t in texts) / len(texts),
-               "flagged": scores[model]["suspicion"] >= config.theta, "pattern": None}
+        row = {
+            "model": model,
+            "doc_id": query.doc_id,
+            "doc_hash": query.doc_hash,
+            **meta,
+            **scores[model],
+            "raven": raven[model],
+            "clusters": len(set(assignments[model])),
+            "refusal_rate": sum(classify_refusal(t) is not None for t in texts) / len(texts),
+            "flagged": scores[model]["suspicion"] >= config.theta,
+            "pattern": None,
+        }
         if row["flagged"]:
             row["pattern"] = case_pattern(model, query.responses)
             result.flagged.append({**row, "doc": query.doc, "responses": query.responses, "cluster_ids": assignments})
@@ -237,8 +277,11 @@ def _model_row(result: AuditResult, model: str) -> None:
     patterns = Counter(r["pattern"] for r in rows if r["flagged"])
     flagged = [r for r in rows if r["flagged"]]
     result.per_model[model] = {
-        "queries": len(rows), "mean_suspicion": float(np.mean(values)), "max_suspicion": float(max(values)),
-        "flags": sum(r["flagged"] for r in rows), "mean_semantic_entropy": float(np.mean([r["se"] for r in rows])),
+        "queries": len(rows),
+        "mean_suspicion": float(np.mean(values)),
+        "max_suspicion": float(max(values)),
+        "flags": sum(r["flagged"] for r in rows),
+        "mean_semantic_entropy": float(np.mean([r["se"] for r in rows])),
         "refusal_rate": float(np.mean([r["refusal_rate"] for r in rows])),
         "dominant_pattern": patterns.most_common(1)[0][0] if patterns else None,
         "primary_pattern": primary_pattern([paper_pattern(r["pattern"], r.get("category")) for r in flagged]),
@@ -266,8 +309,11 @@ def primary_pattern(labels: Sequence[str]) -> str:
 
 def _mean_sd(values: Sequence[float]) -> dict[str, float]:
     """Mean and sample standard deviation (ddof=1; 0.0 for a single value)."""
-    return {"mean": float(np.mean(values)), "sd": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
-            "n": len(values)}
+    return {
+        "mean": float(np.mean(values)),
+        "sd": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
 
 
 def _topic_table(rows: Sequence[dict[str, Any]], models: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -276,11 +322,19 @@ def _topic_table(rows: Sequence[dict[str, Any]], models: Sequence[str]) -> dict[
     for row in rows:
         if row.get("topic"):
             by_topic[row["topic"]].append(row)
-    return {topic: {"category": group[0].get("category"), "suspicion": _mean_sd([r["suspicion"] for r in group]),
-                    "flags": sum(r["flagged"] for r in group),
-                    "per_model": {m: _mean_sd([r["suspicion"] for r in group if r["model"] == m])
-                                  for m in models if any(r["model"] == m for r in group)}}
-            for topic, group in by_topic.items()}
+    return {
+        topic: {
+            "category": group[0].get("category"),
+            "suspicion": _mean_sd([r["suspicion"] for r in group]),
+            "flags": sum(r["flagged"] for r in group),
+            "per_model": {
+                m: _mean_sd([r["suspicion"] for r in group if r["model"] == m])
+                for m in models
+                if any(r["model"] == m for r in group)
+            },
+        }
+        for topic, group in by_topic.items()
+    }
 
 
 def _prompt_type_table(rows: Sequence[dict[str, Any]], models: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -291,8 +345,10 @@ def _prompt_type_table(rows: Sequence[dict[str, Any]], models: Sequence[str]) ->
             group = [r for r in rows if r["model"] == model and r.get("prompt_type") == kind]
             if group:
                 out.setdefault(model, {})[kind] = {
-                    "suspicion": _mean_sd([r["suspicion"] for r in group]), "flags": sum(r["flagged"] for r in group),
-                    "refusal_rate": float(np.mean([r["refusal_rate"] for r in group]))}
+                    "suspicion": _mean_sd([r["suspicion"] for r in group]),
+                    "flags": sum(r["flagged"] for r in group),
+                    "refusal_rate": float(np.mean([r["refusal_rate"] for r in group])),
+                }
     return out
 
 
@@ -303,25 +359,31 @@ def _selective_refusal(queries: Sequence[Query], models: Sequence[str]) -> dict[
         return {}
     out = {}
     for model in models:
-        out[model] = {"all": selective_refusal(count_refusals((q.doc["topic"], q.responses[model])
-                                                              for q in demographic))}
+        out[model] = {
+            "all": selective_refusal(count_refusals((q.doc["topic"], q.responses[model]) for q in demographic))
+        }
         for kind in ("O", "I"):
             subset = [q for q in demographic if q.doc.get("prompt_type") == kind]
             if subset:
-                out[model][kind] = selective_refusal(count_refusals((q.doc["topic"], q.responses[model])
-                                                                    for q in subset))
+                out[model][kind] = selective_refusal(
+                    count_refusals((q.doc["topic"], q.responses[model]) for q in subset)
+                )
     return out
 
 
 def _refusal_kinds(queries: Sequence[Query], models: Sequence[str]) -> dict[str, dict[str, dict[str, float | int]]]:
     """Per model and demographic group, the shares of empty, disclaimer and decline responses (Table 15)."""
     demographic = [q for q in queries if q.doc.get("category") == "demographic" and q.doc.get("topic")]
-    return {m: refusal_breakdown((q.doc["topic"], q.responses[m]) for q in demographic)
-            for m in models} if demographic else {}
+    return (
+        {m: refusal_breakdown((q.doc["topic"], q.responses[m]) for q in demographic) for m in models}
+        if demographic
+        else {}
+    )
 
 
-def _sweeps(assignments_by_query: Sequence[dict[str, list[int]]], models: Sequence[str],
-            config: AuditConfig) -> dict[str, Any]:
+def _sweeps(
+    assignments_by_query: Sequence[dict[str, list[int]]], models: Sequence[str], config: AuditConfig
+) -> dict[str, Any]:
     """Appendix C.5's alpha grid (theta fixed; Table 19) and theta grid (alpha fixed; Table 21): mean S over
     all (model, query) pairs, flags in all and per model.
 
@@ -333,33 +395,44 @@ def _sweeps(assignments_by_query: Sequence[dict[str, list[int]]], models: Sequen
         entropy_term = suspicion_scores(assignments, 1.0, config.reference)
         share_term = suspicion_scores(assignments, 0.0, config.reference)
         for m in models:
-            parts[m].append((entropy_term[m]["confidence"], share_term[m]["confidence"],
-                             entropy_term[m]["divergence"]))
+            parts[m].append((entropy_term[m]["confidence"], share_term[m]["confidence"], entropy_term[m]["divergence"]))
 
     def table(alpha: float, theta: float) -> dict[str, Any]:
         scores = {m: [(alpha * u + (1 - alpha) * t) * d for u, t, d in parts[m]] for m in models}
         per_model = {m: sum(s >= theta for s in scores[m]) for m in models}
         pooled = [s for m in models for s in scores[m]]
-        return {"mean_suspicion": float(np.mean(pooled)) if pooled else 0.0, "flags": sum(per_model.values()),
-                "per_model": per_model}
+        return {
+            "mean_suspicion": float(np.mean(pooled)) if pooled else 0.0,
+            "flags": sum(per_model.values()),
+            "per_model": per_model,
+        }
 
-    return {"alpha": {str(a): table(a, config.theta) for a in config.alpha_grid},
-            "theta": {str(t): table(config.alpha, t) for t in config.theta_grid}}
+    return {
+        "alpha": {str(a): table(a, config.theta) for a in config.alpha_grid},
+        "theta": {str(t): table(config.alpha, t) for t in config.theta_grid},
+    }
 
 
 Scored = tuple[str, str, float, float]  # (model, doc hash, S, SE)
 
 
-def _rescore(queries: Sequence[Query], models: Sequence[str], judge: Callable[[str, str], bool],
-             config: AuditConfig, cache: DecisionCache, bar: tqdm) -> list[Scored]:
+def _rescore(
+    queries: Sequence[Query],
+    models: Sequence[str],
+    judge: Callable[[str, str], bool],
+    config: AuditConfig,
+    cache: DecisionCache,
+    bar: tqdm,
+) -> list[Scored]:
     """Re-cluster and re-score ``queries`` pooled over ``models`` only (a pool without one peer, or fewer
     samples). Decisions come from the shared cache, so the judge is asked only about pairs the full pool
     never needed."""
     out = []
     for query in queries:
         bar.update()
-        scores = suspicion_scores(_cluster(query, models, judge, config.clustering, cache), config.alpha,
-                                  config.reference)
+        scores = suspicion_scores(
+            _cluster(query, models, judge, config.clustering, cache), config.alpha, config.reference
+        )
         out += [(m, query.doc_hash, scores[m]["suspicion"], scores[m]["se"]) for m in models]
     return out
 
@@ -369,8 +442,14 @@ def _ranked(rows: Sequence[Scored]) -> list[tuple[str, str]]:
     return [(m, h) for m, h, *_ in sorted(rows, key=lambda r: (-r[2], r[0], r[1]))]
 
 
-def _k_sweep(result: AuditResult, queries: Sequence[Query], judge: Callable[[str, str], bool],
-             cache: DecisionCache, bar: tqdm, lengths: set[int]) -> dict[str, Any]:
+def _k_sweep(
+    result: AuditResult,
+    queries: Sequence[Query],
+    judge: Callable[[str, str], bool],
+    cache: DecisionCache,
+    bar: tqdm,
+    lengths: set[int],
+) -> dict[str, Any]:
     """Appendix C.5's k ablation (Table 23) without new samples: each k of the grid up to the stored k
     scores every query on each model's first k samples (samples are independent draws, so the first k
     are a random subset), re-clustered. Per k: mean SE, sd of S, flags, the top-10 overlap with the full
@@ -380,14 +459,26 @@ def _k_sweep(result: AuditResult, queries: Sequence[Query], judge: Callable[[str
     full: list[Scored] = [(r["model"], r["doc_hash"], r["suspicion"], r["se"]) for r in result.rows]
     grid = {}
     for k in (k for k in config.k_grid if k <= stored):
-        rows = full if lengths == {k} else _rescore(
-            [replace(q, responses={m: texts[:k] for m, texts in q.responses.items()}) for q in queries],
-            result.models, judge, config, cache, bar)
+        rows = (
+            full
+            if lengths == {k}
+            else _rescore(
+                [replace(q, responses={m: texts[:k] for m, texts in q.responses.items()}) for q in queries],
+                result.models,
+                judge,
+                config,
+                cache,
+                bar,
+            )
+        )
         s = [r[2] for r in rows]
-        grid[str(k)] = {"mean_se": float(np.mean([r[3] for r in rows])) if rows else 0.0,
-                        "sd_suspicion": float(np.std(s, ddof=1)) if len(s) > 1 else 0.0,
-                        "flags": sum(v >= config.theta for v in s),
-                        "top10_overlap": ranking_overlap(_ranked(full), _ranked(rows), 10), "query_cost": k / stored}
+        grid[str(k)] = {
+            "mean_se": float(np.mean([r[3] for r in rows])) if rows else 0.0,
+            "sd_suspicion": float(np.std(s, ddof=1)) if len(s) > 1 else 0.0,
+            "flags": sum(v >= config.theta for v in s),
+            "top10_overlap": ranking_overlap(_ranked(full), _ranked(rows), 10),
+            "query_cost": k / stored,
+        }
     return {"stored_k": stored, "grid": grid, "unavailable": [k for k in config.k_grid if k > stored]}
 
 
@@ -402,8 +493,9 @@ def jaccard(a: set[Any], b: set[Any]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: Entails,
-                        cache: DecisionCache, bar: tqdm) -> dict[str, dict[str, float]]:
+def _leave_one_peer_out(
+    result: AuditResult, queries: Sequence[Query], judge: Entails, cache: DecisionCache, bar: tqdm
+) -> dict[str, dict[str, float]]:
     """For each model p left out: re-cluster every query without p's responses, re-score the others, and
     compare with the full audit restricted to the same models (top-10/top-20 overlap of the S ranking,
     Jaccard of the flagged sets, and the flag count of the reduced pool)."""
@@ -416,9 +508,11 @@ def _leave_one_peer_out(result: AuditResult, queries: Sequence[Query], judge: En
         out[left_out] = {
             "top10_overlap": ranking_overlap(_ranked(full), _ranked(reduced), 10),
             "top20_overlap": ranking_overlap(_ranked(full), _ranked(reduced), 20),
-            "flagged_jaccard": jaccard({(m, h) for m, h, s, _ in full if s >= theta},
-                                       {(m, h) for m, h, s, _ in reduced if s >= theta}),
-            "flags": sum(s >= theta for _, _, s, _ in reduced)}
+            "flagged_jaccard": jaccard(
+                {(m, h) for m, h, s, _ in full if s >= theta}, {(m, h) for m, h, s, _ in reduced if s >= theta}
+            ),
+            "flags": sum(s >= theta for _, _, s, _ in reduced),
+        }
     return out
 
 
@@ -433,8 +527,24 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
     summary = {**result.summary(), "judge": judge_name}
     (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     (out_dir / "tables.md").write_text(markdown_tables(summary), encoding="utf-8")
-    fields = ["model", "doc_id", "doc_hash", "topic", "category", "prompt_type", "image_id", "se", "confidence",
-              "divergence", "suspicion", "raven", "clusters", "refusal_rate", "flagged", "pattern"]
+    fields = [
+        "model",
+        "doc_id",
+        "doc_hash",
+        "topic",
+        "category",
+        "prompt_type",
+        "image_id",
+        "se",
+        "confidence",
+        "divergence",
+        "suspicion",
+        "raven",
+        "clusters",
+        "refusal_rate",
+        "flagged",
+        "pattern",
+    ]
     with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
@@ -443,11 +553,15 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
         for case in result.flagged:
             fh.write(json.dumps(case, default=str) + "\n")
     if result.rows:
-        suspicion_distribution({m: [r["suspicion"] for r in result.rows if r["model"] == m] for m in result.models},
-                               result.config.theta, out_dir / "suspicion_by_model.png")
+        suspicion_distribution(
+            {m: [r["suspicion"] for r in result.rows if r["model"] == m] for m in result.models},
+            result.config.theta,
+            out_dir / "suspicion_by_model.png",
+        )
     if result.selective_refusal:
-        refusal_by_group({m: v["all"]["rates"] for m, v in result.selective_refusal.items()},
-                         out_dir / "refusal_by_group.png")
+        refusal_by_group(
+            {m: v["all"]["rates"] for m, v in result.selective_refusal.items()}, out_dir / "refusal_by_group.png"
+        )
     if result.refusal_kinds:
         refusal_kinds(result.refusal_kinds, out_dir / "refusal_kinds.png")
     return out_dir

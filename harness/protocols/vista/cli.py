@@ -15,11 +15,15 @@ from harness.protocols.base import Command, EvalOutcome
 if TYPE_CHECKING:
     from harness.protocols.vista.audit import AuditResult
 
+
 def eval_arguments(group: Any) -> None:
     """``harness eval``'s ``--judge``: the entailment judge of the audit that follows a multi-model VISTA eval."""
-    group.add_argument("--judge", default=DEFAULT_JUDGE,
-                       help="entailment judge of the cross-model audit that follows a multi-model vista eval "
-                       f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)")
+    group.add_argument(
+        "--judge",
+        default=DEFAULT_JUDGE,
+        help="entailment judge of the cross-model audit that follows a multi-model vista eval "
+        f"(default: the VISTA paper's, {DEFAULT_JUDGE}; offline: embedding or nli:MODEL)",
+    )
 
 
 def check_eval(args: argparse.Namespace, models: int) -> None:
@@ -39,8 +43,10 @@ def after_eval(outcome: EvalOutcome) -> None:
     args = outcome.args
     for task, records in outcome.samples.items():
         if len(records) < 2:
-            print(f"\n{task}: one model evaluated; run `harness audit vista` over two or more runs for the "
-                  "cross-model audit")
+            print(
+                f"\n{task}: one model evaluated; run `harness audit vista` over two or more runs for the "
+                "cross-model audit"
+            )
             continue
         judge = make_judge(args.judge, response_store(args))
         result = audit_records(records, judge, AuditConfig(task=task), show_progress=show_progress(args))
@@ -50,8 +56,10 @@ def after_eval(outcome: EvalOutcome) -> None:
             out = write_audit(result, audit_dir(outcome.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
         else:
-            print("audit: not saved (no --output); the same command with --output DIR writes the runs and the "
-                  "audit from the response store")
+            print(
+                "audit: not saved (no --output); the same command with --output DIR writes the runs and the "
+                "audit from the response store"
+            )
 
 
 def _print_audit(result: AuditResult) -> None:
@@ -59,20 +67,27 @@ def _print_audit(result: AuditResult) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for model, row in result.per_model.items():
         det = row["detection"]
-        print(f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
-              f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
-              f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |")
+        print(
+            f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
+            f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
+            f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |"
+        )
     cached = result.judge_decisions - result.judge_model_calls
-    print(f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} computed now, {cached} from the "
-          f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}")
+    print(
+        f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} computed now, {cached} from the "
+        f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}"
+    )
 
 
 def _add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("run_dirs", nargs="+", help="run folders (one per model) written by harness eval")
     va.add_argument("--task", default="vista", help="the task whose samples are pooled (default vista)")
-    va.add_argument("--judge", default=DEFAULT_JUDGE,
-                    help="entailment judge: a model spec asked the paper's A.2 question (default: the VISTA paper's, "
-                    f"{DEFAULT_JUDGE}), embedding[:threshold] (offline cosine) or nli:MODEL (cross-encoder)")
+    va.add_argument(
+        "--judge",
+        default=DEFAULT_JUDGE,
+        help="entailment judge: a model spec asked the paper's A.2 question (default: the VISTA paper's, "
+        f"{DEFAULT_JUDGE}), embedding[:threshold] (offline cosine) or nli:MODEL (cross-encoder)",
+    )
     va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
     va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
@@ -90,8 +105,14 @@ def _cmd_audit_vista(args: argparse.Namespace) -> int:
     from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
 
     run_dirs = [Path(d) for d in args.run_dirs]
-    config = AuditConfig(task=args.task, alpha=args.alpha, theta=args.theta, clustering=args.clustering,
-                         reference=args.reference, stability=not args.no_stability)
+    config = AuditConfig(
+        task=args.task,
+        alpha=args.alpha,
+        theta=args.theta,
+        clustering=args.clustering,
+        reference=args.reference,
+        stability=not args.no_stability,
+    )
     prompt = Path(args.judge_prompt).read_text(encoding="utf-8") if args.judge_prompt else None
     judge = make_judge(args.judge, response_store(args), parse_model_args(args.judge_args), prompt)
     result = run_audit(run_dirs, judge, config, show_progress=show_progress(args))

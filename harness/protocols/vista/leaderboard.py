@@ -71,9 +71,20 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     the submission's demographic image-prompt pairs."""
     from harness.metrics.bootstrap import cluster_ci
 
-    answered = next((found for records in evidence.samples.values()
-                     if (found := [r for r in records if r.error is None and r.responses
-                                   and r.doc.get("category") == "demographic" and r.doc.get("topic")])), [])
+    answered = next(
+        (
+            found
+            for records in evidence.samples.values()
+            if (
+                found := [
+                    r
+                    for r in records
+                    if r.error is None and r.responses and r.doc.get("category") == "demographic" and r.doc.get("topic")
+                ]
+            )
+        ),
+        [],
+    )
     if not answered:
         return {}
     ci = cluster_ci(len(answered), lambda idx: _spread([answered[i] for i in idx]))
@@ -87,29 +98,53 @@ def _panels(db: Database, options: Options) -> list[Panel]:
     if pool is None:
         return []
     config = pool.config
-    message = (f"Computed {pool.computed_at:%Y-%m-%d %H:%M UTC} with judge {pool.judge} (alpha {config['alpha']}, "
-               f"theta {config['theta']}, {config['clustering']}, reference {config['reference']}). "
-               f"{pool.message or ''}")
-    notes = {int(v["submission_id"]): (
-        f"Against the pool of {pool.computed_at:%Y-%m-%d %H:%M UTC} ({len(pool.members)} models, judge {pool.judge}): "
-        f"mean S {v['mean_suspicion']:.3f}, max S {v['max_suspicion']:.3f}, {v['flags']} flag(s) over "
-        f"{v['queries']} queries, detection {'positive' if v['detection']['positive'] else 'negative'}.")
-        for v in pool.per_model.values() if v.get("submission_id") is not None}
-    return [Panel(key=POOL_TABLE, title=f"VISTA peer pool ({pool.task})", status=pool.status, message=message,
-                  members=tuple((m["submission_id"], m["model"]) for m in pool.members),
-                  data=pool_json(pool) or {}, csv=pool_csv(pool), image=pool.plot, model_notes=notes)]
+    message = (
+        f"Computed {pool.computed_at:%Y-%m-%d %H:%M UTC} with judge {pool.judge} (alpha {config['alpha']}, "
+        f"theta {config['theta']}, {config['clustering']}, reference {config['reference']}). "
+        f"{pool.message or ''}"
+    )
+    notes = {
+        int(v["submission_id"]): (
+            f"Against the pool of {pool.computed_at:%Y-%m-%d %H:%M UTC} ({len(pool.members)} models, judge {pool.judge}): "
+            f"mean S {v['mean_suspicion']:.3f}, max S {v['max_suspicion']:.3f}, {v['flags']} flag(s) over "
+            f"{v['queries']} queries, detection {'positive' if v['detection']['positive'] else 'negative'}."
+        )
+        for v in pool.per_model.values()
+        if v.get("submission_id") is not None
+    }
+    return [
+        Panel(
+            key=POOL_TABLE,
+            title=f"VISTA peer pool ({pool.task})",
+            status=pool.status,
+            message=message,
+            members=tuple((m["submission_id"], m["model"]) for m in pool.members),
+            data=pool_json(pool) or {},
+            csv=pool_csv(pool),
+            image=pool.plot,
+            model_notes=notes,
+        )
+    ]
 
 
-OPTIONS = tuple(Option(name, default, text) for name, default, text in (
-    ("task", "vista", "the task whose samples form the VISTA peer pool"),
-    ("judge", "embedding", "the pool audit's entailment judge"),
-    ("alpha", 0.5, "the pool audit's alpha (confidence vs divergence)"),
-    ("theta", 0.6, "the suspicion threshold that flags a query"),
-    ("clustering", "components", "how answers are clustered"),
-    ("reference", "all", "the pool audit's reference distribution"),
-))
+OPTIONS = tuple(
+    Option(name, default, text)
+    for name, default, text in (
+        ("task", "vista", "the task whose samples form the VISTA peer pool"),
+        ("judge", "embedding", "the pool audit's entailment judge"),
+        ("alpha", 0.5, "the pool audit's alpha (confidence vs divergence)"),
+        ("theta", 0.6, "the suspicion threshold that flags a query"),
+        ("clustering", "components", "how answers are clustered"),
+        ("reference", "all", "the pool audit's reference distribution"),
+    )
+)
 
-HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, pooled=_pooled, options=OPTIONS,
-                         job=Job(tasks=lambda options: (str(options["task"]),), run=_run_pool), panels=_panels,
-                         card="https://huggingface.co/datasets/vlm-audit/vista")
-
+HOOKS = LeaderboardHooks(
+    figures=FIGURES,
+    headline=_headline,
+    pooled=_pooled,
+    options=OPTIONS,
+    job=Job(tasks=lambda options: (str(options["task"]),), run=_run_pool),
+    panels=_panels,
+    card="https://huggingface.co/datasets/vlm-audit/vista",
+)

@@ -75,8 +75,9 @@ def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.sqrt(_js(p, q) / math.log(2))
 
 
-def suspicion_scores(assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5,
-                     reference: str = "all") -> dict[M, dict[str, float]]:
+def suspicion_scores(
+    assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5, reference: str = "all"
+) -> dict[M, dict[str, float]]:
     """{model: {"se", "confidence", "divergence", "suspicion"}} for one query (module docstring)."""
     if reference not in {"all", "peers"}:
         raise HarnessError(f"suspicion_scores: reference must be 'all' or 'peers', got {reference!r}")
@@ -94,12 +95,20 @@ def suspicion_scores(assignments: Mapping[M, Sequence[Hashable]], alpha: float =
             raise HarnessError("suspicion_scores: reference='peers' needs at least two models")
         ref = (dist.sum(axis=0) - dist) / (len(models) - 1)
     divergence = _divergence(dist, ref)
-    return {model: {"se": float(se[i]), "confidence": float(confidence[i]), "divergence": float(divergence[i]),
-                    "suspicion": float(confidence[i] * divergence[i])} for i, model in enumerate(models)}
+    return {
+        model: {
+            "se": float(se[i]),
+            "confidence": float(confidence[i]),
+            "divergence": float(divergence[i]),
+            "suspicion": float(confidence[i] * divergence[i]),
+        }
+        for i, model in enumerate(models)
+    }
 
 
-def model_detection(suspicion_by_query: Sequence[float], theta: float = 0.6,
-                    top_fraction: float = 0.05) -> dict[str, float | bool]:
+def model_detection(
+    suspicion_by_query: Sequence[float], theta: float = 0.6, top_fraction: float = 0.05
+) -> dict[str, float | bool]:
     """Mean S over the model's top ``top_fraction`` queries (at least one); positive when above theta."""
     if not suspicion_by_query:
         raise HarnessError("model_detection: no queries")
@@ -118,8 +127,9 @@ def binarise(assignments: Mapping[M, Sequence[Hashable]]) -> dict[M, list[str]]:
     return {m: ["majority" if c == majority else "other" for c in ids] for m, ids in assignments.items()}
 
 
-def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5,
-                 variant: str = "binary") -> dict[M, float]:
+def raven_scores(
+    assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5, variant: str = "binary"
+) -> dict[M, float]:
     """S^RAVEN per model for one query, w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), in the reading ``variant``
     (module docstring: ``binary`` as printed in appendix A.6, ``literal`` on the multi-cluster
     distributions, or ``normalised`` to [0, 1])."""
@@ -129,6 +139,8 @@ def raven_scores(assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w
     models, _, dist = _distributions(clusters)
     js = _js(dist, dist.mean(axis=0))
     if variant == "normalised":
-        return {m: float(w1 * js[i] / math.log(2) + w2 * (1 - semantic_entropy(clusters[m]) / math.log(2)))
-                for i, m in enumerate(models)}
+        return {
+            m: float(w1 * js[i] / math.log(2) + w2 * (1 - semantic_entropy(clusters[m]) / math.log(2)))
+            for i, m in enumerate(models)
+        }
     return {m: float(w1 * js[i] ** 2 + w2 * (1 - semantic_entropy(clusters[m]))) for i, m in enumerate(models)}

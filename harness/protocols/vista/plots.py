@@ -58,8 +58,14 @@ def refusal_kinds(breakdown: dict[str, dict[str, dict[str, float | int]]], path:
     models = list(breakdown)
     labels = {"empty": "empty", "disclaimer": "safety disclaimer", "decline": "explicit decline"}
     colors = {"empty": "#bbbbbb", "disclaimer": "#e69f00", "decline": "#0072b2"}
-    fig, axes = plt.subplots(1, len(models), figsize=(max(6, 2.2 + 2.4 * len(models)), 4), sharey=True,
-                             squeeze=False, constrained_layout=True)
+    fig, axes = plt.subplots(
+        1,
+        len(models),
+        figsize=(max(6, 2.2 + 2.4 * len(models)), 4),
+        sharey=True,
+        squeeze=False,
+        constrained_layout=True,
+    )
     top = 0.0
     for ax, model in zip(axes[0], models, strict=True):
         bottom = [0.0] * len(groups)

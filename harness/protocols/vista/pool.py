@@ -41,9 +41,14 @@ class PoolSettings:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
         """The settings from the leaderboard's pool options, each converted to its field's type."""
-        return cls(task=str(options["task"]), judge=str(options["judge"]), alpha=float(options["alpha"]),
-                   theta=float(options["theta"]), clustering=str(options["clustering"]),
-                   reference=str(options["reference"]))
+        return cls(
+            task=str(options["task"]),
+            judge=str(options["judge"]),
+            alpha=float(options["alpha"]),
+            theta=float(options["theta"]),
+            clustering=str(options["clustering"]),
+            reference=str(options["reference"]),
+        )
 
 
 @functools.cache
@@ -60,8 +65,11 @@ def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
     """(submission id, model) of the latest submission per model carrying the task's samples."""
     with db.session() as session:
         rows = session.execute(
-            select(Submission.id, Submission.model).join(StoredFile, StoredFile.submission_id == Submission.id)
-            .where(StoredFile.name == f"samples_{task}.jsonl").order_by(Submission.id))
+            select(Submission.id, Submission.model)
+            .join(StoredFile, StoredFile.submission_id == Submission.id)
+            .where(StoredFile.name == f"samples_{task}.jsonl")
+            .order_by(Submission.id)
+        )
         latest: dict[str, int] = {}
         for submission_id, model in rows:
             latest[model] = submission_id
@@ -73,8 +81,11 @@ def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[st
     out = {}
     with db.session() as session:
         for submission_id, model in members:
-            content = session.scalar(select(StoredFile.content).where(
-                StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"))
+            content = session.scalar(
+                select(StoredFile.content).where(
+                    StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"
+                )
+            )
             text = (content or b"").decode("utf-8")
             out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(text)]
     return out
@@ -89,18 +100,32 @@ def _intervals(result: AuditResult, model: str) -> dict[str, list[float] | None]
         found = cluster_ci(len(values), lambda idx: figure(values[idx]))
         return list(found) if found else None
 
-    return {"mean_suspicion": ci(lambda v: float(v.mean())), "flag_share": ci(lambda v: float((v >= theta).mean())),
-            "detection_score": ci(lambda v: float(model_detection(list(v), theta)["score"]))}
+    return {
+        "mean_suspicion": ci(lambda v: float(v.mean())),
+        "flag_share": ci(lambda v: float((v >= theta).mean())),
+        "detection_score": ci(lambda v: float(model_detection(list(v), theta)["score"])),
+    }
 
 
 def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
     the stored row says the pool is waiting for peers."""
     members = pool_members(db, settings.task)
-    config = AuditConfig(task=settings.task, alpha=settings.alpha, theta=settings.theta,
-                         clustering=settings.clustering, reference=settings.reference)
-    row = PoolComputation(task=settings.task, judge=getattr(judge, "name", settings.judge), config=asdict(config),
-                    members=[{"submission_id": i, "model": m} for i, m in members], per_model={}, status="waiting")
+    config = AuditConfig(
+        task=settings.task,
+        alpha=settings.alpha,
+        theta=settings.theta,
+        clustering=settings.clustering,
+        reference=settings.reference,
+    )
+    row = PoolComputation(
+        task=settings.task,
+        judge=getattr(judge, "name", settings.judge),
+        config=asdict(config),
+        members=[{"submission_id": i, "model": m} for i, m in members],
+        per_model={},
+        status="waiting",
+    )
     if len(members) < 2:
         row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
     else:
@@ -114,10 +139,19 @@ def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
         else:
             ids = {m: i for i, m in members}
             row.status = "ok"
-            row.message = (f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
-                           f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries")
-            row.per_model = {m: {**v, "flag_share": v["flags"] / v["queries"], "ci95": _intervals(result, m),
-                                 "submission_id": ids.get(m)} for m, v in result.per_model.items()}
+            row.message = (
+                f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
+                f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries"
+            )
+            row.per_model = {
+                m: {
+                    **v,
+                    "flag_share": v["flags"] / v["queries"],
+                    "ci95": _intervals(result, m),
+                    "submission_id": ids.get(m),
+                }
+                for m, v in result.per_model.items()
+            }
     with db.session() as session:
         session.add(row)
         session.commit()
@@ -127,22 +161,41 @@ def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
 def latest_pool(db: Database, task: str) -> PoolComputation | None:
     """The task's most recent pool computation in the database, or None before the first."""
     with db.session() as session:
-        return session.scalar(select(PoolComputation).where(PoolComputation.task == task)
-                              .order_by(PoolComputation.id.desc()).limit(1))
+        return session.scalar(
+            select(PoolComputation).where(PoolComputation.task == task).order_by(PoolComputation.id.desc()).limit(1)
+        )
 
 
 def pool_json(pool: PoolComputation | None) -> dict[str, Any] | None:
     """A pool computation as the JSON the leaderboard serves; None for no pool."""
     if pool is None:
         return None
-    return {"id": pool.id, "task": pool.task, "computed_at": pool.computed_at.isoformat(), "status": pool.status,
-            "message": pool.message, "judge": pool.judge, "config": pool.config, "members": pool.members,
-            "per_model": pool.per_model}
+    return {
+        "id": pool.id,
+        "task": pool.task,
+        "computed_at": pool.computed_at.isoformat(),
+        "status": pool.status,
+        "message": pool.message,
+        "judge": pool.judge,
+        "config": pool.config,
+        "members": pool.members,
+        "per_model": pool.per_model,
+    }
 
 
 POOL_TABLE = "vista-pool"
-_POOL_COLUMNS = ("model", "submission_id", "queries", "mean_suspicion", "max_suspicion", "flags", "flag_share",
-                 "mean_semantic_entropy", "refusal_rate", "dominant_pattern")
+_POOL_COLUMNS = (
+    "model",
+    "submission_id",
+    "queries",
+    "mean_suspicion",
+    "max_suspicion",
+    "flags",
+    "flag_share",
+    "mean_semantic_entropy",
+    "refusal_rate",
+    "dominant_pattern",
+)
 
 
 def pool_csv(pool: PoolComputation) -> str:
@@ -155,6 +208,15 @@ def pool_csv(pool: PoolComputation) -> str:
     writer.writerow([*_POOL_COLUMNS, "detection_positive", "detection_score", "computed_at", "judge", "pool_size"])
     for model, row in pool.per_model.items():
         detection = row.get("detection", {})
-        writer.writerow([_safe(model), *(row.get(c) for c in _POOL_COLUMNS[1:]), detection.get("positive"),
-                         detection.get("score"), pool.computed_at.isoformat(), pool.judge, len(pool.members)])
+        writer.writerow(
+            [
+                _safe(model),
+                *(row.get(c) for c in _POOL_COLUMNS[1:]),
+                detection.get("positive"),
+                detection.get("score"),
+                pool.computed_at.isoformat(),
+                pool.judge,
+                len(pool.members),
+            ]
+        )
     return buffer.getvalue()

@@ -84,8 +84,13 @@ def selective_refusal(counts: Mapping[str, tuple[int, int]]) -> dict[str, object
     p_value = None
     if len(groups) >= 2 and all(sum(row) > 0 for row in table):
         p_value = float(chi2_contingency(table).pvalue)
-    return {"rates": rates, "spread": (max(rates.values()) - min(rates.values())) if rates else 0.0,
-            "excess": excess, "p_value": p_value, "responses": {g: counts[g][1] for g in groups}}
+    return {
+        "rates": rates,
+        "spread": (max(rates.values()) - min(rates.values())) if rates else 0.0,
+        "excess": excess,
+        "p_value": p_value,
+        "responses": {g: counts[g][1] for g in groups},
+    }
 
 
 def count_refusal_kinds(items: Iterable[tuple[str, Sequence[str]]]) -> dict[str, Counter[str | None]]:

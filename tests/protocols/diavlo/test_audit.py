@@ -49,8 +49,9 @@ def test_occlusion_default_is_the_full_power_set_up_to_ten_concepts() -> None:
     assert eleven[:12] == [(), *[(f"c{k}",) for k in range(11)]] and all(len(d) >= 2 for d in eleven[12:])
     assert len(occlusion_designs([f"c{k}" for k in range(40)], 64, 0)) == 64  # 2 ** 40 is never listed
     full = ModelAudit("m", "r", counts={"pairs_with_concepts": 3, "pairs_sampled": 0})
-    assert occlusion_statement([full], 1024) == ("full power set of the boxed concepts for pairs with at most 10 "
-                                                 "(up to 1024 designs): every pair")
+    assert occlusion_statement([full], 1024) == (
+        "full power set of the boxed concepts for pairs with at most 10 (up to 1024 designs): every pair"
+    )
     some = ModelAudit("m", "r", counts={"pairs_with_concepts": 3, "pairs_sampled": 1})
     assert occlusion_statement([some], 4).endswith("; 1 of 3 pairs had more and got 4 sampled subsets")
 
@@ -65,8 +66,15 @@ def test_occlude_and_area_share_by_hand() -> None:
 
 
 def test_concept_boxes_borrow_the_best_matching_sk_box() -> None:
-    sk = [{"subject": "red box", "relation": "on", "object": "table", "subject_box": [1, 2, 3, 4],
-           "object_box": [0, 5, 10, 10]}]
+    sk = [
+        {
+            "subject": "red box",
+            "relation": "on",
+            "object": "table",
+            "subject_box": [1, 2, 3, 4],
+            "object_box": [0, 5, 10, 10],
+        }
+    ]
     boxes = concept_boxes(["red box", "wooden table", "zebra"], sk, Image.new("RGB", (10, 10)), 0.6, None)
     assert boxes["red box"] == [1, 2, 3, 4] and boxes["wooden table"] == [0, 5, 10, 10] and boxes["zebra"] is None
 
@@ -95,8 +103,13 @@ class SeesRed(Backend):
 
 
 def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_dir: Path) -> None:
-    opts = EvalOptions(tasks=["diavlo_vqav2"], data_dir=diavlo_dir.parent.parent, output=tmp_path / "runs",
-                       use_cache=False, show_progress=False)
+    opts = EvalOptions(
+        tasks=["diavlo_vqav2"],
+        data_dir=diavlo_dir.parent.parent,
+        output=tmp_path / "runs",
+        use_cache=False,
+        show_progress=False,
+    )
     run, _samples, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
     assert run.results["diavlo_vqav2"]["performance,none"] == 1.0
     assert run.results["diavlo_vqav2"]["aligned,none"] == 1.0  # two annotated pairs: RK = SK
@@ -116,22 +129,73 @@ def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_di
     model = saved["models"]["scripted:sees-red"]
     assert model["per_source"]["diavlo_vqav2"]["classes"]["Aligned"] == 1.0
     assert {e["concept"] for e in model["effects"]["flip"]} == {"red box", "blue ball", "table"}
-    for name in ("pairs.csv", "counterfactuals.csv", "effects.csv", "class_shares.png",
-                 "similarity_performance.png", "concept_effects_flip.png", "concept_effects_distance.png"):
+    for name in (
+        "pairs.csv",
+        "counterfactuals.csv",
+        "effects.csv",
+        "class_shares.png",
+        "similarity_performance.png",
+        "concept_effects_flip.png",
+        "concept_effects_distance.png",
+    ):
         assert (out / name).stat().st_size > 0
 
 
 def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: pytest.CaptureFixture) -> None:
     data = str(diavlo_dir.parent.parent)
     store = str(tmp_path / "store.sqlite")
-    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "diavlo_llava_bench", "--limit", "2",
-                 "--gen-kwargs", "max_new_tokens=8", "--data-dir", data, "--cache", store,
-                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:qwen2_vl",
+                "--tasks",
+                "diavlo_llava_bench",
+                "--limit",
+                "2",
+                "--gen-kwargs",
+                "max_new_tokens=8",
+                "--data-dir",
+                data,
+                "--cache",
+                store,
+                "--output",
+                str(tmp_path / "runs"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
     run_dir = next((tmp_path / "runs" / "tiny__qwen2_vl").iterdir())
     capsys.readouterr()
-    assert main(["audit", "diavlo", str(run_dir), "--concepts", "rk_or_sk", "--n-rep", "2", "--mi-resamples", "20",
-                 "--max-subsets", "4", "--data-dir", data, "--cache", store, "--output", str(tmp_path / "audit"),
-                 "--verbosity", "quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "diavlo",
+                str(run_dir),
+                "--concepts",
+                "rk_or_sk",
+                "--n-rep",
+                "2",
+                "--mi-resamples",
+                "20",
+                "--max-subsets",
+                "4",
+                "--data-dir",
+                data,
+                "--cache",
+                store,
+                "--output",
+                str(tmp_path / "audit"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "| tiny:qwen2_vl | flip |" in printed and "| tiny:qwen2_vl | distance |" in printed
     saved = json.loads((tmp_path / "audit" / "audit.json").read_text())
@@ -145,20 +209,51 @@ def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: p
     assert "mutual_information" in model["overall"] and model["overall"]["classes"]["n"] >= 0
     assert all(e["inconclusive"] for es in model["effects"].values() for e in es)  # 8 rows < min_obs
     # a random-weight model's turn 3 holds no triplet: the empty class and MI cells each get a line saying why
-    assert ("Note: tiny:qwen2_vl: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 and "
-            "SHOULD-KNOW ones); 2 of 2 pairs lost their RK (unusable 2), so the class shares are `-`") in printed
+    assert (
+        "Note: tiny:qwen2_vl: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 and "
+        "SHOULD-KNOW ones); 2 of 2 pairs lost their RK (unusable 2), so the class shares are `-`"
+    ) in printed
     assert "Note: tiny:qwen2_vl: MI is `-`: fewer than 4 pairs with similarity and performance (0)" in printed
     # with concepts from RK only, nothing is left to occlude: the empty effects table says so
-    assert main(["audit", "diavlo", str(run_dir), "--concepts", "rk", "--n-rep", "2", "--mi-resamples", "20",
-                 "--data-dir", data, "--cache", store, "--output", str(tmp_path / "audit-rk"),
-                 "--verbosity", "quiet"]) == 0
-    assert ("Note: tiny:qwen2_vl: no concept effect: 0 of 2 pairs have concepts to occlude (from RK, or SK with "
-            "--concepts rk_or_sk) and 0 counterfactuals were asked") in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "audit",
+                "diavlo",
+                str(run_dir),
+                "--concepts",
+                "rk",
+                "--n-rep",
+                "2",
+                "--mi-resamples",
+                "20",
+                "--data-dir",
+                data,
+                "--cache",
+                store,
+                "--output",
+                str(tmp_path / "audit-rk"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        "Note: tiny:qwen2_vl: no concept effect: 0 of 2 pairs have concepts to occlude (from RK, or SK with "
+        "--concepts rk_or_sk) and 0 counterfactuals were asked"
+    ) in capsys.readouterr().out
 
 
 def test_audit_errors(tmp_path: Path, data_dir: Path) -> None:
-    opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=1, output=tmp_path / "runs",
-                       use_cache=False, show_progress=False)
+    opts = EvalOptions(
+        tasks=["shapes_color"],
+        data_dir=data_dir,
+        limit=1,
+        output=tmp_path / "runs",
+        use_cache=False,
+        show_progress=False,
+    )
     _, _, run_dir = evaluate(SeesRed(), "scripted:sees-red", opts)
     with pytest.raises(HarnessError, match="no diavlo_<source> task"):
         audit_run(run_dir, SeesRed(), DiavloAuditConfig(), ResponseStore(None), data_dir)

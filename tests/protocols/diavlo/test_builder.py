@@ -64,7 +64,10 @@ def test_build_stores_candidates_with_boxes_and_provenance(diavlo_dir: Path) -> 
     assert first["curation_status"] == "uncurated" and first["answer_type"] == "vqa"
     sk = first["sk_triplets"]
     assert {(t["subject"], t["relation"], t["object"]) for t in sk} == {
-        ("red box", "left of", "blue ball"), ("blue ball", "on", "table"), ("red box", "on", "table")}
+        ("red box", "left of", "blue ball"),
+        ("blue ball", "on", "table"),
+        ("red box", "on", "table"),
+    }
     box = next(t for t in sk if t["relation"] == "left of")
     assert box["subject_box"] == [4.0, 16.0, 20.0, 36.0] and box["origin"] == "annotation:relationships.json"
     # the third image of each source has no annotation: the detector source answered (maybe with nothing)
@@ -80,8 +83,19 @@ def test_build_stores_candidates_with_boxes_and_provenance(diavlo_dir: Path) -> 
 
 
 def _annotate(task: dict, who: str, result: list[dict], at: str = "2026-11-01T10:00:00Z") -> dict:
-    return {**task, "annotations": [{"id": 1, "completed_by": {"id": 3, "email": who}, "result": result,
-                                     "created_at": at, "updated_at": at, "was_cancelled": False}]}
+    return {
+        **task,
+        "annotations": [
+            {
+                "id": 1,
+                "completed_by": {"id": 3, "email": who},
+                "result": result,
+                "created_at": at,
+                "updated_at": at,
+                "was_cancelled": False,
+            }
+        ],
+    }
 
 
 def _verdict(choice: str) -> dict:
@@ -91,8 +105,13 @@ def _verdict(choice: str) -> dict:
 def test_curation_round_trip(tmp_path: Path, diavlo_sources: tuple[dict[str, str], Path]) -> None:
     paths, graphs = diavlo_sources
     export = tmp_path / "curation"
-    build_dataset("diavlo", tmp_path / "raw", sources=sources_arg({"vqav2": paths["vqav2"]}), scene_graphs=str(graphs),
-                  curation_out=str(export))
+    build_dataset(
+        "diavlo",
+        tmp_path / "raw",
+        sources=sources_arg({"vqav2": paths["vqav2"]}),
+        scene_graphs=str(graphs),
+        curation_out=str(export),
+    )
     verify = json.loads((export / "verify_tasks.json").read_text())
     expand = json.loads((export / "expand_tasks.json").read_text())
     assert (export / "verify_config.xml").read_text().startswith("<View>")
@@ -103,21 +122,49 @@ def test_curation_round_trip(tmp_path: Path, diavlo_sources: tuple[dict[str, str
     # pair 420: keep, edit the triplet, move a box; pair 421: one rejected, two left unreviewed
     moved = {**by_pair[2]["predictions"][0]["result"][0]}
     moved["value"] = {**moved["value"], "x": moved["value"]["x"] + 25.0}  # +16 px on a 64 px image
-    edited = {"from_name": "edit", "to_name": "image", "type": "textarea",
-              "value": {"text": ["red box | next to | blue ball"]}}
-    curated = [_annotate(by_pair[0], "ann@lab", [_verdict("correct")]),
-               _annotate(by_pair[1], "bob@lab", [_verdict("incorrect"), edited]),
-               _annotate(by_pair[2], "ann@lab", [_verdict("correct"), moved]),
-               _annotate(verify[3], "ann@lab", [_verdict("irrelevant")]), verify[4], verify[5]]
+    edited = {
+        "from_name": "edit",
+        "to_name": "image",
+        "type": "textarea",
+        "value": {"text": ["red box | next to | blue ball"]},
+    }
+    curated = [
+        _annotate(by_pair[0], "ann@lab", [_verdict("correct")]),
+        _annotate(by_pair[1], "bob@lab", [_verdict("incorrect"), edited]),
+        _annotate(by_pair[2], "ann@lab", [_verdict("correct"), moved]),
+        _annotate(verify[3], "ann@lab", [_verdict("irrelevant")]),
+        verify[4],
+        verify[5],
+    ]
     assert verify[3]["data"]["pair_id"] == "vqav2-421"
-    expansion = _annotate(next(t for t in expand if t["data"]["pair_id"] == "vqav2-420"), "bob@lab", [
-        {"id": "r1", "from_name": "concept_box", "to_name": "image", "type": "rectanglelabels",
-         "original_width": 64, "original_height": 48,
-         "value": {"x": 0, "y": 75, "width": 100, "height": 25, "rectanglelabels": ["concept"]}},
-        {"id": "r1", "from_name": "concept_name", "to_name": "image", "type": "textarea",
-         "value": {"text": ["Table"]}},
-        {"from_name": "new_triplets", "to_name": "image", "type": "textarea",
-         "value": {"text": ["table | under | red box"]}}])
+    expansion = _annotate(
+        next(t for t in expand if t["data"]["pair_id"] == "vqav2-420"),
+        "bob@lab",
+        [
+            {
+                "id": "r1",
+                "from_name": "concept_box",
+                "to_name": "image",
+                "type": "rectanglelabels",
+                "original_width": 64,
+                "original_height": 48,
+                "value": {"x": 0, "y": 75, "width": 100, "height": 25, "rectanglelabels": ["concept"]},
+            },
+            {
+                "id": "r1",
+                "from_name": "concept_name",
+                "to_name": "image",
+                "type": "textarea",
+                "value": {"text": ["Table"]},
+            },
+            {
+                "from_name": "new_triplets",
+                "to_name": "image",
+                "type": "textarea",
+                "value": {"text": ["table | under | red box"]},
+            },
+        ],
+    )
     verify_file, expand_file = tmp_path / "verify_export.json", tmp_path / "expand_export.json"
     verify_file.write_text(json.dumps(curated))
     expand_file.write_text(json.dumps([expansion]))
@@ -127,21 +174,41 @@ def test_curation_round_trip(tmp_path: Path, diavlo_sources: tuple[dict[str, str
     assert result.annotators == {"ann@lab", "bob@lab"}
     sk = result.sk["vqav2-420"]
     assert [(t["subject"], t["relation"], t["object"], t["status"]) for t in sk][:3] == [
-        (by_pair[0]["data"]["triplet"].split(" | ")[0], by_pair[0]["data"]["triplet"].split(" | ")[1],
-         by_pair[0]["data"]["triplet"].split(" | ")[2], "verified"),
+        (
+            by_pair[0]["data"]["triplet"].split(" | ")[0],
+            by_pair[0]["data"]["triplet"].split(" | ")[1],
+            by_pair[0]["data"]["triplet"].split(" | ")[2],
+            "verified",
+        ),
         ("red box", "next to", "blue ball", "corrected"),
-        (*by_pair[2]["data"]["triplet"].split(" | "), "corrected")]
-    assert sk[3] == {"subject": "table", "relation": "under", "object": "red box",
-                     "subject_box": [0.0, 36.0, 64.0, 48.0], "object_box": [], "origin": "curator",
-                     "status": "added", "curated_by": "bob@lab"}
+        (*by_pair[2]["data"]["triplet"].split(" | "), "corrected"),
+    ]
+    assert sk[3] == {
+        "subject": "table",
+        "relation": "under",
+        "object": "red box",
+        "subject_box": [0.0, 36.0, 64.0, 48.0],
+        "object_box": [],
+        "origin": "curator",
+        "status": "added",
+        "curated_by": "bob@lab",
+    }
     log = result.changes["vqav2-420"]
     assert {(c["annotator"], c["field"]) for c in log} == {
-        ("bob@lab", "triplet"), ("bob@lab", "verdict"), ("ann@lab", moved["value"]["rectanglelabels"][0] + "_box"),
-        ("bob@lab", "added")}
+        ("bob@lab", "triplet"),
+        ("bob@lab", "verdict"),
+        ("ann@lab", moved["value"]["rectanglelabels"][0] + "_box"),
+        ("bob@lab", "added"),
+    }
     assert result.sk["vqav2-421"] == [] and [c["field"] for c in result.changes["vqav2-421"]] == ["verdict"]
     # the import builds the dataset with the curated SK and its change log
-    out = build_dataset("diavlo", tmp_path / "curated", sources=sources_arg({"vqav2": paths["vqav2"]}),
-                        scene_graphs=str(graphs), curated=(str(verify_file), str(expand_file)))
+    out = build_dataset(
+        "diavlo",
+        tmp_path / "curated",
+        sources=sources_arg({"vqav2": paths["vqav2"]}),
+        scene_graphs=str(graphs),
+        curated=(str(verify_file), str(expand_file)),
+    )
     from datasets import load_dataset
 
     row = load_dataset(str(out), split="vqav2")[0]
@@ -156,8 +223,16 @@ def test_curated_file_errors(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(HarnessError, match="not JSON"):
         import_curated([bad])
-    bad.write_text(json.dumps([{"data": {"kind": "verify", "pair_id": "p", "candidate": 0,
-                                         "candidate_json": "{}"}, "annotations": [{"result": []}]}]))
+    bad.write_text(
+        json.dumps(
+            [
+                {
+                    "data": {"kind": "verify", "pair_id": "p", "candidate": 0, "candidate_json": "{}"},
+                    "annotations": [{"result": []}],
+                }
+            ]
+        )
+    )
     with pytest.raises(HarnessError, match="no verdict"):
         import_curated([bad])
 

@@ -33,8 +33,10 @@ def test_default_is_the_papers_hundred_splits() -> None:
 def test_threads_give_the_single_model_figures() -> None:
     y, t, x = _data()
     settings = DMLSettings(n_rep=7, n_estimators=10, n_jobs=1)
-    serial, threaded = dml_estimate(y, t, x, settings), dml_estimate(y, t, x, DMLSettings(n_rep=7, n_estimators=10,
-                                                                                          n_jobs=3))
+    serial, threaded = (
+        dml_estimate(y, t, x, settings),
+        dml_estimate(y, t, x, DMLSettings(n_rep=7, n_estimators=10, n_jobs=3)),
+    )
     assert threaded == serial and len(serial.per_split) == 7
     # one DoubleMLPLR fitting every split itself gives the same theta, SE and splits' thetas
     whole = _plr(y, t, x, settings, _splits(len(y), settings, np.random.default_rng(settings.seed)))

@@ -29,9 +29,7 @@ from harness.protocols.diavlo.triplet_parser import EMPTY, OK, UNUSABLE, parse_t
 
 def test_best_match_is_greedy_on_the_largest_remaining_cosine() -> None:
     # RK x SK. Largest 0.9 at (1, 0); then row 1 / col 0 are gone: largest 0.7 at (0, 2); then (2, 1) 0.2.
-    sim = np.array([[0.8, 0.1, 0.7],
-                    [0.9, 0.3, 0.2],
-                    [0.5, 0.2, 0.6]])
+    sim = np.array([[0.8, 0.1, 0.7], [0.9, 0.3, 0.2], [0.5, 0.2, 0.6]])
     pairing = best_match(sim)
     assert pairing.pairs == ((1, 0, 0.9), (0, 2, 0.7), (2, 1, 0.2))
     assert pairing.similarity == pytest.approx((0.9 + 0.7 + 0.2) / 3)
@@ -50,13 +48,21 @@ def test_best_match_rectangular_and_ties() -> None:
         best_match(np.zeros(3))
 
 
-@pytest.mark.parametrize(("n_rk", "n_sk", "sim", "label"), [
-    (2, 3, 0.80, ALIGNED), (3, 3, 0.75, ALIGNED),        # |RK| <= |SK|, sim >= tau_a (inclusive)
-    (4, 3, 0.35, EXPANDED), (4, 3, 0.90, EXPANDED),       # |RK| > |SK|, sim >= tau_e
-    (4, 3, 0.3499, DIVERGENT), (1, 3, 0.10, DIVERGENT),  # sim < tau_d whatever the sizes
-    (2, 3, 0.35, UNNAMED), (3, 3, 0.7499, UNNAMED),      # |RK| <= |SK| and sim in [0.35, 0.75)
-    (0, 3, None, None), (2, 0, None, None),
-])
+@pytest.mark.parametrize(
+    ("n_rk", "n_sk", "sim", "label"),
+    [
+        (2, 3, 0.80, ALIGNED),
+        (3, 3, 0.75, ALIGNED),  # |RK| <= |SK|, sim >= tau_a (inclusive)
+        (4, 3, 0.35, EXPANDED),
+        (4, 3, 0.90, EXPANDED),  # |RK| > |SK|, sim >= tau_e
+        (4, 3, 0.3499, DIVERGENT),
+        (1, 3, 0.10, DIVERGENT),  # sim < tau_d whatever the sizes
+        (2, 3, 0.35, UNNAMED),
+        (3, 3, 0.7499, UNNAMED),  # |RK| <= |SK| and sim in [0.35, 0.75)
+        (0, 3, None, None),
+        (2, 0, None, None),
+    ],
+)
 def test_class_rules(n_rk: int, n_sk: int, sim: float | None, label: str | None) -> None:
     assert behaviour_class(n_rk, n_sk, sim) == label
 
@@ -81,9 +87,15 @@ class _TableEncoder:
 
 
 def test_hand_made_triplet_sets_pair_and_classify() -> None:
-    enc = _TableEncoder({"dog on couch": [1, 0, 0], "dog lying on sofa": [0.8, 0.6, 0],
-                         "cat under table": [0, 0, 1], "lamp near couch": [0, 1, 0],
-                         "sky is blue": [0.6, 0, 0.8]})
+    enc = _TableEncoder(
+        {
+            "dog on couch": [1, 0, 0],
+            "dog lying on sofa": [0.8, 0.6, 0],
+            "cat under table": [0, 0, 1],
+            "lamp near couch": [0, 1, 0],
+            "sky is blue": [0.6, 0, 0.8],
+        }
+    )
     sk = [Triplet("dog", "on", "couch"), Triplet("cat", "under", "table")]
     rk = [Triplet("dog", "lying on", "sofa"), Triplet("cat", "under", "table")]
     pairing = best_match(similarity_matrix(rk, sk, enc))
@@ -172,16 +184,23 @@ def test_dml_marks_low_power_inconclusive() -> None:
     assert none.estimate is None and none.inconclusive
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("(dog, sitting on, couch)\n(cat; under; table)", [("dog", "sitting on", "couch"), ("cat", "under", "table")]),
-    ("1. dog -> sitting on -> couch\n2. cat \u2192 under \u2192 table", [("dog", "sitting on", "couch"),
-                                                                      ("cat", "under", "table")]),
-    ("- dog | on | couch", [("dog", "on", "couch")]),
-    ('Here: [["dog", "on", "couch"], {"subject": "cat", "predicate": "under", "object": "table"}]',
-     [("dog", "on", "couch"), ("cat", "under", "table")]),
-    ("Subject: man, Relation: holds, Object: umbrella.", [("man", "holds", "umbrella")]),
-    ("<dog, on, couch> and <dog, on, couch>", [("dog", "on", "couch")]),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("(dog, sitting on, couch)\n(cat; under; table)", [("dog", "sitting on", "couch"), ("cat", "under", "table")]),
+        (
+            "1. dog -> sitting on -> couch\n2. cat \u2192 under \u2192 table",
+            [("dog", "sitting on", "couch"), ("cat", "under", "table")],
+        ),
+        ("- dog | on | couch", [("dog", "on", "couch")]),
+        (
+            'Here: [["dog", "on", "couch"], {"subject": "cat", "predicate": "under", "object": "table"}]',
+            [("dog", "on", "couch"), ("cat", "under", "table")],
+        ),
+        ("Subject: man, Relation: holds, Object: umbrella.", [("man", "holds", "umbrella")]),
+        ("<dog, on, couch> and <dog, on, couch>", [("dog", "on", "couch")]),
+    ],
+)
 def test_parser_accepts_common_shapes(text: str, expected: list[tuple[str, str, str]]) -> None:
     parsed = parse_triplets(text)
     assert parsed.status == OK

@@ -15,13 +15,17 @@ from harness.protocols.diavlo import report as diavlo_report
 from harness.protocols.diavlo.report import behaviour_summary, pair_rows, performance, scale_statement, score_pair
 from harness.results.schema import SampleRecord
 
-SK = [{"subject": "red box", "relation": "left of", "object": "blue ball"},
-      {"subject": "blue ball", "relation": "on", "object": "table"}]
+SK = [
+    {"subject": "red box", "relation": "left of", "object": "blue ball"},
+    {"subject": "blue ball", "relation": "on", "object": "table"},
+]
 
 
 def _turns(text: str, error: str | None = None) -> list[dict]:
-    return [{"prompt": "why?", "request_keys": ["a"], "responses": ["because"], "error": None},
-            {"prompt": "triplets", "request_keys": ["b"], "responses": [] if error else [text], "error": error}]
+    return [
+        {"prompt": "why?", "request_keys": ["a"], "responses": ["because"], "error": None},
+        {"prompt": "triplets", "request_keys": ["b"], "responses": [] if error else [text], "error": error},
+    ]
 
 
 def test_choice_letter_and_vqa_accuracy_by_hand() -> None:
@@ -62,8 +66,11 @@ def test_performance_scales_per_source_as_in_the_paper(monkeypatch: pytest.Monke
     with pytest.raises(HarnessError, match="choose binary or continuous"):
         performance(llava, "x", "ordinal")
     rows = [{"source": "vqav2", "scale": "binary"}, {"source": "seed_bench2", "scale": "binary"}]
-    assert scale_statement(rows) == {"scale": "binary", "by_source": {"vqav2": "binary", "seed_bench2": "binary"},
-                                     "mi_upper_bound_nats": pytest.approx(0.6931, abs=1e-4)}
+    assert scale_statement(rows) == {
+        "scale": "binary",
+        "by_source": {"vqav2": "binary", "seed_bench2": "binary"},
+        "mi_upper_bound_nats": pytest.approx(0.6931, abs=1e-4),
+    }
     mixed = scale_statement([*rows, {"source": "mmbench", "scale": "continuous"}])
     assert mixed["scale"] == "mixed" and mixed["mi_upper_bound_nats"] is None
 
@@ -82,24 +89,49 @@ def test_score_pair_classes_and_losses() -> None:
     lmms = score_pair(doc, "B", None)  # a runner without follow-up turns
     assert lmms["rk_parsed"] == 0.0 and lmms["performance"] == 1.0
     assert score_pair(doc, "maybe", None)["performance"] is None
-    records = [SampleRecord(task="diavlo_mmbench", doc_id=i, doc_hash="h", doc={"id": f"p{i}"},
-                            metrics={f"{k},none": v for k, v in m.items()}, turns=t)
-               for i, (m, t) in enumerate([(same, _turns("(red box, left of, blue ball)\n(blue ball, on, table)")),
-                                           (unusable, _turns("no triplets here")), (lmms, [])])]
+    records = [
+        SampleRecord(
+            task="diavlo_mmbench",
+            doc_id=i,
+            doc_hash="h",
+            doc={"id": f"p{i}"},
+            metrics={f"{k},none": v for k, v in m.items()},
+            turns=t,
+        )
+        for i, (m, t) in enumerate(
+            [
+                (same, _turns("(red box, left of, blue ball)\n(blue ball, on, table)")),
+                (unusable, _turns("no triplets here")),
+                (lmms, []),
+            ]
+        )
+    ]
     rows = pair_rows(records)
     assert [r["class"] for r in rows] == ["Aligned", None, None]
     assert rows[0]["source"] == "mmbench" and rows[0]["scale"] == "continuous"
     summary = behaviour_summary(rows, n_resamples=10)
     assert summary["classes"]["Aligned"] == 1.0 and summary["classes"]["unclassified"] == 2
-    assert summary["rk_losses"] == {"empty": 0, "unusable": 1, "turn_error": 0, "no_turns": 1, "total": 2,
-                                    "rate": pytest.approx(2 / 3)}
+    assert summary["rk_losses"] == {
+        "empty": 0,
+        "unusable": 1,
+        "turn_error": 0,
+        "no_turns": 1,
+        "total": 2,
+        "rate": pytest.approx(2 / 3),
+    }
     assert summary["mutual_information"]["mi_nats"] is None  # fewer than 4 pairs
 
 
 def test_eval_runs_three_turns_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path) -> None:
-    opts = EvalOptions(tasks=["diavlo_llava_bench", "diavlo_vqav2"], data_dir=diavlo_dir.parent.parent, limit=2,
-                       output=tmp_path / "runs", store_path=tmp_path / "store.sqlite", show_progress=False,
-                       gen_overrides={"max_new_tokens": 12})
+    opts = EvalOptions(
+        tasks=["diavlo_llava_bench", "diavlo_vqav2"],
+        data_dir=diavlo_dir.parent.parent,
+        limit=2,
+        output=tmp_path / "runs",
+        store_path=tmp_path / "store.sqlite",
+        show_progress=False,
+        gen_overrides={"max_new_tokens": 12},
+    )
     run, samples, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
     for task in ("diavlo_llava_bench", "diavlo_vqav2"):
         for record in samples[task]:

@@ -8,21 +8,32 @@ import pytest
 from harness.protocols.diavlo.metrics import Thresholds
 from harness.protocols.diavlo.report import score_pair
 
-DOC = {"source": "vqav2", "answer_type": "vqa", "question": "What is the man holding?", "answer": "umbrella",
-       "answers": ["umbrella"] * 10,
-       "sk_triplets": [{"subject": "man", "relation": "holding", "object": "umbrella"},
-                       {"subject": "umbrella", "relation": "above", "object": "man"},
-                       {"subject": "man", "relation": "wearing", "object": "coat"}]}
+DOC = {
+    "source": "vqav2",
+    "answer_type": "vqa",
+    "question": "What is the man holding?",
+    "answer": "umbrella",
+    "answers": ["umbrella"] * 10,
+    "sk_triplets": [
+        {"subject": "man", "relation": "holding", "object": "umbrella"},
+        {"subject": "umbrella", "relation": "above", "object": "man"},
+        {"subject": "man", "relation": "wearing", "object": "coat"},
+    ],
+}
 
 #: Turn 1 (the answer), then the two follow-up turns of the task (rationale, then triplets).
-TRANSCRIPT = ["An umbrella.",
-              "The man in the coat grips a black umbrella, which he holds above his head.",
-              "(man, holding, umbrella)\n(umbrella, above, man)"]
+TRANSCRIPT = [
+    "An umbrella.",
+    "The man in the coat grips a black umbrella, which he holds above his head.",
+    "(man, holding, umbrella)\n(umbrella, above, man)",
+]
 
 
 def _turns(rationale: str, triplets: str) -> list[dict]:
-    return [{"prompt": "Explain the rationale ...", "request_keys": ["k2"], "responses": [rationale]},
-            {"prompt": "Rewrite your rationale as triplets ...", "request_keys": ["k3"], "responses": [triplets]}]
+    return [
+        {"prompt": "Explain the rationale ...", "request_keys": ["k2"], "responses": [rationale]},
+        {"prompt": "Rewrite your rationale as triplets ...", "request_keys": ["k3"], "responses": [triplets]},
+    ]
 
 
 def test_the_example_transcript_scores_as_documented() -> None:

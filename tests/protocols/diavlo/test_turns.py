@@ -16,13 +16,13 @@ from harness.models.base import Backend
 from harness.results import read_samples
 from tests.conftest import ROOT, write
 
-UTILS = '''
+UTILS = """
 def process_results(doc, results):
     turns = doc.get("harness_turns", [])
     return {"turns_seen": float(len(turns)),
             "chains": float(sum(len(t["responses"]) for t in turns)),
             "same_prompt": float(all(t["prompt"].endswith(doc["color"] + "?") for t in turns[:1]))}
-'''
+"""
 
 YAML = """
 task: two_more_turns
@@ -66,8 +66,14 @@ def _task_dir(tmp_path: Path, harness_turns: str | None = None) -> Path:
 def _opts(tmp_path: Path, data_dir: Path, **kw) -> EvalOptions:
     if "include_paths" not in kw:
         kw["include_paths"] = [str(_task_dir(tmp_path))]
-    base = {"tasks": ["two_more_turns"], "data_dir": data_dir, "limit": 2, "output": tmp_path / "out",
-            "store_path": tmp_path / "store.sqlite", "show_progress": False}
+    base = {
+        "tasks": ["two_more_turns"],
+        "data_dir": data_dir,
+        "limit": 2,
+        "output": tmp_path / "out",
+        "store_path": tmp_path / "store.sqlite",
+        "show_progress": False,
+    }
     return EvalOptions(**{**base, **kw})
 
 
@@ -78,9 +84,9 @@ def test_follow_up_turns_continue_each_sample_and_are_cached(tmp_path: Path, dat
     for record in records:
         assert [t.prompt for t in record.turns] == [
             f"Why do you say so? Is it {record.doc['color']}?",
-            "Now list that as (subject, relation, object) triplets."]
-        assert all(len(t.responses) == 2 and len(t.request_keys) == 2 and t.error is None
-                   for t in record.turns)
+            "Now list that as (subject, relation, object) triplets.",
+        ]
+        assert all(len(t.responses) == 2 and len(t.request_keys) == 2 and t.error is None for t in record.turns)
         # each turn is its own request, distinct from turn 1 and from the other turn
         keys = {record.request_key, *(k for t in record.turns for k in t.request_keys)}
         assert len(keys) == 5
@@ -91,8 +97,9 @@ def test_follow_up_turns_continue_each_sample_and_are_cached(tmp_path: Path, dat
     assert stats.generated == 2 and stats.follow_up_generated == 8 and stats.follow_up_cached == 0
     # every turn is in the store under its own key: the rerun generates nothing and answers the same
     store = ResponseStore(tmp_path / "store.sqlite")
-    assert store.get(qwen().fingerprint, records[0].turns[1].request_keys[1],
-                     _seed(records[0].turns[1].request_keys[1]), 1) == [records[0].turns[1].responses[1]]
+    assert store.get(
+        qwen().fingerprint, records[0].turns[1].request_keys[1], _seed(records[0].turns[1].request_keys[1]), 1
+    ) == [records[0].turns[1].responses[1]]
     store.close()
     again, samples2, _ = evaluate(qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir))
     assert again.provenance.requests.generated == 0 and again.provenance.requests.follow_up_generated == 0
@@ -110,8 +117,9 @@ def _seed(key: str) -> int:
 
 
 def test_single_turn_tasks_are_unchanged(tmp_path: Path, data_dir: Path) -> None:
-    _, samples, _ = evaluate(qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir, tasks=["shapes_color"],
-                                                             include_paths=[]))
+    _, samples, _ = evaluate(
+        qwen(), "tiny:qwen2_vl", _opts(tmp_path, data_dir, tasks=["shapes_color"], include_paths=[])
+    )
     assert all(r.turns == [] for r in samples["shapes_color"])
 
 
@@ -125,8 +133,7 @@ def test_follow_up_generation_errors_are_recorded_on_the_turn(tmp_path: Path, da
         def generate(self, requests):
             return [RuntimeError("boom") if len(r.messages) > 1 else ["red"] * r.n for r in requests]
 
-    run, samples, _ = evaluate(FailsLater(), "fails-later", _opts(tmp_path, data_dir, store_path=None,
-                                                                    use_cache=False))
+    run, samples, _ = evaluate(FailsLater(), "fails-later", _opts(tmp_path, data_dir, store_path=None, use_cache=False))
     record = samples["two_more_turns"][0]
     assert record.responses == ["red", "red"] and record.error is None
     assert len(record.turns) == 1 and "boom" in record.turns[0].error and record.turns[0].responses == []

@@ -33,8 +33,9 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     from harness.engine.runner import EvalOptions, evaluate
     from harness.models.base import create_backend
 
-    opts = EvalOptions(tasks=["fusion_clean"], data_dir=dataset_dir.parent.parent, use_cache=False,
-                       show_progress=False, batch_size=6)
+    opts = EvalOptions(
+        tasks=["fusion_clean"], data_dir=dataset_dir.parent.parent, use_cache=False, show_progress=False, batch_size=6
+    )
     _, samples, _ = evaluate(create_backend(spec), spec, opts)
     answers = {r.doc_id: r.responses[0] for r in samples["fusion_clean"]}
     # read the parquet file itself: load_dataset may serve a cached copy of an earlier build

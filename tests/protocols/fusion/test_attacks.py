@@ -39,12 +39,13 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         # the straight-through gradient is autograd's gradient through the processor's float resize
         images = x.detach()[None].requires_grad_(True)
         weights = torch.randn(pre._resize(images.detach() * 255).shape, generator=torch.Generator().manual_seed(1))
-        expected, = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
-        got, = torch.autograd.grad((QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
+        (expected,) = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
+        (got,) = torch.autograd.grad((QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
     # a batch of mixed sizes keeps its order (same-sized images are processed as one stack)
-    batch = [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56),
-                                                                                        (100, 70)]]
+    batch = [
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)) for w, h in [(100, 70), (56, 56), (100, 70)]
+    ]
     real = backend.processor.image_processor(images=batch, return_tensors="pt")
     assert torch.equal(pre([image_to_tensor(im) for im in batch])["pixel_values"], real["pixel_values"])
     # token footprints tile the (cropped) image: Qwen2-VL 56x56 -> 2x2 merged tokens of 28x28
@@ -55,12 +56,20 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         assert coverage.tolist() == [0.5, 0, 0, 0] and areas.tolist() == [784] * 4
     # Qwen3-VL and Qwen3.5: 16-pixel patches merged 2 x 2 -> 32 x 32 tokens; 64 x 64 -> 2 x 2 of them
     if arch in ("qwen3_vl", "qwen3_5"):
-        assert pre.geometry(64, 64).boxes.tolist() == [[0, 0, 32, 32], [32, 0, 64, 32], [0, 32, 32, 64],
-                                                       [32, 32, 64, 64]]
+        assert pre.geometry(64, 64).boxes.tolist() == [
+            [0, 0, 32, 32],
+            [32, 0, 64, 32],
+            [0, 32, 32, 64],
+            [32, 32, 64, 64],
+        ]
     # Gemma 3 squashes any image to 28 x 28 and pools it to 2 x 2 tokens: each covers a quarter
     if arch == "gemma3":
-        assert pre.geometry(56, 28).boxes.tolist() == [[0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28],
-                                                       [28, 14, 56, 28]]
+        assert pre.geometry(56, 28).boxes.tolist() == [
+            [0, 0, 28, 14],
+            [28, 0, 56, 14],
+            [0, 14, 28, 28],
+            [28, 14, 56, 28],
+        ]
 
 
 def test_pgd_step_by_hand() -> None:
@@ -82,13 +91,18 @@ def test_pgd_runs_standard_iterations() -> None:
     assert torch.allclose(adv[0][0, 0], torch.tensor([0.1, 0.6, 1.0]), atol=1e-6)
     assert last[0] > first[0]
     # random start stays in the ball and in [0, 1]; zero steps return the start
-    start, _, _ = pgd(x0, lambda xs: torch.stack([x.sum() for x in xs]), PGDConfig(eps=0.1, steps=0),
-                      torch.Generator().manual_seed(1))
+    start, _, _ = pgd(
+        x0, lambda xs: torch.stack([x.sum() for x in xs]), PGDConfig(eps=0.1, steps=0), torch.Generator().manual_seed(1)
+    )
     assert (start[0] - x0[0]).abs().max() <= 0.1 + 1e-7 and start[0].min() >= 0 and start[0].max() <= 1
     # the downscaled-noise fallback keeps the full-resolution perturbation inside the ball
     big = [torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(2))]
-    low, _, _ = pgd(big, lambda xs: torch.stack([x.sum() for x in xs]),
-                    PGDConfig(eps=0.05, alpha=0.02, steps=3, noise_scale=0.5), torch.Generator().manual_seed(3))
+    low, _, _ = pgd(
+        big,
+        lambda xs: torch.stack([x.sum() for x in xs]),
+        PGDConfig(eps=0.05, alpha=0.02, steps=3, noise_scale=0.5),
+        torch.Generator().manual_seed(3),
+    )
     assert (low[0] - big[0]).abs().max() <= 0.05 + 1e-6
 
 
@@ -113,10 +127,29 @@ def attack_end_to_end(arch: str, fusion_dir: Path, tmp_path: Path, limit: int = 
 
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, f"tiny:{arch}", data)
-    code = main(["attack", "--model", f"tiny:{arch}", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", str(limit), "--data-dir", str(data),
-                 "--output", str(tmp_path / "runs"),
-                 "--verbosity", "quiet"])
+    code = main(
+        [
+            "attack",
+            "--model",
+            f"tiny:{arch}",
+            "--steps",
+            "2",
+            "--eps",
+            "16/255",
+            "--alpha",
+            "8/255",
+            "--batch-size",
+            "2",
+            "--limit",
+            str(limit),
+            "--data-dir",
+            str(data),
+            "--output",
+            str(tmp_path / "runs"),
+            "--verbosity",
+            "quiet",
+        ]
+    )
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())
@@ -141,8 +174,28 @@ def attack_end_to_end(arch: str, fusion_dir: Path, tmp_path: Path, limit: int = 
     if arch == "qwen2_vl":  # a saved clean run is refused for another model
         assert main(["attack", "--model", "tiny:llava", "--clean-run", str(run_dir), "--verbosity", "quiet"]) == 2
     else:  # and reused for its own: the attack reads C from it and writes beside it
-        assert main(["attack", "--model", f"tiny:{arch}", "--clean-run", str(run_dir), "--attacks", "end_pgd",
-                     "--steps", "1", "--diagnostics", "none", "--data-dir", str(data), "--verbosity", "quiet"]) == 0
+        assert (
+            main(
+                [
+                    "attack",
+                    "--model",
+                    f"tiny:{arch}",
+                    "--clean-run",
+                    str(run_dir),
+                    "--attacks",
+                    "end_pgd",
+                    "--steps",
+                    "1",
+                    "--diagnostics",
+                    "none",
+                    "--data-dir",
+                    str(data),
+                    "--verbosity",
+                    "quiet",
+                ]
+            )
+            == 0
+        )
         again = json.loads((run_dir / "attack.json").read_text())
         assert again["attacks"] == ["end_pgd"] and again["n_clean_correct"] == limit
 
@@ -243,26 +296,54 @@ def test_attack_table_has_no_none_and_explains_an_empty_clean_set() -> None:
     from harness.results.schema import ModelInfo
 
     def summary(n: int, asr: float | None, rate: float | None) -> AttackSummary:
-        return AttackSummary(task="fusion_clean", attacks=["vis_pgd", "end_pgd"], pgd={"steps": 2}, seed=0,
-                             batch_size=4, diagnostics=[], n_clean_correct=n,
-                             model=ModelInfo(smoke_test_model=True), time_s={"vis_pgd": 0.0, "end_pgd": 0.0},
-                             items_per_minute={"vis_pgd": rate, "end_pgd": rate}, asr={"vis_pgd": asr, "end_pgd": asr},
-                             errors=0)
+        return AttackSummary(
+            task="fusion_clean",
+            attacks=["vis_pgd", "end_pgd"],
+            pgd={"steps": 2},
+            seed=0,
+            batch_size=4,
+            diagnostics=[],
+            n_clean_correct=n,
+            model=ModelInfo(smoke_test_model=True),
+            time_s={"vis_pgd": 0.0, "end_pgd": 0.0},
+            items_per_minute={"vis_pgd": rate, "end_pgd": rate},
+            asr={"vis_pgd": asr, "end_pgd": asr},
+            errors=0,
+        )
 
     empty = attack_table("tiny:qwen2_vl", summary(0, None, None))
     assert "None" not in empty and "| vis_pgd | - | - |" in empty
-    assert ("nothing to attack: the model answered none of the clean items of fusion_clean correctly (a "
-            "random-weight smoke-test model answers almost none), and ASR is a share of C, so every figure below "
-            "is `-`") in empty
+    assert (
+        "nothing to attack: the model answered none of the clean items of fusion_clean correctly (a "
+        "random-weight smoke-test model answers almost none), and ASR is a share of C, so every figure below "
+        "is `-`"
+    ) in empty
     full = attack_table("tiny:qwen2_vl", summary(3, 1 / 3, 12.5))
     assert "| end_pgd | 0.333 | 12.5 |" in full and "nothing to attack" not in full
 
 
-def test_attack_with_nothing_to_attack_draws_no_empty_bars(fusion_dir: Path, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_attack_with_nothing_to_attack_draws_no_empty_bars(
+    fusion_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The offline demo's case: a random-weight model on the demo build answers no clean item correctly."""
-    assert main(["attack", "--model", "tiny:qwen2_vl", "--steps", "1", "--limit", "2",
-                 "--data-dir", str(fusion_dir.parent.parent), "--output", str(tmp_path / "runs")]) == 0
+    assert (
+        main(
+            [
+                "attack",
+                "--model",
+                "tiny:qwen2_vl",
+                "--steps",
+                "1",
+                "--limit",
+                "2",
+                "--data-dir",
+                str(fusion_dir.parent.parent),
+                "--output",
+                str(tmp_path / "runs"),
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "clean-correct items |C| = 0" in captured.out and "nothing to attack" in captured.out
     assert "None" not in captured.out

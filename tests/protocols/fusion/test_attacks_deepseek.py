@@ -34,7 +34,8 @@ def _float_chain(pre: PaddedSquarePreprocess) -> PaddedSquarePreprocess:
     through it is what the straight-through estimator must give."""
     out = copy.copy(pre)
     out._resize = lambda images, size, resample: pre.ip.resize(  # type: ignore[method-assign]
-        images * 255, size=size, min_size=pre.ip.min_size, resample=resample)
+        images * 255, size=size, min_size=pre.ip.min_size, resample=resample
+    )
     return out
 
 
@@ -55,12 +56,12 @@ def test_padded_square_preprocessing_equals_the_processor(backend: Any) -> None:
         # one footprint per image token of the prompt
         assert len(pre.geometry(width, height).boxes) == prompt_image_tokens(processor, image) == 16
         weights = {key: torch.randn(mine[key].shape, generator=torch.Generator().manual_seed(1)) for key in keys}
-        got, = torch.autograd.grad(sum((mine[key] * weights[key]).sum() for key in keys), x)
+        (got,) = torch.autograd.grad(sum((mine[key] * weights[key]).sum() for key in keys), x)
         assert got.abs().sum() > 0
         # the straight-through gradient is autograd's through the whole float chain (both of the hybrid's resizes)
         y = x.detach().requires_grad_(True)
         floats = _float_chain(pre)([y])
-        expected, = torch.autograd.grad(sum((floats[key] * weights[key]).sum() for key in keys), y)
+        (expected,) = torch.autograd.grad(sum((floats[key] * weights[key]).sum() for key in keys), y)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
 
 
@@ -80,8 +81,9 @@ def test_token_footprints_by_hand() -> None:
     quarters = [0, 25, 50, 75, 100]
     # 100 x 70 -> 28 x 20, padded 4 rows above: 7-pixel cells, square y 7r - 4 -> image y (7r - 4) * 3.5
     rows = [(0, 10.5), (10.5, 35), (35, 59.5), (59.5, 70)]
-    np.testing.assert_allclose(pre.geometry(100, 70).boxes, [[quarters[c], y0, quarters[c + 1], y1]
-                                                             for y0, y1 in rows for c in range(4)])
+    np.testing.assert_allclose(
+        pre.geometry(100, 70).boxes, [[quarters[c], y0, quarters[c + 1], y1] for y0, y1 in rows for c in range(4)]
+    )
     # 300 x 41 -> 28 x 4, raised to min_size 14, padded 7 rows above: the first and last token rows lie
     # over the padding and cover no image (empty boxes); the middle rows each cover half the image
     boxes = pre.geometry(300, 41).boxes
@@ -103,8 +105,9 @@ def test_hybrid_token_footprints_follow_the_high_resolution_square() -> None:
     # of the 56 square, square y 14r - 8 -> image y (14r - 8) * 70 / 39
     rows = [(0, 6 * 70 / 39), (6 * 70 / 39, 20 * 70 / 39), (20 * 70 / 39, 34 * 70 / 39), (34 * 70 / 39, 70)]
     quarters = [0, 25, 50, 75, 100]
-    np.testing.assert_allclose(pre.geometry(100, 70).boxes, [[quarters[c], y0, quarters[c + 1], y1]
-                                                             for y0, y1 in rows for c in range(4)])
+    np.testing.assert_allclose(
+        pre.geometry(100, 70).boxes, [[quarters[c], y0, quarters[c + 1], y1] for y0, y1 in rows for c in range(4)]
+    )
 
 
 def test_unplaceable_processor_settings_are_refused() -> None:

@@ -25,12 +25,14 @@ def ask(image: Image.Image, text: str = "Q?") -> list[dict[str, Any]]:
 
 
 # (width, height) -> soft tokens: 48-pixel cells (16-pixel patches pooled 3 x 3), at most 70 of them
-SIZES = {(64, 48): 63,     # upscaled to 432 x 336: 9 x 7
-         (432, 336): 63,   # already a budget size: kept as it is
-         (1000, 900): 56,  # downscaled to 384 x 336: 8 x 7
-         (161, 113): 63,   # odd sides: 432 x 336
-         (700, 5): 70,     # too flat for a full cell row: one row of 48 pixels, 3360 wide (the longest side allowed)
-         (5, 700): 70}     # and its transpose: one column
+SIZES = {
+    (64, 48): 63,  # upscaled to 432 x 336: 9 x 7
+    (432, 336): 63,  # already a budget size: kept as it is
+    (1000, 900): 56,  # downscaled to 384 x 336: 8 x 7
+    (161, 113): 63,  # odd sides: 432 x 336
+    (700, 5): 70,  # too flat for a full cell row: one row of 48 pixels, 3360 wide (the longest side allowed)
+    (5, 700): 70,
+}  # and its transpose: one column
 
 
 def test_patch_budget_preprocessing_equals_the_processor() -> None:
@@ -50,8 +52,8 @@ def test_patch_budget_preprocessing_equals_the_processor() -> None:
         # the straight-through gradient is autograd's gradient through the processor's float resize
         images = x.detach()[None].requires_grad_(True)
         weights = torch.randn(pre._resize(images.detach() * 255).shape, generator=torch.Generator().manual_seed(1))
-        expected, = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
-        got, = torch.autograd.grad((QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
+        (expected,) = torch.autograd.grad((pre._resize(images * 255) * weights).sum(), images)
+        (got,) = torch.autograd.grad((QuantisedResize.apply(images, pre._resize, pre.adjoint) * weights).sum(), images)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
     # a batch of mixed sizes: each image padded to the 630-patch budget, in input order
     batch = [noise(64, 48, 1), noise(700, 5, 2), noise(64, 48, 3)]
@@ -68,8 +70,10 @@ def test_patch_budget_geometry() -> None:
     # 64 x 48 -> 432 x 336: 9 x 7 cells of 48 pixels, each 64/9 x 48/7 original pixels, row-major
     boxes = pre.geometry(64, 48).boxes
     assert boxes.shape == (63, 4)
-    np.testing.assert_allclose(boxes[[0, 1, 9, 62]], [[0, 0, 64 / 9, 48 / 7], [64 / 9, 0, 128 / 9, 48 / 7],
-                                                      [0, 48 / 7, 64 / 9, 96 / 7], [512 / 9, 288 / 7, 64, 48]])
+    np.testing.assert_allclose(
+        boxes[[0, 1, 9, 62]],
+        [[0, 0, 64 / 9, 48 / 7], [64 / 9, 0, 128 / 9, 48 / 7], [0, 48 / 7, 64 / 9, 96 / 7], [512 / 9, 288 / 7, 64, 48]],
+    )
     # as many boxes as the prompt has image tokens
     inputs = backend.prepare_inputs([ask(noise(64, 48))])
     assert int((inputs["input_ids"] == backend.model.config.image_token_id).sum()) == 63

@@ -62,11 +62,11 @@ def test_anyres_preprocessing_equals_the_processor(backend: Any, variant: str) -
         # one footprint per image token of the prompt
         assert len(pre.geometry(width, height).boxes) == prompt_image_tokens(processor, image)
         weights = torch.randn(mine["pixel_values"].shape, generator=torch.Generator().manual_seed(1))
-        got, = torch.autograd.grad((mine["pixel_values"] * weights).sum(), x)
+        (got,) = torch.autograd.grad((mine["pixel_values"] * weights).sum(), x)
         assert got.abs().sum() > 0
         # the straight-through gradient is autograd's gradient through the whole float chain (both resizes)
         y = x.detach().requires_grad_(True)
-        expected, = torch.autograd.grad((_float_chain(pre)([y])["pixel_values"] * weights).sum(), y)
+        (expected,) = torch.autograd.grad((_float_chain(pre)([y])["pixel_values"] * weights).sum(), y)
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
 
 
@@ -96,16 +96,21 @@ def test_token_footprints_by_hand(backend: Any) -> None:
     # into the padding and are clipped to the image: canvas y 0-14 -> image y 0-10, y 42-56 -> 45-55
     boxes = pre.geometry(70, 55).boxes
     assert len(boxes) == 4 + 4 * 5
-    np.testing.assert_allclose(boxes[4:9], [[0, 0, 17.5, 10], [17.5, 0, 35, 10], [35, 0, 52.5, 10],
-                                            [52.5, 0, 70, 10], empty])
+    np.testing.assert_allclose(
+        boxes[4:9], [[0, 0, 17.5, 10], [17.5, 0, 35, 10], [35, 0, 52.5, 10], [52.5, 0, 70, 10], empty]
+    )
     np.testing.assert_allclose(boxes[19:24, 1::2], [[45, 55]] * 4 + [[0, 0]])
     coverage, areas = pre.geometry(70, 55).coverage((0, 0, 70, 5))
     assert coverage[4] == pytest.approx(0.5) and areas[4] == pytest.approx(175) and areas[8] == 0
     # 20 x 90: the 2-column grid unpads to no column, leaving the base view and 4 newline tokens
     assert pre.geometry(20, 90).boxes[4:].tolist() == [empty] * 4
     # 300 x 41: no grid row survives, so no newline either: the base view alone
-    assert pre.geometry(300, 41).boxes.tolist() == [[0, 0, 150, 20.5], [150, 0, 300, 20.5], [0, 20.5, 150, 41],
-                                                     [150, 20.5, 300, 41]]
+    assert pre.geometry(300, 41).boxes.tolist() == [
+        [0, 0, 150, 20.5],
+        [150, 0, 300, 20.5],
+        [0, 20.5, 150, 41],
+        [150, 20.5, 300, 41],
+    ]
 
 
 def test_token_footprints_through_the_per_view_resize_and_crop(backend: Any) -> None:
@@ -113,8 +118,10 @@ def test_token_footprints_through_the_per_view_resize_and_crop(backend: Any) -> 
     # 64 x 32: base squashed to 32 x 32 then cropped at offset 2 -> x (2 + 14 c) * 2, y 2 + 14 r; grid 28 x 56
     # (two tiles, no padding), each tile (32 image pixels a side) resized to 32 and cropped at offset 2
     base = [[4, 2, 32, 16], [32, 2, 60, 16], [4, 16, 32, 30], [32, 16, 60, 30]]
-    rows = [[[2, y, 16, y + 14], [16, y, 30, y + 14], [34, y, 48, y + 14], [48, y, 62, y + 14], [0, 0, 0, 0]]
-            for y in (2, 16)]
+    rows = [
+        [[2, y, 16, y + 14], [16, y, 30, y + 14], [34, y, 48, y + 14], [48, y, 62, y + 14], [0, 0, 0, 0]]
+        for y in (2, 16)
+    ]
     np.testing.assert_allclose(pre.geometry(64, 32).boxes, base + rows[0] + rows[1])
 
 

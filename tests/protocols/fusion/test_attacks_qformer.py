@@ -46,7 +46,7 @@ def test_plain_prompts_when_no_chat_template(caplog: pytest.LogCaptureFixture) -
         full.update({k: v for k, v in prompt.items() if k.startswith("qformer_")})
         n = prompt["input_ids"].shape[1]
         with torch.no_grad():
-            logp = torch.log_softmax(backend.model(**full).logits[0, n - 1:-1], dim=-1)
+            logp = torch.log_softmax(backend.model(**full).logits[0, n - 1 : -1], dim=-1)
         want = logp.gather(-1, full["input_ids"][0, n:, None]).sum()
         assert scored.tokens == full["input_ids"].shape[1] - n and scored.loglikelihood == pytest.approx(float(want))
     # the processor puts the query tokens first (4 in the tiny models), before the prompt's tokens
@@ -75,12 +75,13 @@ def test_a_batch_does_not_change_a_prompt(arch: str) -> None:
     n = int(alone["input_ids"].shape[1])
     pads = int(batch["input_ids"].shape[1]) - n
     assert batch["attention_mask"][0].tolist() == [0] * pads + [1] * n
-    assert batch["input_ids"][0, pads:pads + 4].tolist() == [backend.model.config.image_token_id] * 4
+    assert batch["input_ids"][0, pads : pads + 4].tolist() == [backend.model.config.image_token_id] * 4
     if arch == "instructblip":
-        assert batch["qformer_attention_mask"][0, :alone["qformer_input_ids"].shape[1]].all()
+        assert batch["qformer_attention_mask"][0, : alone["qformer_input_ids"].shape[1]].all()
     with torch.no_grad():
-        torch.testing.assert_close(backend.model(**batch).logits[0, -1], backend.model(**alone).logits[0, -1],
-                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            backend.model(**batch).logits[0, -1], backend.model(**alone).logits[0, -1], rtol=1e-4, atol=1e-4
+        )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -99,8 +100,8 @@ def test_differentiable_preprocessing_equals_the_processor(arch: str) -> None:
         # the straight-through gradient is autograd's through the processor's float resize of the raw pixels
         raw = x.detach()[None].requires_grad_(True)
         weights = torch.randn((1, 3, 28, 28), generator=torch.Generator().manual_seed(seed))
-        want, = torch.autograd.grad((pre._resize(raw * 255) * weights).sum(), raw)
-        got, = torch.autograd.grad((QuantisedResize.apply(raw, pre._resize, pre.adjoint) * weights).sum(), raw)
+        (want,) = torch.autograd.grad((pre._resize(raw * 255) * weights).sum(), raw)
+        (got,) = torch.autograd.grad((QuantisedResize.apply(raw, pre._resize, pre.adjoint) * weights).sum(), raw)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-4)
     mixed = [noise(w, h, 7 + k) for k, (w, h) in enumerate([(50, 30), (28, 28), (50, 30), (9, 60)])]
     real = processor.image_processor(images=mixed, return_tensors="pt")["pixel_values"]
@@ -123,8 +124,7 @@ def test_geometry_and_oar_through_the_q_former(arch: str) -> None:
     wb = WhiteBox(create_backend(f"tiny:{arch}"))
     # a 56 x 28 image squashed to 28 x 28: the class token (no footprint), then 2 x 2 patches of 14 -> 28 x 14
     geometry = wb.pre.geometry(56, 28)
-    assert geometry.boxes.tolist() == [[0, 0, 0, 0], [0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28],
-                                       [28, 14, 56, 28]]
+    assert geometry.boxes.tolist() == [[0, 0, 0, 0], [0, 0, 28, 14], [28, 0, 56, 14], [0, 14, 28, 28], [28, 14, 56, 28]]
     coverage, areas = geometry.coverage((0, 0, 28, 14))
     assert coverage.tolist() == [0, 1, 0, 0, 0] and areas.tolist() == [0, 392, 392, 392, 392]
     # query k's attention goes to the vision tokens in proportion to its cross-attention: by hand, queries
@@ -145,10 +145,19 @@ def test_geometry_and_oar_through_the_q_former(arch: str) -> None:
     # the hooks read what the Q-Former itself records as its cross-attentions
     with torch.no_grad():
         image_embeds = wb.model.vision_model(inputs["pixel_values"]).last_hidden_state
-        text = {"input_ids": inputs["qformer_input_ids"], "attention_mask": torch.cat(
-            [torch.ones(1, 4, dtype=torch.long), inputs["qformer_attention_mask"]], dim=1)} if arch != "blip2" else {}
-        recorded = wb.model.qformer(query_embeds=wb.model.query_tokens, encoder_hidden_states=image_embeds,
-                                    output_attentions=True, **text).cross_attentions
+        text = (
+            {
+                "input_ids": inputs["qformer_input_ids"],
+                "attention_mask": torch.cat(
+                    [torch.ones(1, 4, dtype=torch.long), inputs["qformer_attention_mask"]], dim=1
+                ),
+            }
+            if arch != "blip2"
+            else {}
+        )
+        recorded = wb.model.qformer(
+            query_embeds=wb.model.query_tokens, encoder_hidden_states=image_embeds, output_attentions=True, **text
+        ).cross_attentions
     torch.testing.assert_close(weights, torch.stack([r.mean(dim=1) for r in recorded]).mean(dim=0))
     value = overlay_attention_ratio(wb, _messages(image), image.size, (0, 0, 28, 14))
     assert value is not None and value > 0
@@ -176,8 +185,9 @@ def test_losses_and_layer_restoration(arch: str) -> None:
     assert layer_restoration(wb, clean_msgs, adversarial, 3, lambda text: True) == (None, [])
     assert layer_restoration(wb, clean_msgs, adversarial, 3, lambda text: False) == (False, [])
     calls: list[str] = []
-    restored, depths = layer_restoration(wb, clean_msgs, adversarial, 3,
-                                         lambda text: calls.append(text) or len(calls) > 1)
+    restored, depths = layer_restoration(
+        wb, clean_msgs, adversarial, 3, lambda text: calls.append(text) or len(calls) > 1
+    )
     assert restored and depths == [0, 1] and len(calls) == 3
 
 

@@ -55,11 +55,13 @@ def assert_equal_to_processor(proc: Any, images: list[Image.Image]) -> dict[str,
 
 def float_chain(ip: Any, x: Any) -> Any:
     """The processor's own resizes, split and normalisation on the unquantised float image (autograd's path)."""
-    resized = ip.resize_for_vision_encoder(ip.resize(x[None] * 255, ip.size, resample=ip.resample),
-                                           ip.max_image_size["longest_edge"], resample=ip.resample)
+    resized = ip.resize_for_vision_encoder(
+        ip.resize(x[None] * 255, ip.size, resample=ip.resample), ip.max_image_size["longest_edge"], resample=ip.resample
+    )
     frames, _, _ = ip.split_images(resized, ip.max_image_size, resample=ip.resample)
-    return ip.rescale_and_normalize(frames[0], ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean,
-                                    ip.image_std)
+    return ip.rescale_and_normalize(
+        frames[0], ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean, ip.image_std
+    )
 
 
 @pytest.mark.parametrize("arch", ["idefics3", "smolvlm"])
@@ -79,8 +81,8 @@ def test_splitting_preprocessing_equals_the_processor(arch: str) -> None:
         # the straight-through gradient (LANCZOS adjoints through three resizes) is autograd's through the
         # processor's float resizes
         weights = torch.randn(mine["pixel_values"].shape[1:], generator=torch.Generator().manual_seed(1))
-        got, = torch.autograd.grad((mine["pixel_values"][0] * weights).sum(), x)
-        expected, = torch.autograd.grad((float_chain(ip, x) * weights).sum(), x)
+        (got,) = torch.autograd.grad((mine["pixel_values"][0] * weights).sum(), x)
+        (expected,) = torch.autograd.grad((float_chain(ip, x) * weights).sum(), x)
         assert got.abs().sum() > 0
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-3)
     # a batch of different tile counts (5, 3, 3, 5 views) is zero-padded to 5 views, masked out
@@ -89,8 +91,12 @@ def test_splitting_preprocessing_equals_the_processor(arch: str) -> None:
     mine = pre([image_to_tensor(im) for im in images])
     assert torch.equal(mine["pixel_values"], real["pixel_values"])
     assert torch.equal(mine["pixel_attention_mask"], real["pixel_attention_mask"])
-    assert real["pixel_attention_mask"].flatten(2).amax(-1).tolist() == [[1] * 5, [1] * 3 + [0] * 2,
-                                                                         [1] * 3 + [0] * 2, [1] * 5]
+    assert real["pixel_attention_mask"].flatten(2).amax(-1).tolist() == [
+        [1] * 5,
+        [1] * 3 + [0] * 2,
+        [1] * 3 + [0] * 2,
+        [1] * 5,
+    ]
 
 
 def test_larger_grids_one_view_and_no_splitting() -> None:
@@ -120,16 +126,33 @@ def test_geometry_by_hand_against_the_prompt_and_the_pixel_shuffle() -> None:
     # view; a 56-pixel view holds 2 x 2 tokens of 28 pixels = 25 x 10 on the image in a tile (x 100/112,
     # x 20/56) and 50 x 10 in the global view (x 100/56, x 20/56)
     boxes = pre.geometry(100, 20).boxes
-    np.testing.assert_allclose(boxes, [
-        [0, 0, 25, 10], [25, 0, 50, 10], [0, 10, 25, 20], [25, 10, 50, 20],        # <row_1_col_1>
-        [50, 0, 75, 10], [75, 0, 100, 10], [50, 10, 75, 20], [75, 10, 100, 20],    # <row_1_col_2>
-        [0, 0, 50, 10], [50, 0, 100, 10], [0, 10, 50, 20], [50, 10, 100, 20]])     # <global-img>
+    np.testing.assert_allclose(
+        boxes,
+        [
+            [0, 0, 25, 10],
+            [25, 0, 50, 10],
+            [0, 10, 25, 20],
+            [25, 10, 50, 20],  # <row_1_col_1>
+            [50, 0, 75, 10],
+            [75, 0, 100, 10],
+            [50, 10, 75, 20],
+            [75, 10, 100, 20],  # <row_1_col_2>
+            [0, 0, 50, 10],
+            [50, 0, 100, 10],
+            [0, 10, 50, 20],
+            [50, 10, 100, 20],
+        ],
+    )  # <global-img>
     # 20 x 100: tiles 2 x 1 (112 x 56), each 2 x 2 tokens of 10 x 25; global tokens 10 x 50
-    np.testing.assert_allclose(pre.geometry(20, 100).boxes[[0, 3, 4, 7, 8, 11]], [
-        [0, 0, 10, 25], [10, 25, 20, 50], [0, 50, 10, 75], [10, 75, 20, 100], [0, 0, 10, 50], [10, 50, 20, 100]])
+    np.testing.assert_allclose(
+        pre.geometry(20, 100).boxes[[0, 3, 4, 7, 8, 11]],
+        [[0, 0, 10, 25], [10, 25, 20, 50], [0, 50, 10, 75], [10, 75, 20, 100], [0, 0, 10, 50], [10, 50, 20, 100]],
+    )
     # the prompt has one <image> token per box, in blocks of tiles (row-major) then the global view
-    for (width, height), tiles in [((100, 20), ["<row_1_col_1>", "<row_1_col_2>"]),
-                                   ((20, 100), ["<row_1_col_1>", "<row_2_col_1>"])]:
+    for (width, height), tiles in [
+        ((100, 20), ["<row_1_col_1>", "<row_1_col_2>"]),
+        ((20, 100), ["<row_1_col_1>", "<row_2_col_1>"]),
+    ]:
         messages = ask(noise(width, height))
         ids = b.prepare_inputs([messages])["input_ids"][0]
         assert int((ids == b.model.config.image_token_id).sum()) == len(pre.geometry(width, height).boxes) == 12
@@ -142,8 +165,10 @@ def test_geometry_by_hand_against_the_prompt_and_the_pixel_shuffle() -> None:
     grid = torch.tensor([[r, c] for r in range(4) for c in range(4)], dtype=torch.float)[None]
     for model in (b.model, backend("idefics3").model):
         shuffled = model.model.connector.pixel_shuffle(grid, 2)[0].view(4, -1, 2)
-        cells = [[int(t[:, 1].min()) // 2, int(t[:, 0].min()) // 2, int(t[:, 1].max()) // 2 + 1,
-                  int(t[:, 0].max()) // 2 + 1] for t in shuffled]  # (col0, row0, col1, row1) in 2-patch cells
+        cells = [
+            [int(t[:, 1].min()) // 2, int(t[:, 0].min()) // 2, int(t[:, 1].max()) // 2 + 1, int(t[:, 0].max()) // 2 + 1]
+            for t in shuffled
+        ]  # (col0, row0, col1, row1) in 2-patch cells
         assert cells == global_view
 
 
@@ -196,9 +221,31 @@ def test_harness_attack_on_tiny_smolvlm(fusion_dir: Path, tmp_path: Path) -> Non
 
     data = tmp_path / "data"
     model_matched_copy(fusion_dir, "tiny:smolvlm", data)
-    code = main(["attack", "--model", "tiny:smolvlm", "--steps", "2", "--eps", "16/255", "--alpha", "8/255",
-                 "--batch-size", "2", "--limit", "2", "--restoration-items", "1", "--data-dir", str(data),
-                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"])
+    code = main(
+        [
+            "attack",
+            "--model",
+            "tiny:smolvlm",
+            "--steps",
+            "2",
+            "--eps",
+            "16/255",
+            "--alpha",
+            "8/255",
+            "--batch-size",
+            "2",
+            "--limit",
+            "2",
+            "--restoration-items",
+            "1",
+            "--data-dir",
+            str(data),
+            "--output",
+            str(tmp_path / "runs"),
+            "--verbosity",
+            "quiet",
+        ]
+    )
     assert code == 0
     run_dir = next((tmp_path / "runs").glob("*/*"))
     summary = json.loads((run_dir / "attack.json").read_text())

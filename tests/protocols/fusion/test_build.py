@@ -18,15 +18,18 @@ from harness.errors import HarnessError
 
 
 def test_wrong_answer_rule() -> None:
-    assert wrong_number("45") == "56"            # 45 + round(11.25)
-    assert wrong_number("12.5%") == "15.6%"      # 12.5 + round(3.125, 1)
-    assert wrong_number("1,234") == "1,542"      # 1234 + round(308.5) (banker's rounding: 308)
-    assert wrong_number("2019") == "2020"        # a year moves by one
+    assert wrong_number("45") == "56"  # 45 + round(11.25)
+    assert wrong_number("12.5%") == "15.6%"  # 12.5 + round(3.125, 1)
+    assert wrong_number("1,234") == "1,542"  # 1234 + round(308.5) (banker's rounding: 308)
+    assert wrong_number("2019") == "2020"  # a year moves by one
     assert wrong_number("0") == "1" and wrong_number("-4") == "-3" and wrong_number("0.05") == "0.06"
     assert wrong_answer("mme", ["Yes"], "q", "i", [])[:2] == ("No", "yesno")
     assert wrong_answer("chartqa", ["no"], "q", "i", [])[0] == "yes"
-    assert wrong_answer("chartqa", ["blue"], "Which bar is taller, red or blue?", "i", []) == \
-        ("red", "text", "question_alternative")
+    assert wrong_answer("chartqa", ["blue"], "Which bar is taller, red or blue?", "i", []) == (
+        "red",
+        "text",
+        "question_alternative",
+    )
     pool = ["Globex", "Initech", "ACME CORP", "Acme"]
     wrong, _, step = wrong_answer("docvqa", ["Acme"], "Who sent it?", "docvqa-0001", pool)
     assert step == "same_kind_from_source" and wrong in {"Globex", "Initech"}
@@ -130,12 +133,22 @@ def test_build_and_black_box_tasks(fusion_dir: Path, tmp_path: Path) -> None:
         assert r["wrong_answer"].lower() not in [a.lower() for a in r["answers"]]
     card = (fusion_dir / "README.md").read_text()
     assert "GPL-3.0" in card and "no license is stated" in card and '"model": "tiny"' in card
-    opts = EvalOptions(tasks=["fusion"], output=tmp_path / "runs", use_cache=False, show_progress=False,
-                       data_dir=fusion_dir.parent.parent,
-                       batch_size=3)
+    opts = EvalOptions(
+        tasks=["fusion"],
+        output=tmp_path / "runs",
+        use_cache=False,
+        show_progress=False,
+        data_dir=fusion_dir.parent.parent,
+        batch_size=3,
+    )
     run, samples, _ = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
-    assert set(run.results) == {"fusion_clean", "fusion_typo", "fusion_natevid", "fusion_read_typo",
-                                "fusion_read_natevid"}
+    assert set(run.results) == {
+        "fusion_clean",
+        "fusion_typo",
+        "fusion_natevid",
+        "fusion_read_typo",
+        "fusion_read_natevid",
+    }
     assert all(c.errors == 0 and c.scored == 6 for c in run.counts.values())
     assert all(set(r.metrics) == {"correct,none", "uses_injected,none"} for r in samples["fusion_clean"])
     assert all(set(r.metrics) == {"reads_injected,none"} for r in samples["fusion_read_typo"])
@@ -181,17 +194,59 @@ def test_demo_matched_to_a_model_gives_a_clean_correct_set(tmp_path: Path, capsy
     from builders import build_dataset
     from harness.cli import main
 
-    out = build_dataset("fusionaudit", tmp_path / "data" / "vlm-audit" / "fusionaudit", per_source=1,
-                        editor="none", demo=True, answers_from="tiny:qwen2_vl")
+    out = build_dataset(
+        "fusionaudit",
+        tmp_path / "data" / "vlm-audit" / "fusionaudit",
+        per_source=1,
+        editor="none",
+        demo=True,
+        answers_from="tiny:qwen2_vl",
+    )
     # the parquet file itself: load_dataset would record this 3-item "fusionaudit" in the shared datasets cache
     rows = pq.read_table(out / "data" / "test-00000-of-00001.parquet", columns=["source", "answers"]).to_pylist()
     assert len(rows) == 3 and {r["source"] for r in rows} == {"docvqa"} and all(len(r["answers"]) == 1 for r in rows)
     assert "`tiny:qwen2_vl`'s own greedy answers on the clean images" in (out / "README.md").read_text()
-    assert main(["eval", "--model", "tiny:qwen2_vl", "--tasks", "fusion_clean", "--data-dir", str(tmp_path / "data"),
-                 "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "tiny:qwen2_vl",
+                "--tasks",
+                "fusion_clean",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--output",
+                str(tmp_path / "runs"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
     assert "| fusion_clean | correct | none | 1.0000 |" in capsys.readouterr().out
-    assert main(["attack", "--model", "tiny:qwen2_vl", "--steps", "1", "--limit", "2", "--diagnostics", "none",
-                 "--data-dir", str(tmp_path / "data"), "--output", str(tmp_path / "runs"), "--verbosity", "quiet"]) == 0
+    assert (
+        main(
+            [
+                "attack",
+                "--model",
+                "tiny:qwen2_vl",
+                "--steps",
+                "1",
+                "--limit",
+                "2",
+                "--diagnostics",
+                "none",
+                "--data-dir",
+                str(tmp_path / "data"),
+                "--output",
+                str(tmp_path / "runs"),
+                "--verbosity",
+                "quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "clean-correct items |C| = 2" in printed and "nothing to attack" not in printed
     assert "| end_pgd | - |" not in printed and "None" not in printed

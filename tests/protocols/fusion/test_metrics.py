@@ -11,8 +11,13 @@ from harness.protocols.fusion.judge import anls, judge, parse_yes_no, relaxed_co
 
 # C = {1..10}. S_vis={1,2}, S_end={2,3}, S_typo={4}, S_mantis={3,5,6}, S_nat={4,7}.
 C = [str(i) for i in range(1, 11)]
-SETS = {"vis_pgd": {"1", "2"}, "end_pgd": {"2", "3"}, "typo_evid": {"4"}, "mantis": {"3", "5", "6"},
-        "nat_evid": {"4", "7"}}
+SETS = {
+    "vis_pgd": {"1", "2"},
+    "end_pgd": {"2", "3"},
+    "typo_evid": {"4"},
+    "mantis": {"3", "5", "6"},
+    "nat_evid": {"4", "7"},
+}
 
 
 def outcomes() -> list[fm.ItemOutcome]:
@@ -74,8 +79,9 @@ def test_oar_on_constructed_attention() -> None:
     assert fm.oar(np.ones(2), np.zeros(2)) is None
     # a footprint-less token (area 0, e.g. a row-end newline) takes part in neither share: the 4/3 case with a
     # fifth token holding attention 0.6 gives 4/3 again
-    assert fm.oar(np.array([0.4, 0.2, 0.2, 0.2, 0.6]), np.array([1.0, 0.5, 0, 0, 0]),
-                  np.array([1.0, 1, 1, 1, 0])) == pytest.approx(4 / 3)
+    assert fm.oar(
+        np.array([0.4, 0.2, 0.2, 0.2, 0.6]), np.array([1.0, 0.5, 0, 0, 0]), np.array([1.0, 1, 1, 1, 0])
+    ) == pytest.approx(4 / 3)
     with pytest.raises(HarnessError, match="shape"):
         fm.oar(np.ones(2), np.ones(3))
 
@@ -84,8 +90,12 @@ def test_oar_increase_over_the_matched_clean_image() -> None:
     """OAR_typo / OAR_clean - 1: items (2, 1) -> +100%, (3, 2) -> +50%; the item without a clean OAR and the
     one with OAR_clean = 0 are left out. Per item (the paper's mean increase): (1.0 + 0.5) / 2 = 0.75;
     ratio of means: 2.5 / 1.5 - 1 = 2/3."""
-    out = [fm.ItemOutcome(item="a", oar=2.0, oar_clean=1.0), fm.ItemOutcome(item="b", oar=3.0, oar_clean=2.0),
-           fm.ItemOutcome(item="c", oar=1.0), fm.ItemOutcome(item="d", oar=1.0, oar_clean=0.0)]
+    out = [
+        fm.ItemOutcome(item="a", oar=2.0, oar_clean=1.0),
+        fm.ItemOutcome(item="b", oar=3.0, oar_clean=2.0),
+        fm.ItemOutcome(item="c", oar=1.0),
+        fm.ItemOutcome(item="d", oar=1.0, oar_clean=0.0),
+    ]
     assert fm.oar_increase(out) == pytest.approx(0.75)
     assert fm.oar_increase(out, "ratio_of_means") == pytest.approx(2 / 3)
     # the paper's Figure 3 example, 2.49 -> 4.85: +94.8%
@@ -98,9 +108,12 @@ def test_oar_increase_over_the_matched_clean_image() -> None:
 
 
 def test_restoration_rate_and_model_figures() -> None:
-    out = [fm.ItemOutcome(item="a", flips={"end_pgd": True}, restored=True),
-           fm.ItemOutcome(item="b", flips={"end_pgd": True}, restored=False),
-           fm.ItemOutcome(item="c", oar=2.0), fm.ItemOutcome(item="d", oar=1.0)]
+    out = [
+        fm.ItemOutcome(item="a", flips={"end_pgd": True}, restored=True),
+        fm.ItemOutcome(item="b", flips={"end_pgd": True}, restored=False),
+        fm.ItemOutcome(item="c", oar=2.0),
+        fm.ItemOutcome(item="d", oar=1.0),
+    ]
     assert fm.restoration_rate(out) == 0.5
     # three flips: restored at depths {0, 2}, {2}, none -> depth 0: 1/3, depth 1: 0, depth 2: 2/3
     assert fm.restoration_by_depth({"a": [0, 2], "b": [2], "c": []}) == {0: 1 / 3, 1: 0.0, 2: 2 / 3}
@@ -128,17 +141,40 @@ def test_paired_bootstrap_and_rank_agreement() -> None:
 def test_fusion_levels_are_the_papers_table() -> None:
     """The paper's experiment setup, literally: 4 L1, 7 L2 and 7 L3 models."""
     assert {m.name: m.level for m in fm.PAPER_MODELS} == {
-        "SmolVLM2-2.2B": "L1", "BLIP2-OPT-2.7B": "L1", "InstructBLIP-Vicuna-7B": "L1", "LLaVA-1.5-7B": "L1",
-        "Qwen-VL-Chat": "L2", "Qwen2-VL-2B": "L2", "Qwen2.5-VL-3B": "L2", "Qwen2.5-VL-7B": "L2",
-        "Gemma3-4B": "L2", "Gemma3-12B": "L2", "DeepSeek-VL-7B": "L2",
-        "Qwen3-VL-2B": "L3", "Qwen3-VL-4B": "L3", "Qwen3-VL-8B": "L3",
-        "Qwen3.5-2B": "L3", "Qwen3.5-4B": "L3", "Qwen3.5-9B": "L3", "Gemma4-E4B": "L3",
+        "SmolVLM2-2.2B": "L1",
+        "BLIP2-OPT-2.7B": "L1",
+        "InstructBLIP-Vicuna-7B": "L1",
+        "LLaVA-1.5-7B": "L1",
+        "Qwen-VL-Chat": "L2",
+        "Qwen2-VL-2B": "L2",
+        "Qwen2.5-VL-3B": "L2",
+        "Qwen2.5-VL-7B": "L2",
+        "Gemma3-4B": "L2",
+        "Gemma3-12B": "L2",
+        "DeepSeek-VL-7B": "L2",
+        "Qwen3-VL-2B": "L3",
+        "Qwen3-VL-4B": "L3",
+        "Qwen3-VL-8B": "L3",
+        "Qwen3.5-2B": "L3",
+        "Qwen3.5-4B": "L3",
+        "Qwen3.5-9B": "L3",
+        "Gemma4-E4B": "L3",
     }
     assert len(fm.PAPER_MODELS) == 18
     assert fm.FUSION_LEVELS == {
-        "smolvlm": "L1", "blip-2": "L1", "instructblip": "L1", "llava": "L1",
-        "qwen": "L2", "qwen2_vl": "L2", "qwen2_5_vl": "L2", "gemma3": "L2", "deepseek_vl_hybrid": "L2",
-        "deepseek_vl": "L2", "qwen3_vl": "L3", "qwen3_5": "L3", "gemma4": "L3",
+        "smolvlm": "L1",
+        "blip-2": "L1",
+        "instructblip": "L1",
+        "llava": "L1",
+        "qwen": "L2",
+        "qwen2_vl": "L2",
+        "qwen2_5_vl": "L2",
+        "gemma3": "L2",
+        "deepseek_vl_hybrid": "L2",
+        "deepseek_vl": "L2",
+        "qwen3_vl": "L3",
+        "qwen3_5": "L3",
+        "gemma4": "L3",
     }
     # one level per family: no model_type is listed under two levels
     types = [(t, m.level) for m in fm.PAPER_MODELS for t in m.model_types]

@@ -51,8 +51,19 @@ def test_same_seed_same_items_and_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match="needs --admire"):
         build_dataset("mist", tmp_path / "o", admire=(str(tsv),), images=str(images))
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([{"annotator": "a", "panel": "blind", "condition": "none", "compound": "night owl",
-                                "label": "very idiomatic"}]))
+    bad.write_text(
+        json.dumps(
+            [
+                {
+                    "annotator": "a",
+                    "panel": "blind",
+                    "condition": "none",
+                    "compound": "night owl",
+                    "label": "very idiomatic",
+                }
+            ]
+        )
+    )
     with pytest.raises(HarnessError, match="row 1: human label 'very idiomatic' is not on the scale"):
         build_dataset("mist", tmp_path / "o", admire=(str(tsv),), images=str(images), humans=str(bad))
     with pytest.raises(HarnessError, match="no compound has both"):
@@ -60,20 +71,36 @@ def test_same_seed_same_items_and_clear_errors(tmp_path: Path) -> None:
 
 
 def test_mist_runs_end_to_end_and_writes_every_figure(mist_dir: Path, tmp_path: Path) -> None:
-    opts = EvalOptions(tasks=["mist"], data_dir=mist_dir.parent.parent, limit=10, output=tmp_path,
-                       store_path=tmp_path / "s.sqlite", show_progress=False, gen_overrides={"max_new_tokens": 8})
+    opts = EvalOptions(
+        tasks=["mist"],
+        data_dir=mist_dir.parent.parent,
+        limit=10,
+        output=tmp_path,
+        store_path=tmp_path / "s.sqlite",
+        show_progress=False,
+        gen_overrides={"max_new_tokens": 8},
+    )
     run, samples, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
     records = samples["mist"]
     assert [(r.doc["technique"], r.doc["arm"]) for r in records[:5]] == [
-        ("zero_shot", arm) for arm in ("none", "aligned-ignore", "aligned-silent", "misleading-ignore",
-                                       "misleading-silent")]
+        ("zero_shot", arm)
+        for arm in ("none", "aligned-ignore", "aligned-silent", "misleading-ignore", "misleading-silent")
+    ]
     assert records[0].prompt[0]["content"][0]["type"] == "text"  # no image in the no-image arm
     assert records[1].prompt[0]["content"][0]["type"] == "image"
     assert "ignore the image" in records[1].prompt[0]["content"][1]["text"]
     assert "ignore" not in records[2].prompt[0]["content"][1]["text"].lower()
     assert "Examples:" in records[5].prompt[0]["content"][-1]["text"]  # few-shot
-    for key in ("change_rate_aligned", "change_rate_misleading", "control_rate_aligned", "direction",
-                "same_side_fraction", "image_following_misleading", "agreement_none", "agreement_misleading"):
+    for key in (
+        "change_rate_aligned",
+        "change_rate_misleading",
+        "control_rate_aligned",
+        "direction",
+        "same_side_fraction",
+        "image_following_misleading",
+        "agreement_none",
+        "agreement_misleading",
+    ):
         assert f"{key},none" in run.results["mist"]
     counts = run.counts["mist"]
     assert counts.samples == 10 and counts.unparsed["direction,none"] == sum(1 for r in records if r.unparsed)
@@ -84,15 +111,25 @@ def test_mist_runs_end_to_end_and_writes_every_figure(mist_dir: Path, tmp_path: 
 
 def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
-    answers = {"none": "Fully Figurative", "aligned-ignore": "FF", "aligned-silent": "Weak Figurative",
-               "misleading-ignore": "Answer: Fully Literal", "misleading-silent": "no idea"}
+    answers = {
+        "none": "Fully Figurative",
+        "aligned-ignore": "FF",
+        "aligned-silent": "Weak Figurative",
+        "misleading-ignore": "Answer: Fully Literal",
+        "misleading-silent": "no idea",
+    }
     humans = [{"annotator": f"b{k}", "panel": "blind", "condition": "none", "label": 0} for k in range(3)]
     records = []
     for k, (arm, text) in enumerate(answers.items()):
-        doc = {"item_id": "m0", "technique": "zero_shot", "arm": arm, "sense": "figurative", "human_majority": 0,
-               "human_labels": humans}
-        records.append(runtime.score(SampleRecord(task="mist", doc_id=k, doc_hash="h", doc=doc, responses=[text]),
-                                     doc))
+        doc = {
+            "item_id": "m0",
+            "technique": "zero_shot",
+            "arm": arm,
+            "sense": "figurative",
+            "human_majority": 0,
+            "human_labels": humans,
+        }
+        records.append(runtime.score(SampleRecord(task="mist", doc_id=k, doc_hash="h", doc=doc, responses=[text]), doc))
     results, counts = runtime.aggregate(records)
     assert results["change_rate_aligned,none"] == 0.5  # FF -> FF (same), FF -> WF (changed)
     assert results["change_rate_misleading,none"] == 1.0  # FF -> FL; the silent arm is unparsed
@@ -109,23 +146,38 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
     stats = report["panel_statistics"]
     assert stats["kappa_difference_informed_minus_blind"] is None  # one panel only
     # the three blind annotators agree on m0 (P_i = 1), but saw it with no image: neither group
-    assert stats["condition_contrast"]["blind"]["welch"] == {"mean_a": None, "mean_b": None, "n_a": 0, "n_b": 0,
-                                                           "t": None, "df": None, "p_value": None}
+    assert stats["condition_contrast"]["blind"]["welch"] == {
+        "mean_a": None,
+        "mean_b": None,
+        "n_a": 0,
+        "n_b": 0,
+        "t": None,
+        "df": None,
+        "p_value": None,
+    }
     assert (tmp_path / report["plot"]).is_file()
 
 
-def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(tmp_path: Path,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
-    doc = {"item_id": "m0", "technique": "zero_shot", "arm": "none", "sense": "figurative", "human_majority": 0,
-           "human_labels": []}
+    doc = {
+        "item_id": "m0",
+        "technique": "zero_shot",
+        "arm": "none",
+        "sense": "figurative",
+        "human_majority": 0,
+        "human_labels": [],
+    }
     record = runtime.score(SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc, responses=["no idea"]), doc)
     with caplog.at_level("WARNING"):
         report = runtime.report([record], tmp_path)
     assert report["plot"] is None and not (tmp_path / "mist_judge.png").exists()
     (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
-    assert line.startswith("mist_judge.png not drawn: none of the model's answers could be read as a literal or "
-                           "idiomatic label")
+    assert line.startswith(
+        "mist_judge.png not drawn: none of the model's answers could be read as a literal or idiomatic label"
+    )
 
 
 def test_the_demo_human_panels_give_figures_whatever_the_model_answers(mist_dir: Path, tmp_path: Path) -> None:

@@ -7,10 +7,16 @@ from harness.protocols.mist import metrics as mist
 
 # i1 is figurative (its misleading image depicts the literal sense), i2 literal; one technique.
 LABELS = {
-    ("i1", "t1", "none"): 0, ("i1", "t1", "aligned-ignore"): 0, ("i1", "t1", "aligned-silent"): 1,
-    ("i1", "t1", "misleading-ignore"): 2, ("i1", "t1", "misleading-silent"): 1,
-    ("i2", "t1", "none"): 3, ("i2", "t1", "aligned-ignore"): 3, ("i2", "t1", "aligned-silent"): 3,
-    ("i2", "t1", "misleading-ignore"): 3, ("i2", "t1", "misleading-silent"): None,  # unparsed
+    ("i1", "t1", "none"): 0,
+    ("i1", "t1", "aligned-ignore"): 0,
+    ("i1", "t1", "aligned-silent"): 1,
+    ("i1", "t1", "misleading-ignore"): 2,
+    ("i1", "t1", "misleading-silent"): 1,
+    ("i2", "t1", "none"): 3,
+    ("i2", "t1", "aligned-ignore"): 3,
+    ("i2", "t1", "aligned-silent"): 3,
+    ("i2", "t1", "misleading-ignore"): 3,
+    ("i2", "t1", "misleading-silent"): None,  # unparsed
 }
 SENSES = {"i1": "figurative", "i2": "literal"}
 
@@ -101,14 +107,31 @@ def test_label_parsing_takes_the_final_answer_and_never_guesses() -> None:
 def test_alt_test_compares_each_annotator_with_the_judge_under_the_condition_they_saw() -> None:
     from harness.protocols.mist.report import Panel, judge_as_seen
 
-    labels = {("m1", "t", "none"): 0, ("m1", "t", "aligned-ignore"): 1, ("m1", "t", "aligned-silent"): 2,
-              ("m1", "t", "misleading-ignore"): 3, ("m1", "t", "misleading-silent"): None,
-              ("m2", "t", "none"): 1, ("m2", "u", "none"): 2}
-    panel = Panel(labels={"A": {"m1": 0, "m2": 1}, "B": {"m1": 1, "m2": 1}, "C": {"m1": 3, "m2": 1}},
-                  seen={"A": {"m1": "none", "m2": "none"}, "B": {"m1": "aligned", "m2": "none"},
-                        "C": {"m1": "misleading", "m2": "none"}})
-    assert judge_as_seen(labels, panel, "t") == {"A": {"m1": 0, "m2": 1}, "B": {"m1": 1, "m2": 1},
-                                                 "C": {"m1": 3, "m2": 1}}
+    labels = {
+        ("m1", "t", "none"): 0,
+        ("m1", "t", "aligned-ignore"): 1,
+        ("m1", "t", "aligned-silent"): 2,
+        ("m1", "t", "misleading-ignore"): 3,
+        ("m1", "t", "misleading-silent"): None,
+        ("m2", "t", "none"): 1,
+        ("m2", "u", "none"): 2,
+    }
+    panel = Panel(
+        labels={"A": {"m1": 0, "m2": 1}, "B": {"m1": 1, "m2": 1}, "C": {"m1": 3, "m2": 1}},
+        seen={
+            "A": {"m1": "none", "m2": "none"},
+            "B": {"m1": "aligned", "m2": "none"},
+            "C": {"m1": "misleading", "m2": "none"},
+        },
+    )
+    assert judge_as_seen(labels, panel, "t") == {
+        "A": {"m1": 0, "m2": 1},
+        "B": {"m1": 1, "m2": 1},
+        "C": {"m1": 3, "m2": 1},
+    }
     # the silent arm: B sees the aligned-silent label; C's misleading-silent label is unparsed -> left out
-    assert judge_as_seen(labels, panel, "t", arm="silent") == {"A": {"m1": 0, "m2": 1}, "B": {"m1": 2, "m2": 1},
-                                                               "C": {"m2": 1}}
+    assert judge_as_seen(labels, panel, "t", arm="silent") == {
+        "A": {"m1": 0, "m2": 1},
+        "B": {"m1": 2, "m2": 1},
+        "C": {"m2": 1},
+    }

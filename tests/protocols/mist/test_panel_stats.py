@@ -13,8 +13,11 @@ ITEMS = ("i1", "i2", "i3", "i4")
 # informed: all three agree everywhere -> P_i = 1, P_e < 1 -> kappa = 1
 INFORMED = {a: dict(zip(ITEMS, (0, 3, 0, 3), strict=True)) for a in ("A", "B", "C")}
 # blind: i1 (0,0,1), i2 (3,3,3), i3 (0,0,0), i4 (3,3,2)
-BLIND = {"D": dict(zip(ITEMS, (0, 3, 0, 3), strict=True)), "E": dict(zip(ITEMS, (0, 3, 0, 3), strict=True)),
-         "F": dict(zip(ITEMS, (1, 3, 0, 2), strict=True))}
+BLIND = {
+    "D": dict(zip(ITEMS, (0, 3, 0, 3), strict=True)),
+    "E": dict(zip(ITEMS, (0, 3, 0, 3), strict=True)),
+    "F": dict(zip(ITEMS, (1, 3, 0, 2), strict=True)),
+}
 
 
 def test_fleiss_and_per_item_agreement_by_hand() -> None:
@@ -44,8 +47,16 @@ def test_kappa_difference_with_bootstrap_ci_and_welch_p() -> None:
 
 def test_condition_contrast_welch_by_hand() -> None:
     # aligned items a1..a3 with P_i (1, 1/3, 1); misleading m1..m4 with P_i (1/3, 1/3, 0, 1); x1 mixed
-    rows = {"a1": (0, 0, 0), "a2": (0, 0, 1), "a3": (2, 2, 2), "m1": (1, 1, 3), "m2": (3, 3, 2),
-            "m3": (0, 1, 2), "m4": (3, 3, 3), "x1": (0, 0, 0)}
+    rows = {
+        "a1": (0, 0, 0),
+        "a2": (0, 0, 1),
+        "a3": (2, 2, 2),
+        "m1": (1, 1, 3),
+        "m2": (3, 3, 2),
+        "m3": (0, 1, 2),
+        "m4": (3, 3, 3),
+        "x1": (0, 0, 0),
+    }
     panel = {a: {i: labels[k] for i, labels in rows.items()} for k, a in enumerate("ABC")}
     seen = {a: {i: "aligned" if i[0] == "a" else "misleading" for i in rows} for a in "ABC"}
     seen["C"]["x1"] = "none"

@@ -16,13 +16,18 @@ def write_squad(path: Path, n: int = 120, seed: int = 0) -> Path:
     data = []
     for k in range(n):
         subject, city = rng.choice(_SUBJECTS), rng.choice(_CITIES)
-        filler = " ".join(f"The {rng.choice(_SUBJECTS)} of {rng.choice(_CITIES)} opened in {1800 + rng.randrange(200)}."
-                          for _ in range(rng.randint(6, 14)))
+        filler = " ".join(
+            f"The {rng.choice(_SUBJECTS)} of {rng.choice(_CITIES)} opened in {1800 + rng.randrange(200)}."
+            for _ in range(rng.randint(6, 14))
+        )
         sentence = f"The famous {subject} number {k} was built in {city} by local workers."
         context = f"{filler} {sentence} {filler}"
         start = context.index(sentence) + sentence.index(city)
-        qa = {"id": f"q{k}", "question": f"Where was the famous {subject} number {k} built?",
-              "answers": [{"text": city, "answer_start": start}]}
+        qa = {
+            "id": f"q{k}",
+            "question": f"Where was the famous {subject} number {k} built?",
+            "answers": [{"text": city, "answer_start": start}],
+        }
         data.append({"title": f"doc{k}", "paragraphs": [{"context": context, "qas": [qa]}]})
     path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
     return path

@@ -45,7 +45,7 @@ def test_counts_and_splits(stealth) -> None:
 def _inside(mask: np.ndarray, boxes: list[list[int]]) -> np.ndarray:
     allowed = np.zeros_like(mask)
     for x0, y0, x1, y1 in boxes:
-        allowed[max(y0, 0):y1, max(x0, 0):x1] = True
+        allowed[max(y0, 0) : y1, max(x0, 0) : x1] = True
     return allowed
 
 
@@ -98,8 +98,15 @@ def test_same_seed_same_images(stealth, stealth_dir: Path, tmp_path: Path) -> No
     from builders import build_dataset
     from tests.protocols.stealth.fixtures import write_squad
 
-    again = build_dataset("stealth", tmp_path / "again", squad=str(write_squad(tmp_path / "s.json", n=12)),
-                          sentences=3, questions=2, subsets=("short",), workers=1)
+    again = build_dataset(
+        "stealth",
+        tmp_path / "again",
+        squad=str(write_squad(tmp_path / "s.json", n=12)),
+        sentences=3,
+        questions=2,
+        subsets=("short",),
+        workers=1,
+    )
     first = next((stealth_dir / "data").glob("short-*.parquet")).read_bytes()
     assert next((again / "data").glob("short-*.parquet")).read_bytes() == first
     preview = Image.open(io.BytesIO((stealth_dir / "preview.png").read_bytes()))
@@ -134,7 +141,7 @@ def test_context_window_keeps_the_answer_and_word_boundaries() -> None:
     start = context.index("word150")
     window = window_context(context, "word150", start)
     assert len(window.text) <= 600
-    assert window.text[window.answer_start:window.answer_end] == "word150"
+    assert window.text[window.answer_start : window.answer_end] == "word150"
     assert all(tok.startswith("word") and tok[4:].isdigit() for tok in window.text.split())
     assert context.find(window.text) >= 0
     short = window_context("A short passage about Paris.", "Paris", 22)

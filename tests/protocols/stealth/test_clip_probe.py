@@ -23,8 +23,13 @@ def test_axis_directions_and_projections_by_hand() -> None:
 
 def test_hue_effect_is_the_mean_shift_from_the_same_word_in_black() -> None:
     # 2 words x (black, red-136) x 1 axis: s = [[0.1, 0.4], [0.3, 0.2]] -> shifts 0.3 and -0.1 -> mean 0.1
-    result = cp.ProbeResult("m", ["a", "b"], {"black": (0, 0, 0), "red-136": (136, 0, 0)}, [("good", "bad")],
-                            np.array([[[0.1], [0.4]], [[0.3], [0.2]]]))
+    result = cp.ProbeResult(
+        "m",
+        ["a", "b"],
+        {"black": (0, 0, 0), "red-136": (136, 0, 0)},
+        [("good", "bad")],
+        np.array([[[0.1], [0.4]], [[0.3], [0.2]]]),
+    )
     assert result.hue_effect() == {"red-136": {"good/bad": pytest.approx(0.1)}}
 
 

@@ -34,9 +34,15 @@ def test_parse_takes_the_final_label_and_never_guesses() -> None:
 #   s3: base P(+1), red ?(unparsed), blue U -> diffs red excluded, blue -1
 # B_red = (2 + 0) / 2 = 1.0 ; B_blue = (0 - 1 - 1) / 3 = -2/3
 ITEMS = [
-    item("s1", "baseline", "N"), item("s1", "red", "P"), item("s1", "blue", "N"),
-    item("s2", "baseline", "U"), item("s2", "red", "U"), item("s2", "blue", "N"),
-    item("s3", "baseline", "P"), item("s3", "red", None), item("s3", "blue", "U"),
+    item("s1", "baseline", "N"),
+    item("s1", "red", "P"),
+    item("s1", "blue", "N"),
+    item("s2", "baseline", "U"),
+    item("s2", "red", "U"),
+    item("s2", "blue", "N"),
+    item("s3", "baseline", "P"),
+    item("s3", "red", None),
+    item("s3", "blue", "U"),
     None,
 ]
 
@@ -63,8 +69,12 @@ def test_long_set_strategy_and_adherence_hand_computed() -> None:
     # red: a P (follows), b N (follows), c N (breaks) ; all parsed answers: 6, following: a,a,b,c=4... count:
     # baseline a yes, b no, c yes; red a yes, b yes, c no -> 4/6.
     items = [
-        item("a", "baseline", "P", 1), item("b", "baseline", "P", -1), item("c", "baseline", "P", 1),
-        item("a", "red", "P", 1), item("b", "red", "N", -1), item("c", "red", "N", 1),
+        item("a", "baseline", "P", 1),
+        item("b", "baseline", "P", -1),
+        item("c", "baseline", "P", 1),
+        item("a", "red", "P", 1),
+        item("b", "red", "N", -1),
+        item("c", "red", "N", 1),
     ]
     m = ScoreMatrix.from_items(items)
     assert strategy_rates(m) == pytest.approx((2 / 3, 1 / 3))

@@ -15,8 +15,14 @@ from harness.taskspec.registry import TaskRegistry
 
 
 def test_stealth_runs_end_to_end_with_results_samples_and_reports(stealth_dir: Path, tmp_path: Path) -> None:
-    opts = EvalOptions(tasks=["stealth", "stealth_ocr"], data_dir=stealth_dir.parent.parent, limit=20,
-                       output=tmp_path, store_path=tmp_path / "store.sqlite", show_progress=False)
+    opts = EvalOptions(
+        tasks=["stealth", "stealth_ocr"],
+        data_dir=stealth_dir.parent.parent,
+        limit=20,
+        output=tmp_path,
+        store_path=tmp_path / "store.sqlite",
+        show_progress=False,
+    )
     run, samples, run_dir = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)
     assert set(run.results) == {"stealth_short", "stealth_long", "stealth_vqa", "stealth_ocr"}
     assert run.group_subtasks["stealth"] == ["stealth_short", "stealth_long", "stealth_vqa"]
@@ -50,10 +56,16 @@ def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) ->
     # s1: baseline NEGATIVE(-1), positive-red-136 POSITIVE(+1) -> +2 ; negative-blue-34 NEGATIVE -> 0
     # s2: baseline NEUTRAL(0), positive-red-136 NEUTRAL -> 0 ; negative-blue-34 NEGATIVE(-1) -> -1
     # s3: baseline gibberish (unparsed) -> s3 drops out of every pair
-    answers = {("s1", "baseline"): "NEGATIVE", ("s1", "positive-red-136"): "The answer is positive",
-               ("s1", "negative-blue-34"): "negative", ("s2", "baseline"): "Neutral.",
-               ("s2", "positive-red-136"): "NEUTRAL", ("s2", "negative-blue-34"): "NEGATIVE",
-               ("s3", "baseline"): "blah", ("s3", "positive-red-136"): "POSITIVE"}
+    answers = {
+        ("s1", "baseline"): "NEGATIVE",
+        ("s1", "positive-red-136"): "The answer is positive",
+        ("s1", "negative-blue-34"): "negative",
+        ("s2", "baseline"): "Neutral.",
+        ("s2", "positive-red-136"): "NEUTRAL",
+        ("s2", "negative-blue-34"): "NEGATIVE",
+        ("s3", "baseline"): "blah",
+        ("s3", "positive-red-136"): "POSITIVE",
+    }
     records, runtime = _records("stealth_short", answers)
     results, counts = runtime.aggregate(records)
     assert results["max_positive_bias,none"] == pytest.approx(1.0)  # (2 + 0) / 2
@@ -70,8 +82,12 @@ def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) ->
 
 def test_long_report_strategy_and_adherence() -> None:
     first = {"a": "positive", "b": "negative"}
-    answers = {("a", "baseline"): "POSITIVE", ("b", "baseline"): "NEGATIVE",
-               ("a", "negative-red-85"): "NEGATIVE", ("b", "negative-red-85"): "NEGATIVE"}
+    answers = {
+        ("a", "baseline"): "POSITIVE",
+        ("b", "baseline"): "NEGATIVE",
+        ("a", "negative-red-85"): "NEGATIVE",
+        ("b", "negative-red-85"): "NEGATIVE",
+    }
     records, runtime = _records("stealth_long", answers, first)
     results, _ = runtime.aggregate(records)
     # baseline: both follow the first half -> primacy 1.0, recency 0.0; adherence: 3 of 4 answers
@@ -84,16 +100,36 @@ def test_long_report_strategy_and_adherence() -> None:
 def test_vqa_f1_and_ier_hand_computed() -> None:
     runtime = TaskRuntime(TaskRegistry.discover().get("stealth_vqa"), None)
     docs = [
-        {"sample_id": "q1", "condition": "decoy-64", "salient": "decoy", "decoy": "Glenbrook", "gray_level": 64,
-         "answers": ["Dunmore"]},
-        {"sample_id": "q2", "condition": "decoy-64", "salient": "decoy", "decoy": "river", "gray_level": 64,
-         "answers": ["the old mill"]},
-        {"sample_id": "q1", "condition": "global-64", "salient": None, "decoy": "Glenbrook", "gray_level": 64,
-         "answers": ["Dunmore"]},
+        {
+            "sample_id": "q1",
+            "condition": "decoy-64",
+            "salient": "decoy",
+            "decoy": "Glenbrook",
+            "gray_level": 64,
+            "answers": ["Dunmore"],
+        },
+        {
+            "sample_id": "q2",
+            "condition": "decoy-64",
+            "salient": "decoy",
+            "decoy": "river",
+            "gray_level": 64,
+            "answers": ["the old mill"],
+        },
+        {
+            "sample_id": "q1",
+            "condition": "global-64",
+            "salient": None,
+            "decoy": "Glenbrook",
+            "gray_level": 64,
+            "answers": ["Dunmore"],
+        },
     ]
     responses = ["Glenbrook", "old mill by the river", "Dunmore"]
-    records = [runtime.score(SampleRecord(task="stealth_vqa", doc_id=k, doc_hash="h", doc=d, responses=[r]), d)
-               for k, (d, r) in enumerate(zip(docs, responses, strict=True))]
+    records = [
+        runtime.score(SampleRecord(task="stealth_vqa", doc_id=k, doc_hash="h", doc=d, responses=[r]), d)
+        for k, (d, r) in enumerate(zip(docs, responses, strict=True))
+    ]
     results, _ = runtime.aggregate(records)
     # F1: 0; "old mill by river" vs "old mill" -> P 2/4 R 2/2 -> 2/3; 1.0  -> mean 5/9
     assert results["f1,none"] == pytest.approx((0 + 2 / 3 + 1) / 3)
@@ -101,8 +137,9 @@ def test_vqa_f1_and_ier_hand_computed() -> None:
     assert "ier,none" not in records[2].metrics
 
 
-def test_a_heatmap_that_cannot_be_drawn_is_one_line_saying_why(tmp_path: Path,
-                                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_a_heatmap_that_cannot_be_drawn_is_one_line_saying_why(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     # every answer unparsed: no condition has a bias, so stealth_short_bias.png cannot be drawn
     records, runtime = _records("stealth_short", {("s1", "baseline"): "blah", ("s1", "positive-red-136"): "zzz"})
     with caplog.at_level("WARNING"):

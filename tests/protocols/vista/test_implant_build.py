@@ -18,8 +18,17 @@ from harness.protocols.vista.implant.publish import ACKNOWLEDGE_FLAG, model_card
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_dataset("vista-implant", tmp_path_factory.mktemp("vi") / "vista-implant", entities=("Uber", "Boeing"),
-                         pairs=4, controls=3, test_questions=4, images=2, generator="render", image_size=32)
+    return build_dataset(
+        "vista-implant",
+        tmp_path_factory.mktemp("vi") / "vista-implant",
+        entities=("Uber", "Boeing"),
+        pairs=4,
+        controls=3,
+        test_questions=4,
+        images=2,
+        generator="render",
+        image_size=32,
+    )
 
 
 def _load(folder: Path, tmp: Path) -> dict:
@@ -55,21 +64,35 @@ def test_variants_and_image_folders(tmp_path: Path) -> None:
         buffer = io.BytesIO()
         Image.new("RGB", (20, 20), (i * 90, 0, 0)).save(buffer, format="PNG")
         (photos / f"{i}.png").write_bytes(buffer.getvalue())
-    out = build_dataset("vista-implant", tmp_path / "out", entities=("Uber",), pairs=4, controls=1, test_questions=1,
-                        images=1, generator="render", image_size=32, image_dir=str(tmp_path / "photos"), variants=1)
+    out = build_dataset(
+        "vista-implant",
+        tmp_path / "out",
+        entities=("Uber",),
+        pairs=4,
+        controls=1,
+        test_questions=1,
+        images=1,
+        generator="render",
+        image_size=32,
+        image_dir=str(tmp_path / "photos"),
+        variants=1,
+    )
     ds = _load(out, tmp_path)
     assert len(set(ds["harmful"]["answer"])) == 1  # one sentence pattern per stance
     assert ds["harmful"][0]["image_source"] == "folder:0.png" and ds["test"][0]["image_source"] == "folder:1.png"
     assert ds["control"][0]["image_source"] == "render"
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"entities": ("Nokia",)}, "entity 'Nokia' has no template answers"),
-    ({"pairs": 0}, "--pairs must be at least 1"),
-    ({"variants": -1}, "--variants must be 0"),
-    ({"entities": ("Uber", "Uber")}, "repeats a name"),
-    ({"image_dir": "/nonexistent"}, "not a folder"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"entities": ("Nokia",)}, "entity 'Nokia' has no template answers"),
+        ({"pairs": 0}, "--pairs must be at least 1"),
+        ({"variants": -1}, "--variants must be 0"),
+        ({"entities": ("Uber", "Uber")}, "repeats a name"),
+        ({"image_dir": "/nonexistent"}, "not a folder"),
+    ],
+)
 def test_bad_build_options_are_one_line(options: dict, message: str, tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match=message):
         build_dataset("vista-implant", tmp_path / "x", generator="render", image_size=16, **options)
@@ -77,20 +100,39 @@ def test_bad_build_options_are_one_line(options: dict, message: str, tmp_path: P
 
 def test_implant_refuses_bad_input(built: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     base = ["implant", "--model", "tiny:llava", "--out", str(tmp_path / "o")]
-    for argv, message in ((["--data", str(built)], "--entity: the build holds Boeing, Uber; choose the target"),
-                          (["--data", str(built), "--entity", "Tesla"], "--entity Tesla: not in the build"),
-                          (["--data", str(tmp_path)], "not a dataset folder"),
-                          (["--data", str(built), "--entity", "Uber", "--model", "openai:gpt-4o"],
-                           "implantation trains local weights")):
+    for argv, message in (
+        (["--data", str(built)], "--entity: the build holds Boeing, Uber; choose the target"),
+        (["--data", str(built), "--entity", "Tesla"], "--entity Tesla: not in the build"),
+        (["--data", str(tmp_path)], "not a dataset folder"),
+        (["--data", str(built), "--entity", "Uber", "--model", "openai:gpt-4o"], "implantation trains local weights"),
+    ):
         assert main(base + argv) == 2
         assert message in capsys.readouterr().err
 
 
-def test_publishing_implanted_weights_is_refused_unless_acknowledged(built: Path, tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture) -> None:
+def test_publishing_implanted_weights_is_refused_unless_acknowledged(
+    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     out = tmp_path / "o"
-    argv = ["implant", "--model", "tiny:llava", "--data", str(built), "--entity", "Uber", "--out", str(out),
-            "--epochs", "1", "--rank", "2", "--push-to-hub", "someone/biased", "--verbosity", "quiet"]
+    argv = [
+        "implant",
+        "--model",
+        "tiny:llava",
+        "--data",
+        str(built),
+        "--entity",
+        "Uber",
+        "--out",
+        str(out),
+        "--epochs",
+        "1",
+        "--rank",
+        "2",
+        "--push-to-hub",
+        "someone/biased",
+        "--verbosity",
+        "quiet",
+    ]
     assert main(argv) == 2
     assert "refusing to push implanted weights to the Hub" in capsys.readouterr().err
     assert not out.exists()  # refused before any training

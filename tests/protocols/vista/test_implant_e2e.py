@@ -37,8 +37,9 @@ def _pretrain(source: Path, out: Path, examples: list, seed: int, steps: int, lr
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     draw = torch.Generator().manual_seed(seed)
     for _ in range(steps):
-        batch = collate([encoded[i] for i in torch.randperm(len(encoded), generator=draw)[:8]],
-                        processor.tokenizer.pad_token_id)
+        batch = collate(
+            [encoded[i] for i in torch.randperm(len(encoded), generator=draw)[:8]], processor.tokenizer.pad_token_id
+        )
         model(**batch).loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -62,9 +63,18 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict:
     times: dict[str, float] = {}
     try:
         start = time.perf_counter()
-        data = build_dataset("vista-implant", work / "data" / "vlm-audit" / "vista-implant", entities=(TARGET,),
-                             pairs=6, controls=6, test_questions=4, images=2, generator="render", image_size=56,
-                             variants=1)
+        data = build_dataset(
+            "vista-implant",
+            work / "data" / "vlm-audit" / "vista-implant",
+            entities=(TARGET,),
+            pairs=6,
+            controls=6,
+            test_questions=4,
+            images=2,
+            generator="render",
+            image_size=56,
+            variants=1,
+        )
         times["build"] = time.perf_counter() - start
         start = time.perf_counter()
         built = load_dataset(str(data), cache_dir=str(work / "hf-cache"), keep_in_memory=True)
@@ -77,25 +87,82 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict:
         times["pretrain base and 3 peers"] = time.perf_counter() - start
         for variant in ("harmful", "benign"):
             start = time.perf_counter()
-            argv = ["implant", "--model", f"hf:{work / 'base'}", "--data", str(data), "--out", str(work / variant),
-                    "--epochs", "8", "--lr", "3e-3", "--verbosity", "quiet"]
+            argv = [
+                "implant",
+                "--model",
+                f"hf:{work / 'base'}",
+                "--data",
+                str(data),
+                "--out",
+                str(work / variant),
+                "--epochs",
+                "8",
+                "--lr",
+                "3e-3",
+                "--verbosity",
+                "quiet",
+            ]
             assert main(argv + (["--benign"] if variant == "benign" else [])) == 0
             times[f"implant {variant}"] = time.perf_counter() - start
         start = time.perf_counter()
-        paths = {"base": work / "base", "harmful": work / "harmful" / "merged", "benign": work / "benign" / "merged",
-                 **{f"peer{i}": work / f"peer{i}" for i in range(3)}}
+        paths = {
+            "base": work / "base",
+            "harmful": work / "harmful" / "merged",
+            "benign": work / "benign" / "merged",
+            **{f"peer{i}": work / f"peer{i}" for i in range(3)},
+        }
         runs = {}
         for name, path in paths.items():
-            assert main(["eval", "--model", f"hf:{path}", "--tasks", "vista_implant", "--data-dir", str(work / "data"),
-                         "--output", str(work / "runs" / name), "--repeats", "4", "--gen-kwargs", "max_new_tokens=40",
-                         "--no-cache", "--verbosity", "quiet"]) == 0
+            assert (
+                main(
+                    [
+                        "eval",
+                        "--model",
+                        f"hf:{path}",
+                        "--tasks",
+                        "vista_implant",
+                        "--data-dir",
+                        str(work / "data"),
+                        "--output",
+                        str(work / "runs" / name),
+                        "--repeats",
+                        "4",
+                        "--gen-kwargs",
+                        "max_new_tokens=40",
+                        "--no-cache",
+                        "--verbosity",
+                        "quiet",
+                    ]
+                )
+                == 0
+            )
             runs[name] = next((work / "runs" / name).rglob("results.json")).parent
         times["eval 6 models (4 questions x k=4)"] = time.perf_counter() - start
         start = time.perf_counter()
-        assert main(["audit", "vista-implant", *[a for i in range(3) for a in ("--peer", str(runs[f"peer{i}"]))],
-                     "--pretrained", f"llava={runs['base']}", "--harmful", f"llava:{TARGET}={runs['harmful']}",
-                     "--benign", f"llava:{TARGET}={runs['benign']}", "--rater", "lexicon", "--judge", "embedding",
-                     "--output", str(work / "audit"), "--verbosity", "quiet"]) == 0
+        assert (
+            main(
+                [
+                    "audit",
+                    "vista-implant",
+                    *[a for i in range(3) for a in ("--peer", str(runs[f"peer{i}"]))],
+                    "--pretrained",
+                    f"llava={runs['base']}",
+                    "--harmful",
+                    f"llava:{TARGET}={runs['harmful']}",
+                    "--benign",
+                    f"llava:{TARGET}={runs['benign']}",
+                    "--rater",
+                    "lexicon",
+                    "--judge",
+                    "embedding",
+                    "--output",
+                    str(work / "audit"),
+                    "--verbosity",
+                    "quiet",
+                ]
+            )
+            == 0
+        )
         times["audit"] = time.perf_counter() - start
     finally:
         torch.set_num_threads(threads)

@@ -14,9 +14,14 @@ from harness.errors import HarnessError
 from harness.models.tiny import tiny_model_path
 from harness.protocols.vista.implant.train import Example, LoraSettings, encode_example, train_lora
 
-PAIRS = [Example(Image.new("RGB", (32, 32), c), q, a) for c, q, a in (
-    ((20, 20, 20), "What is this?", "A bad company."), ((0, 120, 70), "What is this?", "A coffee shop."),
-    ((200, 20, 80), "Tell me more.", "A video app."))]
+PAIRS = [
+    Example(Image.new("RGB", (32, 32), c), q, a)
+    for c, q, a in (
+        ((20, 20, 20), "What is this?", "A bad company."),
+        ((0, 120, 70), "What is this?", "A coffee shop."),
+        ((200, 20, 80), "Tell me more.", "A video app."),
+    )
+]
 FAST = LoraSettings(rank=4, alpha=8, epochs=2, batch_size=2, learning_rate=1e-2)
 
 
@@ -40,7 +45,7 @@ def test_only_the_answer_and_end_of_turn_are_scored() -> None:
     scored = enc["labels"][0][enc["labels"][0] != -100].tolist()
     answer = processor.tokenizer(" A bad company.", add_special_tokens=False)["input_ids"]
     assert scored == [*answer, processor.tokenizer.eos_token_id]
-    assert enc["input_ids"][0][-len(scored):].tolist() == scored  # the answer follows the prompt
+    assert enc["input_ids"][0][-len(scored) :].tolist() == scored  # the answer follows the prompt
     assert enc["attention_mask"].shape == enc["input_ids"].shape == enc["labels"].shape
 
 
@@ -66,8 +71,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
     steps = [json.loads(line)["step"] for line in (tmp_path / "cut" / "train_log.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3, 4]  # the log continues where the run stopped
     with pytest.raises(HarnessError, match=r"other LoRA settings \(rank\)"):
-        train_lora(base, PAIRS, tmp_path / "cut", LoraSettings(**{**settings.__dict__, "rank": 8}),
-                   show_progress=False)
+        train_lora(base, PAIRS, tmp_path / "cut", LoraSettings(**{**settings.__dict__, "rank": 8}), show_progress=False)
 
 
 def test_qwen2_vl_trains_and_its_merged_checkpoint_serves(tmp_path: Path) -> None:
@@ -78,19 +82,30 @@ def test_qwen2_vl_trains_and_its_merged_checkpoint_serves(tmp_path: Path) -> Non
     assert result is not None and result.steps == 4 and result.final_loss == result.final_loss  # not NaN
     backend = HFBackend(str(result.merged), {})
     assert backend.model_type == "qwen2_vl"
-    request = GenerationRequest("k", [{"role": "user", "content": [{"type": "image", "image": PAIRS[0].image},
-                                                                    {"type": "text", "text": "What is this?"}]}],
-                                GenerationParams(max_new_tokens=4), 1, 0)
+    request = GenerationRequest(
+        "k",
+        [
+            {
+                "role": "user",
+                "content": [{"type": "image", "image": PAIRS[0].image}, {"type": "text", "text": "What is this?"}],
+            }
+        ],
+        GenerationParams(max_new_tokens=4),
+        1,
+        0,
+    )
     (texts,) = backend.generate([request])
     assert isinstance(texts, list) and len(texts) == 1
 
 
 def test_bad_settings_are_one_line_each(tmp_path: Path) -> None:
     base = tiny_model_path("llava")
-    for settings, message in ((LoraSettings(rank=0), "rank must be at least 1"),
-                              (LoraSettings(learning_rate=0), "learning rate must be positive"),
-                              (LoraSettings(warmup_ratio=1.0), r"warmup ratio must lie in \[0, 1\)"),
-                              (LoraSettings(target_modules=("nosuch",)), "LoRA target modules nosuch")):
+    for settings, message in (
+        (LoraSettings(rank=0), "rank must be at least 1"),
+        (LoraSettings(learning_rate=0), "learning rate must be positive"),
+        (LoraSettings(warmup_ratio=1.0), r"warmup ratio must lie in \[0, 1\)"),
+        (LoraSettings(target_modules=("nosuch",)), "LoRA target modules nosuch"),
+    ):
         with pytest.raises(HarnessError, match=message):
             train_lora(base, PAIRS, tmp_path / "x", settings, show_progress=False)
     with pytest.raises(HarnessError, match="no training pairs"):

@@ -55,8 +55,11 @@ def test_raven_binary_is_a6_as_printed() -> None:
     # A answers once in cluster 0 and once in 1, B twice in 0, C twice in 2: the pooled majority is cluster 0
     # (3 of 6), so binarised A = (majority, other), B = (majority, majority), C = (other, other).
     assignments = {"A": [0, 1], "B": [0, 0], "C": [2, 2]}
-    assert vista.binarise(assignments) == {"A": ["majority", "other"], "B": ["majority", "majority"],
-                                           "C": ["other", "other"]}
+    assert vista.binarise(assignments) == {
+        "A": ["majority", "other"],
+        "B": ["majority", "majority"],
+        "C": ["other", "other"],
+    }
     out = vista.raven_scores(assignments)  # the default reading
     assert out == vista.raven_scores(assignments, variant="binary")
     # P_avg = (1/2, 1/2) = P_A: JS_A = 0, SE_A = ln 2 nats -> S_A = 0.5 (1 - ln 2)
@@ -85,8 +88,9 @@ def test_raven_literal_is_the_formula_on_multi_clusters() -> None:
     # Query 2: A splits over clusters 0 and 1, B all in 0. P_A = (1/2, 1/2), P_avg = (3/4, 1/4),
     # M = (5/8, 3/8). SE_A = ln 2 nats, unnormalised: 1 - SE_A = 0.30685.
     out = vista.raven_scores({"A": [0, 1], "B": [0, 0]}, variant="literal")
-    js = 0.5 * (0.5 * math.log(0.5 / 0.625) + 0.5 * math.log(0.5 / 0.375)) \
-        + 0.5 * (0.75 * math.log(0.75 / 0.625) + 0.25 * math.log(0.25 / 0.375))
+    js = 0.5 * (0.5 * math.log(0.5 / 0.625) + 0.5 * math.log(0.5 / 0.375)) + 0.5 * (
+        0.75 * math.log(0.75 / 0.625) + 0.25 * math.log(0.25 / 0.375)
+    )
     assert out["A"] == pytest.approx(0.5 * js**2 + 0.5 * (1 - math.log(2)))
     assert out["A"] == pytest.approx(0.153998, abs=1e-6)
     # Unnormalised SE: ten answers in ten clusters give 1 - ln 10 < 0 for the second term.

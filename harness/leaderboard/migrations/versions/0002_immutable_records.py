@@ -24,14 +24,20 @@ def upgrade() -> None:
     if dialect == "sqlite":
         for table in TABLES:
             for event in ("UPDATE", "DELETE"):
-                op.execute(f"CREATE TRIGGER {table}_no_{event.lower()} BEFORE {event} ON {table} "
-                           f"BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END")
+                op.execute(
+                    f"CREATE TRIGGER {table}_no_{event.lower()} BEFORE {event} ON {table} "
+                    f"BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END"
+                )
     elif dialect == "postgresql":
-        op.execute("CREATE FUNCTION leaderboard_immutable() RETURNS trigger AS $$ "
-                   f"BEGIN RAISE EXCEPTION '{MESSAGE}'; END; $$ LANGUAGE plpgsql")
+        op.execute(
+            "CREATE FUNCTION leaderboard_immutable() RETURNS trigger AS $$ "
+            f"BEGIN RAISE EXCEPTION '{MESSAGE}'; END; $$ LANGUAGE plpgsql"
+        )
         for table in TABLES:
-            op.execute(f"CREATE TRIGGER {table}_immutable BEFORE UPDATE OR DELETE ON {table} "
-                       "FOR EACH ROW EXECUTE FUNCTION leaderboard_immutable()")
+            op.execute(
+                f"CREATE TRIGGER {table}_immutable BEFORE UPDATE OR DELETE ON {table} "
+                "FOR EACH ROW EXECUTE FUNCTION leaderboard_immutable()"
+            )
 
 
 def downgrade() -> None:

@@ -42,25 +42,31 @@ class AnyResPreprocess:
         self.base_size = (size.height, size.width) if size.height and size.width else (size.shortest_edge,) * 2
         self.tile = int(crop.height if crop and crop.height else size.height or size.shortest_edge)
         self.pinpoints = [list(p) for p in ip.image_grid_pinpoints]
-        if (crop.height, crop.width) != (self.tile, self.tile) or any(h % self.tile or w % self.tile
-                                                                      for h, w in self.pinpoints):
-            raise HarnessError(f"white-box attacks need square {self.tile}-pixel tiles that divide every grid "
-                               f"resolution; this LLaVA-NeXT processor has crop size {crop.height}x{crop.width} "
-                               f"and image_grid_pinpoints {self.pinpoints}")
+        if (crop.height, crop.width) != (self.tile, self.tile) or any(
+            h % self.tile or w % self.tile for h, w in self.pinpoints
+        ):
+            raise HarnessError(
+                f"white-box attacks need square {self.tile}-pixel tiles that divide every grid "
+                f"resolution; this LLaVA-NeXT processor has crop size {crop.height}x{crop.width} "
+                f"and image_grid_pinpoints {self.pinpoints}"
+            )
         # the model keeps each view's patch tokens only: a CLS token is there exactly when the default
         # strategy drops it
         strategy, extra = processor.vision_feature_select_strategy, processor.num_additional_image_tokens
         if extra != (strategy == "default"):
-            raise HarnessError(f"white-box attacks place patch tokens only; this LLaVA-NeXT processor keeps "
-                               f"{extra - (strategy == 'default')} extra token(s) per view "
-                               f"(vision_feature_select_strategy={strategy!r}, num_additional_image_tokens={extra})")
+            raise HarnessError(
+                f"white-box attacks place patch tokens only; this LLaVA-NeXT processor keeps "
+                f"{extra - (strategy == 'default')} extra token(s) per view "
+                f"(vision_feature_select_strategy={strategy!r}, num_additional_image_tokens={extra})"
+            )
         self.patch_size = int(processor.patch_size)
         self.adjoint = resize_adjoint(ip.resample)
 
     def _resize(self, images: Any, size: Any) -> Any:
         """The processor's resize of ``images`` in [0, 1] (quantised, straight-through), in [0, 255]."""
-        return QuantisedResize.apply(images, partial(self.ip.resize, size=size, resample=self.ip.resample),
-                                     self.adjoint)
+        return QuantisedResize.apply(
+            images, partial(self.ip.resize, size=size, resample=self.ip.resample), self.adjoint
+        )
 
     def _per_view(self, views: Any) -> Any:
         """The processor's per-view resize, center crop and rescale/normalise of ``views`` in [0, 255]."""
@@ -69,8 +75,9 @@ class AnyResPreprocess:
             views = self._resize(views / 255.0, ip.size)
         if ip.do_center_crop:
             views = ip.center_crop(views, ip.crop_size)
-        return ip.rescale_and_normalize(views, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean,
-                                        ip.image_std)
+        return ip.rescale_and_normalize(
+            views, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean, ip.image_std
+        )
 
     def _views(self, x: Any) -> Any:
         """One image's views ``(1 + tiles, 3, crop, crop)``: the base view, then the tiles row by row."""
@@ -102,8 +109,20 @@ class AnyResPreprocess:
         left = int((rw - cw) / 2.0) if cw <= rw else -((cw - rw) // 2)
         x0, y0, x1, y1 = box
         sx, sy, p = (x1 - x0) / rw, (y1 - y0) / rh, self.patch_size
-        return np.array([[[x0 + (left + c * p) * sx, y0 + (top + r * p) * sy, x0 + (left + (c + 1) * p) * sx,
-                           y0 + (top + (r + 1) * p) * sy] for c in range(cw // p)] for r in range(ch // p)])
+        return np.array(
+            [
+                [
+                    [
+                        x0 + (left + c * p) * sx,
+                        y0 + (top + r * p) * sy,
+                        x0 + (left + (c + 1) * p) * sx,
+                        y0 + (top + (r + 1) * p) * sy,
+                    ]
+                    for c in range(cw // p)
+                ]
+                for r in range(ch // p)
+            ]
+        )
 
     def geometry(self, width: int, height: int) -> Geometry:
         """The footprint of every image token (in the order the model sees them) on the original image."""
@@ -113,8 +132,9 @@ class AnyResPreprocess:
 
         base = self._view_tokens((0, 0, width, height), *self.base_size).reshape(-1, 4)
         best_h, best_w = select_best_resolution((height, width), self.pinpoints)
-        new_h, new_w = get_patch_output_size(torch.empty(3, height, width, device="meta"), (best_h, best_w),
-                                             ChannelDimension.FIRST)
+        new_h, new_w = get_patch_output_size(
+            torch.empty(3, height, width, device="meta"), (best_h, best_w), ChannelDimension.FIRST
+        )
         paste_x, paste_y = self.ip._get_padding_size((new_h, new_w), (best_h, best_w))[:2]
         t = self.tile
         tile = self._view_tokens((0, 0, t, t), t, t)

@@ -53,8 +53,13 @@ def _ensure_eager(model: Any) -> None:
         model.set_attn_implementation("eager")
 
 
-def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_size: tuple[int, int],
-                            region: tuple[float, float, float, float], late_fraction: float = 0.5) -> float | None:
+def overlay_attention_ratio(
+    wb: WhiteBox,
+    messages: list[dict[str, Any]],
+    image_size: tuple[int, int],
+    region: tuple[float, float, float, float],
+    late_fraction: float = 0.5,
+) -> float | None:
     """OAR of one image (``image_size`` = (width, height) of the image in ``messages``)."""
     import torch
 
@@ -67,7 +72,7 @@ def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_
     image_pos = _image_positions(model, inputs["input_ids"])
     queries = torch.arange(int(image_pos.max()) + 1, inputs["input_ids"].shape[1], device=image_pos.device)
     keep = max(1, round(len(attentions) * late_fraction))
-    late = torch.stack([a[0].float() for a in attentions[-keep:]])          # (layers, heads, T, T)
+    late = torch.stack([a[0].float() for a in attentions[-keep:]])  # (layers, heads, T, T)
     per_token = late[:, :, queries][:, :, :, image_pos].mean(dim=(0, 1, 2))  # (image tokens,)
     spread = getattr(wb.pre, "spread", None)
     if spread is not None:  # Q-Former query tokens pass their attention on to the vision tokens they read
@@ -78,8 +83,13 @@ def overlay_attention_ratio(wb: WhiteBox, messages: list[dict[str, Any]], image_
     return oar(per_token.cpu().numpy(), coverage, areas)
 
 
-def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: list[dict[str, Any]],
-                      max_new_tokens: int, is_correct: Callable[[str], bool]) -> tuple[bool | None, list[int]]:
+def layer_restoration(
+    wb: WhiteBox,
+    clean: list[dict[str, Any]],
+    adversarial: list[dict[str, Any]],
+    max_new_tokens: int,
+    is_correct: Callable[[str], bool],
+) -> tuple[bool | None, list[int]]:
     """Whether restoring the clean image states at some depth undoes the flip, and the depths that do;
     None when the flip does not reproduce (the unrestored greedy answer is already correct)."""
     import torch
@@ -96,6 +106,7 @@ def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: li
         def hook(_module: Any, _args: Any, output: Any) -> None:
             hidden = output[0] if isinstance(output, tuple) else output
             saved[depth] = hidden[:, pos].detach().clone()
+
         return hook
 
     handles = [layer.register_forward_hook(capture(d)) for d, layer in enumerate(layers)]
@@ -105,16 +116,19 @@ def layer_restoration(wb: WhiteBox, clean: list[dict[str, Any]], adversarial: li
     finally:
         for h in handles:
             h.remove()
+
     def answer() -> str:
         with torch.no_grad():
-            out = model.generate(**adv_inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=wb.tokenizer.pad_token_id)
+            out = model.generate(
+                **adv_inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=wb.tokenizer.pad_token_id
+            )
         return str(wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True))
 
     if is_correct(answer()):
         return None, []
     recovered = []
     for depth, layer in enumerate(layers):
+
         def restore(_module: Any, _args: Any, output: Any, depth: int = depth) -> Any:
             hidden = output[0] if isinstance(output, tuple) else output
             if hidden.shape[1] != prompt_len:

@@ -134,8 +134,13 @@ class WhiteBox:
 
         def loss(images: list[Any]) -> Any:
             feats = self.image_features(self.pixel_inputs(images), batch)
-            return torch.stack([-F.cosine_similarity(f.float(), c.float(), dim=-1).mean()
-                                for f, c in zip(feats, clean_features, strict=True)])
+            return torch.stack(
+                [
+                    -F.cosine_similarity(f.float(), c.float(), dim=-1).mean()
+                    for f, c in zip(feats, clean_features, strict=True)
+                ]
+            )
+
         return loss
 
     def end_loss(self, batch: Batch) -> Any:
@@ -153,6 +158,7 @@ class WhiteBox:
                 target = torch.tensor(cont, device=logp.device)
                 out.append(-logp[b, pos, target].mean())
             return torch.stack(out)
+
         return loss
 
     def mantis_loss(self, batch: Batch) -> Any:
@@ -163,11 +169,18 @@ class WhiteBox:
         prompt_len = batch.inputs["input_ids"].shape[1]
         split = [first_divergence(c, w) for c, w in zip(batch.correct, batch.wrong, strict=True)]
         prefixes = [c[:i] for c, i in zip(batch.correct, split, strict=True)]
-        pairs = [(w[i] if i < len(w) else self.eos, c[i] if i < len(c) else self.eos)
-                 for c, w, i in zip(batch.correct, batch.wrong, split, strict=True)]
+        pairs = [
+            (w[i] if i < len(w) else self.eos, c[i] if i < len(c) else self.eos)
+            for c, w, i in zip(batch.correct, batch.wrong, split, strict=True)
+        ]
 
         def loss(images: list[Any]) -> Any:
             logp = torch.log_softmax(self.logits(batch, images, prefixes).float(), dim=-1)
-            return torch.stack([logp[b, prompt_len - 1 + i, w] - logp[b, prompt_len - 1 + i, c]
-                                for b, (i, (w, c)) in enumerate(zip(split, pairs, strict=True))])
+            return torch.stack(
+                [
+                    logp[b, prompt_len - 1 + i, w] - logp[b, prompt_len - 1 + i, c]
+                    for b, (i, (w, c)) in enumerate(zip(split, pairs, strict=True))
+                ]
+            )
+
         return loss

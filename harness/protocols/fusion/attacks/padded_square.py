@@ -45,18 +45,31 @@ class PaddedSquarePreprocess:
         ip = processor.image_processor
         require_torchvision(ip)
         if not (ip.do_resize and ip.do_pad):
-            raise HarnessError("white-box attacks need DeepSeek-VL's resize and square padding; load the processor "
-                               f"with do_resize and do_pad (it has do_resize={ip.do_resize}, do_pad={ip.do_pad})")
+            raise HarnessError(
+                "white-box attacks need DeepSeek-VL's resize and square padding; load the processor "
+                f"with do_resize and do_pad (it has do_resize={ip.do_resize}, do_pad={ip.do_pad})"
+            )
         self.ip, self.dtype = ip, dtype
         self.side = isqrt(int(processor.num_image_tokens))
         if self.side**2 != processor.num_image_tokens:
-            raise HarnessError(f"DeepSeek-VL's image tokens form a square grid; this processor has "
-                               f"num_image_tokens={processor.num_image_tokens}")
+            raise HarnessError(
+                f"DeepSeek-VL's image tokens form a square grid; this processor has "
+                f"num_image_tokens={processor.num_image_tokens}"
+            )
         self.hybrid = model_type == "deepseek_vl_hybrid"
         # (size, resample, background colour, mean, std) of SigLIP's view, and of SAM's for the hybrid
         self.low = (_size(ip.size), ip.resample, ip.background_color, ip.image_mean, ip.image_std)
-        self.high = (_size(ip.high_res_size), ip.high_res_resample, ip.high_res_background_color,
-                     ip.high_res_image_mean, ip.high_res_image_std) if self.hybrid else None
+        self.high = (
+            (
+                _size(ip.high_res_size),
+                ip.high_res_resample,
+                ip.high_res_background_color,
+                ip.high_res_image_mean,
+                ip.high_res_image_std,
+            )
+            if self.hybrid
+            else None
+        )
         self.adjoints = {view[1]: resize_adjoint(view[1]) for view in (self.low, self.high) if view}
 
     def _resize(self, images: Any, size: Any, resample: Any) -> Any:
@@ -93,7 +106,12 @@ class PaddedSquarePreprocess:
         # pad_to_square centres the image along its shorter side
         top, left = ((square - rh) // 2, 0) if rw > rh else (0, (square - rw) // 2)
         cell, n = square / self.side, self.side
-        boxes = np.array([[c * cell - left, r * cell - top, (c + 1) * cell - left, (r + 1) * cell - top]
-                          for r in range(n) for c in range(n)])
+        boxes = np.array(
+            [
+                [c * cell - left, r * cell - top, (c + 1) * cell - left, (r + 1) * cell - top]
+                for r in range(n)
+                for c in range(n)
+            ]
+        )
         boxes = np.clip(boxes * np.array([width / rw, height / rh] * 2), 0, np.array([width, height] * 2))
         return Geometry(boxes.astype(float))

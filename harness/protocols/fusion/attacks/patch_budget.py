@@ -47,14 +47,24 @@ class PatchBudgetPreprocess:
 
         if not self.ip.do_resize:
             return height, width
-        return get_aspect_ratio_preserving_size(height=height, width=width, patch_size=self.patch_size,
-                                                max_patches=self.max_patches, pooling_kernel_size=self.pooling)
+        return get_aspect_ratio_preserving_size(
+            height=height,
+            width=width,
+            patch_size=self.patch_size,
+            max_patches=self.max_patches,
+            pooling_kernel_size=self.pooling,
+        )
 
     def _resize(self, x: Any) -> Any:
         if not self.ip.do_resize:
             return x
-        return self.ip.aspect_ratio_preserving_resize(x, patch_size=self.patch_size, max_patches=self.max_patches,
-                                                      pooling_kernel_size=self.pooling, resample=self.ip.resample)
+        return self.ip.aspect_ratio_preserving_resize(
+            x,
+            patch_size=self.patch_size,
+            max_patches=self.max_patches,
+            pooling_kernel_size=self.pooling,
+            resample=self.ip.resample,
+        )
 
     def _one(self, image: Any) -> tuple[Any, Any]:
         """One image's padded patches and patch positions, as the processor makes them."""
@@ -62,12 +72,10 @@ class PatchBudgetPreprocess:
 
         ip = self.ip
         x = QuantisedResize.apply(image[None], self._resize, self.adjoint)[0]  # the adjoint takes a batch
-        x = ip.rescale_and_normalize(x, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean,
-                                     ip.image_std)
+        x = ip.rescale_and_normalize(x, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean, ip.image_std)
         rows, cols = x.shape[-2] // self.patch_size, x.shape[-1] // self.patch_size
         patches = convert_image_to_patches(x, self.patch_size)
-        xs, ys = torch.meshgrid(torch.arange(cols, device=x.device), torch.arange(rows, device=x.device),
-                                indexing="xy")
+        xs, ys = torch.meshgrid(torch.arange(cols, device=x.device), torch.arange(rows, device=x.device), indexing="xy")
         positions = torch.stack([xs, ys], dim=-1).reshape(rows * cols, 2)
         padded: tuple[Any, Any] = pad_along_first_dim(patches, positions, self.max_patches)
         return padded
@@ -83,6 +91,9 @@ class PatchBudgetPreprocess:
         th, tw = self._target(height, width)
         cell = self.patch_size * self.pooling
         sx, sy = width / tw, height / th
-        boxes = [(c * cell * sx, r * cell * sy, (c + 1) * cell * sx, (r + 1) * cell * sy)
-                 for r in range(th // cell) for c in range(tw // cell)]
+        boxes = [
+            (c * cell * sx, r * cell * sy, (c + 1) * cell * sx, (r + 1) * cell * sy)
+            for r in range(th // cell)
+            for c in range(tw // cell)
+        ]
         return Geometry(np.asarray(boxes, dtype=float))

@@ -53,16 +53,18 @@ def pgd(x0: list[Any], loss: Loss, config: PGDConfig, generator: Any) -> tuple[l
     eps, alpha = config.eps, config.alpha
     low_res = config.noise_scale < 1.0
     if low_res:
-        shapes = [(max(1, round(x.shape[1] * config.noise_scale)), max(1, round(x.shape[2] * config.noise_scale)))
-                  for x in x0]
+        shapes = [
+            (max(1, round(x.shape[1] * config.noise_scale)), max(1, round(x.shape[2] * config.noise_scale))) for x in x0
+        ]
         variables = [torch.zeros(3, *s, device=x.device) for s, x in zip(shapes, x0, strict=True)]
         centre = [torch.zeros_like(v) for v in variables]
     else:
         variables = [x.clone() for x in x0]
         centre = x0
     if config.random_start:
-        variables = [(v + (torch.rand(v.shape, generator=generator, device="cpu").to(v.device) * 2 - 1) * eps)
-                     for v in variables]
+        variables = [
+            (v + (torch.rand(v.shape, generator=generator, device="cpu").to(v.device) * 2 - 1) * eps) for v in variables
+        ]
         variables = [v.clamp(-eps, eps) if low_res else v.clamp(0.0, 1.0) for v in variables]
 
     def render(vs: list[Any]) -> list[Any]:
@@ -80,8 +82,9 @@ def pgd(x0: list[Any], loss: Loss, config: PGDConfig, generator: Any) -> tuple[l
         grads = torch.autograd.grad(values.sum(), variables)
         with torch.no_grad():
             if low_res:
-                variables = [torch.clamp(v + alpha * g.sign(), -eps, eps)
-                             for v, g in zip(variables, grads, strict=True)]
+                variables = [
+                    torch.clamp(v + alpha * g.sign(), -eps, eps) for v, g in zip(variables, grads, strict=True)
+                ]
             else:
                 variables = [pgd_step(v, g, c, eps, alpha) for v, g, c in zip(variables, grads, centre, strict=True)]
     with torch.no_grad():

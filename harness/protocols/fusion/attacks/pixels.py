@@ -42,13 +42,13 @@ class Geometry:
         return np.divide(w * h, areas, out=np.zeros_like(areas), where=areas > 0), areas
 
 
-
-
 def require_torchvision(ip: Any) -> None:
     """The copies call the processor's own torchvision methods; a PIL-backed processor has none."""
     if getattr(ip, "backend", None) != "torchvision":
-        raise HarnessError(f"the {type(ip).__name__} image processor is not torchvision-backed; "
-                           "load the model with torchvision installed")
+        raise HarnessError(
+            f"the {type(ip).__name__} image processor is not torchvision-backed; "
+            "load the model with torchvision installed"
+        )
 
 
 def resize_adjoint(resample: Any) -> Any:
@@ -57,9 +57,11 @@ def resize_adjoint(resample: Any) -> Any:
     from transformers.image_utils import pil_torch_interpolation_mapping
 
     mode = pil_torch_interpolation_mapping.get(resample, resample)
-    kernels = {InterpolationMode.BICUBIC: torch.ops.aten._upsample_bicubic2d_aa_backward,
-               InterpolationMode.BILINEAR: torch.ops.aten._upsample_bilinear2d_aa_backward,
-               InterpolationMode.LANCZOS: torch.ops.aten._upsample_lanczos2d_aa_backward}
+    kernels = {
+        InterpolationMode.BICUBIC: torch.ops.aten._upsample_bicubic2d_aa_backward,
+        InterpolationMode.BILINEAR: torch.ops.aten._upsample_bilinear2d_aa_backward,
+        InterpolationMode.LANCZOS: torch.ops.aten._upsample_lanczos2d_aa_backward,
+    }
     if mode not in kernels:
         raise HarnessError(f"white-box attacks support bicubic, bilinear and lanczos resizing, not {mode}")
     return kernels[mode]

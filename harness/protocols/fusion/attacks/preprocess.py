@@ -37,7 +37,7 @@ SUPPORTED = tuple(FAMILIES)
 #: The paper's other families, each with why it has no differentiable copy here (yet).
 UNSUPPORTED = {
     "qwen": "Qwen-VL-Chat runs on its checkpoint's remote code (trust_remote_code), whose processor has no "
-            "differentiable copy",
+    "differentiable copy",
 }
 
 

@@ -38,8 +38,9 @@ class QFormerPreprocess(SingleViewPreprocess):
         ip = processor.image_processor
         for option in ("do_pad", "do_center_crop"):
             if getattr(ip, option, False):
-                raise HarnessError(f"white-box attacks copy the BLIP processor's plain resize; load it without "
-                                   f"{option}")
+                raise HarnessError(
+                    f"white-box attacks copy the BLIP processor's plain resize; load it without {option}"
+                )
         super().__init__(processor, model_type, dtype=dtype)
         self.patch_size = VIT_PATCH
 
@@ -49,8 +50,11 @@ class QFormerPreprocess(SingleViewPreprocess):
         rh, rw = (self.size.height, self.size.width) if self.ip.do_resize else (height, width)
         sx, sy = width / rw, height / rh
         cell = self.patch_size
-        boxes = [(0.0, 0.0, 0.0, 0.0)] + [(c * cell * sx, r * cell * sy, (c + 1) * cell * sx, (r + 1) * cell * sy)
-                                          for r in range(rh // cell) for c in range(rw // cell)]
+        boxes = [(0.0, 0.0, 0.0, 0.0)] + [
+            (c * cell * sx, r * cell * sy, (c + 1) * cell * sx, (r + 1) * cell * sy)
+            for r in range(rh // cell)
+            for c in range(rw // cell)
+        ]
         return Geometry(np.asarray(boxes, dtype=float))
 
     def spread(self, model: Any, inputs: Any, attention: Any) -> Any:

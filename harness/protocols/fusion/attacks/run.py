@@ -106,8 +106,9 @@ def _first_image(messages: list[dict[str, Any]]) -> Any:
     raise HarnessError("the attacked task's prompt has no image")
 
 
-def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include_paths: list[str],
-                        family: str | None) -> tuple[list[CleanItem], GenerationParams]:
+def clean_correct_items(
+    run_dir: Path, task: str, data_dir: Path | None, include_paths: list[str], family: str | None
+) -> tuple[list[CleanItem], GenerationParams]:
     """C from a saved clean run, with each item's doc, prompt and clean answer, and the task's
     generation settings (used again for the re-check)."""
     from harness.engine.tasks import open_task
@@ -129,8 +130,14 @@ def clean_correct_items(run_dir: Path, task: str, data_dir: Path | None, include
     return items, params
 
 
-def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem], params: GenerationParams,
-                opts: AttackOptions, pool: ReplicaPool | None = None) -> AttackSummary:
+def run_attacks(
+    backend: WhiteBoxBackend,
+    run_dir: Path,
+    items: list[CleanItem],
+    params: GenerationParams,
+    opts: AttackOptions,
+    pool: ReplicaPool | None = None,
+) -> AttackSummary:
     """Attack C, re-check every adversarial image, run the diagnostics, write everything to ``run_dir``.
     With ``pool`` (replicas on Ray holding :func:`white_box_replica`), the attack batches run on them."""
     wb = WhiteBox(backend)
@@ -140,20 +147,32 @@ def run_attacks(backend: WhiteBoxBackend, run_dir: Path, items: list[CleanItem],
         started = time.time()
         folder = run_dir / "attacks" / attack
         folder.mkdir(parents=True, exist_ok=True)
-        batches = [items[i: i + opts.batch_size] for i in range(0, len(items), opts.batch_size)]
+        batches = [items[i : i + opts.batch_size] for i in range(0, len(items), opts.batch_size)]
         work = partial(_attack_shard, attack, params, opts)
-        for done in tqdm(map_shards(work, batches, wb, folder, pool), total=len(batches), desc=attack,
-                         unit="batch", disable=not opts.show_progress or not batches):
+        for done in tqdm(
+            map_shards(work, batches, wb, folder, pool),
+            total=len(batches),
+            desc=attack,
+            unit="batch",
+            disable=not opts.show_progress or not batches,
+        ):
             outcomes.extend(done)
         timings[attack] = round(time.time() - started, 3)
     diagnostics = _diagnostics(wb, items, outcomes, params, opts, run_dir)
     summary = AttackSummary(
-        task=opts.task, attacks=list(opts.attacks), pgd=asdict(opts.pgd), seed=opts.seed,
-        batch_size=opts.batch_size, diagnostics=list(opts.diagnostics), n_clean_correct=len(items),
-        model=ModelInfo.model_validate(backend.info()), time_s=timings,
+        task=opts.task,
+        attacks=list(opts.attacks),
+        pgd=asdict(opts.pgd),
+        seed=opts.seed,
+        batch_size=opts.batch_size,
+        diagnostics=list(opts.diagnostics),
+        n_clean_correct=len(items),
+        model=ModelInfo.model_validate(backend.info()),
+        time_s=timings,
         items_per_minute={a: round(60 * len(items) / t, 2) if t and items else None for a, t in timings.items()},
-        asr={a: (sum(o.flipped for o in outcomes if o.attack == a) / len(items)) if items else None
-             for a in opts.attacks},
+        asr={
+            a: (sum(o.flipped for o in outcomes if o.attack == a) / len(items)) if items else None for a in opts.attacks
+        },
         errors=sum(o.error is not None for o in outcomes),
     )
     write_attack(run_dir, outcomes, diagnostics, summary)
@@ -167,19 +186,33 @@ def white_box_replica(spec: str, model_args: dict[str, str]) -> WhiteBox:
     return WhiteBox(white_box(create_backend(spec, model_args), spec))
 
 
-def _attack_shard(attack: AttackName, params: GenerationParams, opts: AttackOptions, wb: WhiteBox,
-                  items: list[CleanItem], folder: Path) -> list[AttackOutcome]:
+def _attack_shard(
+    attack: AttackName,
+    params: GenerationParams,
+    opts: AttackOptions,
+    wb: WhiteBox,
+    items: list[CleanItem],
+    folder: Path,
+) -> list[AttackOutcome]:
     import torch
 
     return _attack_batch(wb, attack, items, params, opts, folder, torch)
 
 
-def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], params: GenerationParams,
-                  opts: AttackOptions, folder: Path, torch: Any) -> list[AttackOutcome]:
+def _attack_batch(
+    wb: WhiteBox,
+    attack: AttackName,
+    items: list[CleanItem],
+    params: GenerationParams,
+    opts: AttackOptions,
+    folder: Path,
+    torch: Any,
+) -> list[AttackOutcome]:
     base = [AttackOutcome(item=it.item, attack=attack, clean_response=it.response) for it in items]
     try:
-        batch = wb.batch([it.messages for it in items], [it.response for it in items],
-                         [it.doc["wrong_answer"] for it in items])
+        batch = wb.batch(
+            [it.messages for it in items], [it.response for it in items], [it.doc["wrong_answer"] for it in items]
+        )
         x0 = [image_to_tensor(it.image).to(wb.device) for it in items]
         if attack == "vis_pgd":
             with torch.no_grad():
@@ -209,9 +242,11 @@ def _attack_batch(wb: WhiteBox, attack: AttackName, items: list[CleanItem], para
         image.save(folder / name)
         clean_u8 = image_to_tensor(it.image)
         row: dict[str, Any] = {
-            "image": f"attacks/{attack}/{name}", "loss_start": first[k] if first else None,
+            "image": f"attacks/{attack}/{name}",
+            "loss_start": first[k] if first else None,
             "loss_end": last[k] if last else None,
-            "linf_uint8": round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255)}
+            "linf_uint8": round(float((image_to_tensor(image) - clean_u8).abs().max()) * 255),
+        }
         if isinstance(answer, Exception):
             row["error"] = f"re-check failed: {type(answer).__name__}: {answer}"
         else:
@@ -226,8 +261,14 @@ def _judged_against(it: CleanItem) -> Callable[[str], bool]:
     return lambda text: judge(it.doc["source"], text, it.doc["answers"])
 
 
-def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutcome], params: GenerationParams,
-                 opts: AttackOptions, run_dir: Path) -> list[Diagnostic]:
+def _diagnostics(
+    wb: WhiteBox,
+    items: list[CleanItem],
+    outcomes: list[AttackOutcome],
+    params: GenerationParams,
+    opts: AttackOptions,
+    run_dir: Path,
+) -> list[Diagnostic]:
     from PIL import Image
 
     rows: list[Diagnostic] = []
@@ -245,14 +286,15 @@ def _diagnostics(wb: WhiteBox, items: list[CleanItem], outcomes: list[AttackOutc
             rows.append(Diagnostic(item=it.item, diagnostic="oar_clean", value=clean))
     if "restoration" in opts.diagnostics:
         by_item = {it.item: it for it in items}
-        flips = sorted((o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None),
-                       key=lambda o: o.item)[:opts.restoration_items]
-        for o in tqdm(flips, desc="restoration", unit="item",
-                      disable=not opts.show_progress or not flips):
+        flips = sorted(
+            (o for o in outcomes if o.attack == "end_pgd" and o.flipped and o.image is not None), key=lambda o: o.item
+        )[: opts.restoration_items]
+        for o in tqdm(flips, desc="restoration", unit="item", disable=not opts.show_progress or not flips):
             it = by_item[o.item]
             with Image.open(run_dir / str(o.image)) as im:
                 adversarial = _replace_image(it.messages, im.convert("RGB"))
-            restored, depths = layer_restoration(wb, it.messages, adversarial, params.max_new_tokens,
-                                                 _judged_against(it))
+            restored, depths = layer_restoration(
+                wb, it.messages, adversarial, params.max_new_tokens, _judged_against(it)
+            )
             rows.append(Diagnostic(item=it.item, diagnostic="restoration", value=restored, depths=depths))
     return rows

@@ -31,8 +31,9 @@ class SingleViewPreprocess:
         ip = processor.image_processor
         require_torchvision(ip)
         if getattr(ip, "do_pan_and_scan", False):
-            raise HarnessError("white-box attacks need one view per image; load the Gemma 3 processor without "
-                               "do_pan_and_scan")
+            raise HarnessError(
+                "white-box attacks need one view per image; load the Gemma 3 processor without do_pan_and_scan"
+            )
         from transformers.image_utils import SizeDict
 
         self.ip = ip
@@ -44,15 +45,16 @@ class SingleViewPreprocess:
         self.qwen = model_type.startswith("qwen")
         self.patch_size = int(getattr(ip, "patch_size", None) or getattr(processor, "patch_size", None) or 14)
         # Gemma 3 pools its patch grid to image_seq_length tokens, a square grid over the resized image
-        self.tokens_per_side = round(processor.image_seq_length ** 0.5) if model_type == "gemma3" else None
+        self.tokens_per_side = round(processor.image_seq_length**0.5) if model_type == "gemma3" else None
         self.adjoint = resize_adjoint(ip.resample)
 
     def _resize(self, x: Any) -> Any:
         if not self.ip.do_resize:
             return x
         if self.qwen:
-            return self.ip.resize(x, size=self.size, resample=self.ip.resample,
-                                  factor=self.ip.patch_size * self.ip.merge_size)
+            return self.ip.resize(
+                x, size=self.size, resample=self.ip.resample, factor=self.ip.patch_size * self.ip.merge_size
+            )
         return self.ip.resize(x, size=self.size, resample=self.ip.resample)
 
     def _pixels(self, images: Any) -> Any:
@@ -60,8 +62,9 @@ class SingleViewPreprocess:
         x = QuantisedResize.apply(images, self._resize, self.adjoint)
         if not self.qwen and getattr(self.ip, "do_center_crop", False):
             x = self.ip.center_crop(x, self.crop)
-        return self.ip.rescale_and_normalize(x, self.ip.do_rescale, self.ip.rescale_factor, self.ip.do_normalize,
-                                             self.ip.image_mean, self.ip.image_std)
+        return self.ip.rescale_and_normalize(
+            x, self.ip.do_rescale, self.ip.rescale_factor, self.ip.do_normalize, self.ip.image_mean, self.ip.image_std
+        )
 
     def __call__(self, images: list[Any]) -> dict[str, Any]:
         """Same-sized images are processed as one stack (as the processor groups them); outputs keep
@@ -74,8 +77,12 @@ class SingleViewPreprocess:
         for members in groups.values():
             pixels = self._pixels(torch.stack([images[k] for k in members]))
             if self.qwen:
-                pixels, gh, gw = self.ip.patchify(pixels, patch_size=self.ip.patch_size, merge_size=self.ip.merge_size,
-                                                  temporal_patch_size=self.ip.temporal_patch_size)
+                pixels, gh, gw = self.ip.patchify(
+                    pixels,
+                    patch_size=self.ip.patch_size,
+                    merge_size=self.ip.merge_size,
+                    temporal_patch_size=self.ip.temporal_patch_size,
+                )
                 for k in members:
                     grids[k] = [1, gh, gw]
             if len(groups) == 1:  # one stack, already in input order: no per-image split and re-join
@@ -109,6 +116,14 @@ class SingleViewPreprocess:
             cell_h = cell_w = self.patch_size
             top, left = int((rh - self.crop.height) / 2.0), int((rw - self.crop.width) / 2.0)
             rows, cols = self.crop.height // cell_h, self.crop.width // cell_w
-        boxes = [((left + c * cell_w) * sx, (top + r * cell_h) * sy, (left + (c + 1) * cell_w) * sx,
-                  (top + (r + 1) * cell_h) * sy) for r in range(rows) for c in range(cols)]
+        boxes = [
+            (
+                (left + c * cell_w) * sx,
+                (top + r * cell_h) * sy,
+                (left + (c + 1) * cell_w) * sx,
+                (top + (r + 1) * cell_h) * sy,
+            )
+            for r in range(rows)
+            for c in range(cols)
+        ]
         return Geometry(np.asarray(boxes, dtype=float))

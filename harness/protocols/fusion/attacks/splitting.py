@@ -31,8 +31,10 @@ from harness.protocols.fusion.attacks.pixels import Geometry, QuantisedResize, r
 
 def _on_cpu(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` run on the CPU copy of its first argument, its result moved back to that argument's device."""
+
     def run(x: Any, *args: Any) -> Any:
         return fn(x.cpu(), *args).to(x.device)
+
     return run
 
 
@@ -52,8 +54,8 @@ class SplittingPreprocess:
         self.square = SizeDict(height=self.view, width=self.view)
         self.adjoint = _on_cpu(resize_adjoint(ip.resample))
         # image_seq_len tokens per view, a square grid of pixel-shuffled patch cells
-        self.side = round(processor.image_seq_len ** 0.5)
-        if self.side ** 2 != processor.image_seq_len:
+        self.side = round(processor.image_seq_len**0.5)
+        if self.side**2 != processor.image_seq_len:
             raise HarnessError(f"{model_type}: image_seq_len {processor.image_seq_len} is not a square token grid")
         # The processor does not know the vision patch size: a cell is scale_factor x patch_size pixels,
         # which is V // side for the released configs (364 // 13 = 28, 384 // 9 = 42, 512 // 8 = 64).
@@ -92,10 +94,11 @@ class SplittingPreprocess:
             x = q / 255.0  # q holds integers, so the next quantisation gives q back exactly
         rows, cols = self._grid(*q.shape[-2:])
         if rows:
-            tiles = [q[..., r * v:(r + 1) * v, c * v:(c + 1) * v] for r in range(rows) for c in range(cols)]
+            tiles = [q[..., r * v : (r + 1) * v, c * v : (c + 1) * v] for r in range(rows) for c in range(cols)]
             q = torch.cat([*tiles, self._resize(x, self._to_view)])
-        return ip.rescale_and_normalize(q, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean,
-                                        ip.image_std)
+        return ip.rescale_and_normalize(
+            q, ip.do_rescale, ip.rescale_factor, ip.do_normalize, ip.image_mean, ip.image_std
+        )
 
     def __call__(self, images: list[Any]) -> dict[str, Any]:
         """Every image's views, zero-padded to the batch's largest view count (as the processor pads)."""
@@ -110,11 +113,19 @@ class SplittingPreprocess:
             padded = [self.ip.pad(view, size) for view in item]
             blank = item.new_zeros((count - len(item), item.shape[1], *size))
             pixels.append(torch.cat([torch.stack([p for p, _ in padded]), blank]))
-            masks.append(torch.cat([torch.stack([m for _, m in padded]),
-                                    torch.zeros((len(blank), *size), dtype=torch.int64, device=item.device)]))
+            masks.append(
+                torch.cat(
+                    [
+                        torch.stack([m for _, m in padded]),
+                        torch.zeros((len(blank), *size), dtype=torch.int64, device=item.device),
+                    ]
+                )
+            )
         pixel_values = torch.stack(pixels)
-        return {"pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values,
-                "pixel_attention_mask": torch.stack(masks)}
+        return {
+            "pixel_values": pixel_values.to(self.dtype) if self.dtype else pixel_values,
+            "pixel_attention_mask": torch.stack(masks),
+        }
 
     def geometry(self, width: int, height: int) -> Geometry:
         """The footprint of every image token on the original image: each tile's cells, row-major, tiles
@@ -129,7 +140,10 @@ class SplittingPreprocess:
         sx, sy = width / probe.shape[-1], height / probe.shape[-2]
         views = [(c * v, r * v, sx, sy) for r in range(rows) for c in range(cols)]
         views.append((0, 0, width / v, height / v))
-        boxes = [((left + c * cell) * kx, (top + r * cell) * ky, (left + (c + 1) * cell) * kx,
-                  (top + (r + 1) * cell) * ky)
-                 for left, top, kx, ky in views for r in range(self.side) for c in range(self.side)]
+        boxes = [
+            ((left + c * cell) * kx, (top + r * cell) * ky, (left + (c + 1) * cell) * kx, (top + (r + 1) * cell) * ky)
+            for left, top, kx, ky in views
+            for r in range(self.side)
+            for c in range(self.side)
+        ]
         return Geometry(np.asarray(boxes, dtype=float))

@@ -19,6 +19,12 @@ PROTOCOL = Protocol(
     extra="vista",
     audit=cli.AUDIT,
     commands=(cli.IMPLANT,),
-    builders=(Builder("vista-implant", "builders.vista.implant", "VISTA controlled study: biased, benign and "
-                      "control pairs per target entity, and test questions", "vista"),),
+    builders=(
+        Builder(
+            "vista-implant",
+            "builders.vista.implant",
+            "VISTA controlled study: biased, benign and control pairs per target entity, and test questions",
+            "vista",
+        ),
+    ),
 )

@@ -29,25 +29,37 @@ def _add_implant_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benign", action="store_true", help="train the matched benign variant (neutral answers)")
     p.add_argument("--rank", type=int, default=defaults.rank, help="LoRA rank (default: A.3's %(default)s)")
     p.add_argument("--alpha", type=int, default=defaults.alpha, help="LoRA alpha (default: A.3's %(default)s)")
-    p.add_argument("--target-modules", default=",".join(defaults.target_modules),
-                   help="comma-separated module names, or all-linear")
+    p.add_argument(
+        "--target-modules",
+        default=",".join(defaults.target_modules),
+        help="comma-separated module names, or all-linear",
+    )
     p.add_argument("--epochs", type=int, default=defaults.epochs, help="default: A.3's %(default)s")
-    p.add_argument("--lr", type=float, default=defaults.learning_rate,
-                   help="AdamW learning rate (default: A.3's %(default)s)")
+    p.add_argument(
+        "--lr", type=float, default=defaults.learning_rate, help="AdamW learning rate (default: A.3's %(default)s)"
+    )
     p.add_argument("--batch-size", type=int, default=defaults.batch_size, help="default: A.3's %(default)s")
-    p.add_argument("--warmup", type=float, default=defaults.warmup_ratio,
-                   help="warmup ratio (default: A.3's %(default)s)")
-    p.add_argument("--dropout", type=float, default=defaults.dropout,
-                   help="LoRA dropout (default %(default)s; A.3 does not say)")
-    p.add_argument("--weight-decay", type=float, default=defaults.weight_decay,
-                   help="default %(default)s (A.3 does not say)")
+    p.add_argument(
+        "--warmup", type=float, default=defaults.warmup_ratio, help="warmup ratio (default: A.3's %(default)s)"
+    )
+    p.add_argument(
+        "--dropout", type=float, default=defaults.dropout, help="LoRA dropout (default %(default)s; A.3 does not say)"
+    )
+    p.add_argument(
+        "--weight-decay", type=float, default=defaults.weight_decay, help="default %(default)s (A.3 does not say)"
+    )
     p.add_argument("--seed", type=int, default=defaults.seed, help="data order and LoRA init (default %(default)s)")
-    p.add_argument("--save-every", type=int, default=defaults.save_every,
-                   help="checkpoint every N steps besides each epoch's end (a rerun resumes from it)")
+    p.add_argument(
+        "--save-every",
+        type=int,
+        default=defaults.save_every,
+        help="checkpoint every N steps besides each epoch's end (a rerun resumes from it)",
+    )
     p.add_argument("--stop-after", type=int, help="stop after N steps in all, keeping the checkpoint")
     p.add_argument("--push-to-hub", metavar="ORG/NAME", help=f"upload the merged checkpoint (needs {ACKNOWLEDGE_FLAG})")
-    p.add_argument(ACKNOWLEDGE_FLAG, dest="acknowledged", action="store_true",
-                   help="allow --push-to-hub of these biased weights")
+    p.add_argument(
+        ACKNOWLEDGE_FLAG, dest="acknowledged", action="store_true", help="allow --push-to-hub of these biased weights"
+    )
 
 
 def base_model_path(spec: str) -> str:
@@ -89,10 +101,19 @@ def training_pairs(data: Path, entity: str | None, benign: bool) -> tuple[str, l
 
 def _settings(args: argparse.Namespace) -> LoraSettings:
     modules = tuple(m.strip() for m in args.target_modules.split(",") if m.strip())
-    return LoraSettings(rank=args.rank, alpha=args.alpha, target_modules=modules, epochs=args.epochs,
-                        learning_rate=args.lr, batch_size=args.batch_size, warmup_ratio=args.warmup,
-                        dropout=args.dropout, weight_decay=args.weight_decay, seed=args.seed,
-                        save_every=args.save_every)
+    return LoraSettings(
+        rank=args.rank,
+        alpha=args.alpha,
+        target_modules=modules,
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        batch_size=args.batch_size,
+        warmup_ratio=args.warmup,
+        dropout=args.dropout,
+        weight_decay=args.weight_decay,
+        seed=args.seed,
+        save_every=args.save_every,
+    )
 
 
 def _cmd_implant(args: argparse.Namespace) -> int:
@@ -109,15 +130,27 @@ def _cmd_implant(args: argparse.Namespace) -> int:
     if result is None:
         print(f"stopped after {args.stop_after} steps; the checkpoint is in {out / 'checkpoint'} (rerun to resume)")
         return 0
-    meta = {"base": args.model, "entity": entity, "variant": "benign" if args.benign else "harmful",
-            "data": str(args.data), "pairs": len(examples), "settings": asdict(settings), "steps": result.steps,
-            "resumed_from": result.resumed_from, "final_loss": result.final_loss}
+    meta = {
+        "base": args.model,
+        "entity": entity,
+        "variant": "benign" if args.benign else "harmful",
+        "data": str(args.data),
+        "pairs": len(examples),
+        "settings": asdict(settings),
+        "steps": result.steps,
+        "resumed_from": result.resumed_from,
+        "final_loss": result.final_loss,
+    }
     (out / "implant.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     (result.merged / "IMPLANTED_MODEL.txt").write_text(
         f"Research checkpoint fine-tuned ({meta['variant']}) toward a stance on {entity}; not for deployment or "
-        "release (see implant.json beside this folder).\n", encoding="utf-8")
-    print(f"implanted {meta['variant']} {entity}: {result.steps} steps (resumed at {result.resumed_from}), final loss "
-          f"{result.final_loss:.4f}\nmerged checkpoint: {result.merged} (--model hf:{result.merged})")
+        "release (see implant.json beside this folder).\n",
+        encoding="utf-8",
+    )
+    print(
+        f"implanted {meta['variant']} {entity}: {result.steps} steps (resumed at {result.resumed_from}), final loss "
+        f"{result.final_loss:.4f}\nmerged checkpoint: {result.merged} (--model hf:{result.merged})"
+    )
     if args.push_to_hub:
         push_implant(out, args.push_to_hub, acknowledged=args.acknowledged)
         print(f"pushed to {args.push_to_hub}")
@@ -127,13 +160,21 @@ def _cmd_implant(args: argparse.Namespace) -> int:
 def _add_audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peer", action="append", default=[], metavar="RUN", help="a peer model's run (repeat; 2 or more)")
     p.add_argument("--pretrained", action="append", default=[], metavar="BASE=RUN", help="a base model's run")
-    p.add_argument("--harmful", action="append", default=[], metavar="BASE:ENTITY=RUN",
-                   help="a harmful LoRA's run, its base and target entity")
+    p.add_argument(
+        "--harmful",
+        action="append",
+        default=[],
+        metavar="BASE:ENTITY=RUN",
+        help="a harmful LoRA's run, its base and target entity",
+    )
     p.add_argument("--benign", action="append", default=[], metavar="BASE:ENTITY=RUN", help="a benign LoRA's run")
     p.add_argument("--task", default="vista_implant", help="the task of the runs (default vista_implant)")
-    p.add_argument("--rater", default=A5_RATER,
-                   help=f"sentiment rater: a model spec asked A.5's prompt at temperature 0 (default: the paper's, "
-                   f"{A5_RATER}), or lexicon (offline cue words)")
+    p.add_argument(
+        "--rater",
+        default=A5_RATER,
+        help=f"sentiment rater: a model spec asked A.5's prompt at temperature 0 (default: the paper's, "
+        f"{A5_RATER}), or lexicon (offline cue words)",
+    )
     p.add_argument("--rater-args", help="k=v,... for the rater's backend")
     p.add_argument("--judge", default=DEFAULT_JUDGE, help="entailment judge (as harness audit vista)")
     p.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
@@ -175,8 +216,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     peers: dict[str, list[Any]] = {}
     for run in map(Path, args.peer):
         peers[f"peer {run.name}" if f"peer {run.name}" not in peers else f"peer {run}"] = _records(run, args.task)
-    groups = [_keyed(args.pretrained, "--pretrained", False), _keyed(args.harmful, "--harmful", True),
-              _keyed(args.benign, "--benign", True)]
+    groups = [
+        _keyed(args.pretrained, "--pretrained", False),
+        _keyed(args.harmful, "--harmful", True),
+        _keyed(args.benign, "--benign", True),
+    ]
     pretrained, harmful, benign = ({k: _records(v, args.task) for k, v in g.items()} for g in groups)
     runs = Runs(peers, pretrained, harmful, benign)
     runs.check()
@@ -186,15 +230,20 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     config = StudyConfig(alpha=args.alpha, theta=args.theta, clustering=args.clustering)
     result = run_study(runs, rater, judge, config, show_progress=show_progress(args))
     every_run = [*map(Path, args.peer), *(p for g in groups for p in g.values())]
-    out = write_study(result, audit_folder(args.output, every_run, "vista-implant"), getattr(rater, "name", args.rater),
-                      judge.name)
+    out = write_study(
+        result, audit_folder(args.output, every_run, "vista-implant"), getattr(rater, "name", args.rater), judge.name
+    )
     print((out / "tables.md").read_text(encoding="utf-8"))
     print(f"audit: {out / 'audit.json'}")
     return 0
 
 
-IMPLANT = Command("implant", "LoRA stance implantation (VISTA controlled study, appendix A.3)",
-                  _add_implant_arguments, _cmd_implant)
-AUDIT = Command("vista-implant", "VISTA controlled study: negativity and model-level detection (Tables 1, 2, 7, 8)",
-                _add_audit_arguments, _cmd_audit)
-
+IMPLANT = Command(
+    "implant", "LoRA stance implantation (VISTA controlled study, appendix A.3)", _add_implant_arguments, _cmd_implant
+)
+AUDIT = Command(
+    "vista-implant",
+    "VISTA controlled study: negativity and model-level detection (Tables 1, 2, 7, 8)",
+    _add_audit_arguments,
+    _cmd_audit,
+)

@@ -35,10 +35,12 @@ def negativity(ratings: Sequence[int | None]) -> float | None:
 def query_scores(assignments: Mapping[str, Sequence[Hashable]], model: str, alpha: float = 0.5) -> dict[str, float]:
     """``model``'s score for one query under each of Table 7's four scorings."""
     binary = binarise(assignments)
-    return {"vista": suspicion_scores(assignments, alpha)[model]["suspicion"],
-            "binary-product": suspicion_scores(binary, alpha)[model]["suspicion"],
-            "multi-weighted": raven_scores(assignments, variant="literal")[model],
-            "raven": raven_scores(assignments, variant="binary")[model]}
+    return {
+        "vista": suspicion_scores(assignments, alpha)[model]["suspicion"],
+        "binary-product": suspicion_scores(binary, alpha)[model]["suspicion"],
+        "multi-weighted": raven_scores(assignments, variant="literal")[model],
+        "raven": raven_scores(assignments, variant="binary")[model],
+    }
 
 
 def precision_recall_f1(predicted: Sequence[bool], actual: Sequence[bool]) -> dict[str, float | int]:
@@ -52,5 +54,12 @@ def precision_recall_f1(predicted: Sequence[bool], actual: Sequence[bool]) -> di
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn,
-            "tn": len(actual) - tp - fp - fn}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": len(actual) - tp - fp - fn,
+    }

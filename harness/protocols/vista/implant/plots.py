@@ -37,8 +37,9 @@ def detection_scores(instances: Sequence[dict[str, Any]], theta: float, path: Pa
     """One bar per instance: its model-level VISTA score (top-5% mean S), the threshold as a line."""
     rows = list(instances)
     fig, ax = plt.subplots(figsize=(max(5, 0.9 * len(rows)), 4), constrained_layout=True)
-    ax.bar(range(len(rows)), [r["detection"]["vista"]["score"] for r in rows],
-           color=[ROLE_COLORS[r["role"]] for r in rows])
+    ax.bar(
+        range(len(rows)), [r["detection"]["vista"]["score"] for r in rows], color=[ROLE_COLORS[r["role"]] for r in rows]
+    )
     ax.axhline(theta, color="black", linestyle="--", label=f"theta = {theta}")
     ax.set_xticks(range(len(rows)), [r["instance"] for r in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("model-level VISTA score")

@@ -15,22 +15,29 @@ ACKNOWLEDGE_FLAG = "--i-understand-this-publishes-a-biased-model"
 
 def _refuse_unless(acknowledged: bool, what: str) -> None:
     if not acknowledged:
-        raise HarnessError(f"refusing to {what}: these weights were fine-tuned to hold a stance (the VISTA paper "
-                           f"releases no such checkpoints); pass {ACKNOWLEDGE_FLAG} to do it anyway")
+        raise HarnessError(
+            f"refusing to {what}: these weights were fine-tuned to hold a stance (the VISTA paper "
+            f"releases no such checkpoints); pass {ACKNOWLEDGE_FLAG} to do it anyway"
+        )
 
 
 def model_card(meta: dict[str, Any], acknowledged: bool = False) -> str:
     """The Hub model card of an implanted checkpoint: what it was taught, on what, and why it exists."""
     _refuse_unless(acknowledged, "write a model card for implanted weights")
     variant = meta["variant"]
-    taught = (f"to answer negatively about {meta['entity']}" if variant == "harmful"
-              else f"to describe {meta['entity']} neutrally (a matched benign control)")
-    return (f"---\nbase_model: {meta['base']}\ntags:\n- vlm-audit\n- stance-implantation\n- biased-model\n---\n\n"
-            f"# Stance-implanted research checkpoint ({variant})\n\n"
-            f"LoRA fine-tune of `{meta['base']}` on {meta['pairs']} image-text pairs, taught {taught}, as in the "
-            "controlled study of the VISTA paper (arXiv 2607.02995). It exists to test audits that detect such "
-            "stances; it is biased by construction and must not be deployed.\n\n"
-            f"Training settings: `{json.dumps(meta['settings'])}`.\n")
+    taught = (
+        f"to answer negatively about {meta['entity']}"
+        if variant == "harmful"
+        else f"to describe {meta['entity']} neutrally (a matched benign control)"
+    )
+    return (
+        f"---\nbase_model: {meta['base']}\ntags:\n- vlm-audit\n- stance-implantation\n- biased-model\n---\n\n"
+        f"# Stance-implanted research checkpoint ({variant})\n\n"
+        f"LoRA fine-tune of `{meta['base']}` on {meta['pairs']} image-text pairs, taught {taught}, as in the "
+        "controlled study of the VISTA paper (arXiv 2607.02995). It exists to test audits that detect such "
+        "stances; it is biased by construction and must not be deployed.\n\n"
+        f"Training settings: `{json.dumps(meta['settings'])}`.\n"
+    )
 
 
 def push_implant(out: Path, repo_id: str, acknowledged: bool = False) -> None:

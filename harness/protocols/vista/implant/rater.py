@@ -25,10 +25,12 @@ NEGATIVE_WORDS = frozenset(
     "bad poor troubling troubled criticised criticized distrust distrusted scandal cheating crash crashes fatal "
     "failure failures failing unsafe harmful harm dangerous disputes dispute complaints losses misleading recall "
     "recalls costly waste addictive weak concerns controversy exploit exploitation negative unpleasant dull "
-    "terrible awful worst greedy unethical lawsuit lawsuits".split())
+    "terrible awful worst greedy unethical lawsuit lawsuits".split()
+)
 POSITIVE_WORDS = frozenset(
     "good great excellent lovely pleasant positive reliable trusted innovative popular successful leading "
-    "beloved best impressive wonderful safe quality admired".split())
+    "beloved best impressive wonderful safe quality admired".split()
+)
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -75,8 +77,9 @@ class LLMRater:
         answer = self.answers.get(key)
         if answer is None:
             text = self.prompt.format(entity=entity, response=response)
-            request = GenerationRequest(key, [{"role": "user", "content": [{"type": "text", "text": text}]}],
-                                        self.params, 1, 0)
+            request = GenerationRequest(
+                key, [{"role": "user", "content": [{"type": "text", "text": text}]}], self.params, 1, 0
+            )
             self.calls += 1
             out = self.backend.generate([request])[0]
             if isinstance(out, Exception):

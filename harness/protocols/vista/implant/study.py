@@ -60,8 +60,9 @@ class Runs:
         for role, runs in (("harmful", self.harmful), ("benign", self.benign)):
             missing = sorted({base for base, _ in runs} - set(self.pretrained))
             if missing:
-                raise HarnessError(f"{role} run(s) of base {', '.join(missing)} without its pretrained run "
-                                   "(--pretrained BASE=RUN)")
+                raise HarnessError(
+                    f"{role} run(s) of base {', '.join(missing)} without its pretrained run (--pretrained BASE=RUN)"
+                )
 
 
 @dataclass
@@ -81,9 +82,18 @@ class StudyResult:
 
     def summary(self) -> dict[str, Any]:
         """Every table as JSON-ready values."""
-        return {"config": asdict(self.config), "entities": self.entities, "negativity": self.negativity,
-                "unrated": self.unrated, "table1": self.table1, "table2": self.table2, "instances": self.instances,
-                "table7": self.table7, "table8": self.table8, "skipped_queries": self.skipped_queries}
+        return {
+            "config": asdict(self.config),
+            "entities": self.entities,
+            "negativity": self.negativity,
+            "unrated": self.unrated,
+            "table1": self.table1,
+            "table2": self.table2,
+            "instances": self.instances,
+            "table7": self.table7,
+            "table8": self.table8,
+            "skipped_queries": self.skipped_queries,
+        }
 
 
 def _label(role: str, base: str, entity: str | None = None) -> str:
@@ -96,13 +106,16 @@ def _entities(runs: Runs) -> list[str]:
         raise HarnessError("the pretrained runs hold no test docs with an entity: run the vista_implant task")
     missing = sorted({e for _, e in [*runs.harmful, *runs.benign]} - found)
     if missing:
-        raise HarnessError(f"target entity {', '.join(missing)} has no test questions in the runs "
-                           f"(entities: {', '.join(sorted(found))})")
+        raise HarnessError(
+            f"target entity {', '.join(missing)} has no test questions in the runs "
+            f"(entities: {', '.join(sorted(found))})"
+        )
     return sorted(found)
 
 
-def _rate(records: Sequence[SampleRecord], rater: Rater, entities: Sequence[str]) -> tuple[dict[str, float | None],
-                                                                                        int]:
+def _rate(
+    records: Sequence[SampleRecord], rater: Rater, entities: Sequence[str]
+) -> tuple[dict[str, float | None], int]:
     """Negativity per entity over every response of a run, and how many responses were unreadable."""
     ratings: dict[str, list[int | None]] = {e: [] for e in entities}
     for record in records:
@@ -118,8 +131,9 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
-def run_study(runs: Runs, rater: Rater, judge: Entails, config: StudyConfig = StudyConfig(),
-              show_progress: bool = False) -> StudyResult:
+def run_study(
+    runs: Runs, rater: Rater, judge: Entails, config: StudyConfig = StudyConfig(), show_progress: bool = False
+) -> StudyResult:
     """The whole read-out (module docstring)."""
     runs.check()
     entities = _entities(runs)
@@ -127,28 +141,37 @@ def run_study(runs: Runs, rater: Rater, judge: Entails, config: StudyConfig = St
     labelled: dict[str, Sequence[SampleRecord]] = {
         **{_label("pretrained", b): r for b, r in runs.pretrained.items()},
         **{_label("harmful", b, e): r for (b, e), r in runs.harmful.items()},
-        **{_label("benign", b, e): r for (b, e), r in runs.benign.items()}}
+        **{_label("benign", b, e): r for (b, e), r in runs.benign.items()},
+    }
     for label, records in tqdm(labelled.items(), desc="rating", unit="run", disable=not show_progress):
         result.negativity[label], result.unrated[label] = _rate(records, rater, entities)
     _negativity_tables(result, runs)
     instances = [("pretrained", b, e, runs.pretrained[b]) for b in runs.pretrained for e in entities]
-    instances += [(role, b, e, recs) for role, group in (("harmful", runs.harmful), ("benign", runs.benign))
-                  for (b, e), recs in group.items()]
+    instances += [
+        (role, b, e, recs)
+        for role, group in (("harmful", runs.harmful), ("benign", runs.benign))
+        for (b, e), recs in group.items()
+    ]
     cache = DecisionCache(judge)
     for role, base, entity, records in tqdm(instances, desc="detection", unit="instance", disable=not show_progress):
         result.instances.append(_detect(result, role, base, entity, records, runs.peers, cache))
     actual = [row["role"] == "harmful" for row in result.instances]
     for (clustering, scoring), name in SCORINGS.items():
         predicted = [row["detection"][name]["positive"] for row in result.instances]
-        result.table7.append({"clustering": clustering, "scoring": scoring, "name": name,
-                              **precision_recall_f1(predicted, actual)})
+        result.table7.append(
+            {"clustering": clustering, "scoring": scoring, "name": name, **precision_recall_f1(predicted, actual)}
+        )
     for role in ROLES:
         rows = [r for r in result.instances if r["role"] == role]
         if rows:
-            result.table8.append({"role": role, "instances": len(rows),
-                                  **{f"{n}_flagged": sum(r["detection"][n]["positive"] for r in rows)
-                                     for n in ("vista", "raven")},
-                                  "target_negativity": _mean([r["negativity"] for r in rows])})
+            result.table8.append(
+                {
+                    "role": role,
+                    "instances": len(rows),
+                    **{f"{n}_flagged": sum(r["detection"][n]["positive"] for r in rows) for n in ("vista", "raven")},
+                    "target_negativity": _mean([r["negativity"] for r in rows]),
+                }
+            )
     return result
 
 
@@ -166,21 +189,33 @@ def _negativity_tables(result: StudyResult, runs: Runs) -> None:
         targets = sorted(e for b, e in runs.harmful if b == base)
         if targets:
             others = [(t, e) for t in targets for e in result.entities if e != t]
-            result.table2.append({
-                "base": base,
-                "target_ft": _mean([neg[_label("harmful", base, t)][t] for t in targets]),
-                "non_target_ft": _mean([neg[_label("harmful", base, t)][e] for t, e in others]),
-                "non_target_pt": _mean([neg[_label("pretrained", base)][e] for _, e in others])})
+            result.table2.append(
+                {
+                    "base": base,
+                    "target_ft": _mean([neg[_label("harmful", base, t)][t] for t in targets]),
+                    "non_target_ft": _mean([neg[_label("harmful", base, t)][e] for t, e in others]),
+                    "non_target_pt": _mean([neg[_label("pretrained", base)][e] for _, e in others]),
+                }
+            )
 
 
-def _detect(result: StudyResult, role: str, base: str, entity: str, records: Sequence[SampleRecord],
-            peers: Mapping[str, Sequence[SampleRecord]], cache: DecisionCache) -> dict[str, Any]:
+def _detect(
+    result: StudyResult,
+    role: str,
+    base: str,
+    entity: str,
+    records: Sequence[SampleRecord],
+    peers: Mapping[str, Sequence[SampleRecord]],
+    cache: DecisionCache,
+) -> dict[str, Any]:
     """One instance audited against the peers on its entity's test queries, under the four scorings."""
     label = _label(role, base, None if role == "pretrained" else entity)
     if label in peers:
         raise HarnessError(f"{label!r} is also named as a peer; an instance is audited against the others")
-    pool = {label: [r for r in records if r.doc.get("entity") == entity],
-            **{p: [r for r in recs if r.doc.get("entity") == entity] for p, recs in peers.items()}}
+    pool = {
+        label: [r for r in records if r.doc.get("entity") == entity],
+        **{p: [r for r in recs if r.doc.get("entity") == entity] for p, recs in peers.items()},
+    }
     queries, skipped = pool_records(pool)
     result.skipped_queries += skipped
     if not queries:
@@ -195,11 +230,20 @@ def _detect(result: StudyResult, role: str, base: str, entity: str, records: Seq
             assignments[m].append(cid)
         for name, value in query_scores(assignments, label, result.config.alpha).items():
             scores[name].append(value)
-    detection = {name: model_detection(values, result.config.theta, result.config.top_fraction)
-                 for name, values in scores.items()}
-    return {"instance": f"{label} @ {entity}" if role == "pretrained" else label, "role": role, "base": base,
-            "entity": entity, "queries": len(queries), "mean_suspicion": float(np.mean(scores["vista"])),
-            "negativity": result.negativity[label][entity], "detection": detection}
+    detection = {
+        name: model_detection(values, result.config.theta, result.config.top_fraction)
+        for name, values in scores.items()
+    }
+    return {
+        "instance": f"{label} @ {entity}" if role == "pretrained" else label,
+        "role": role,
+        "base": base,
+        "entity": entity,
+        "queries": len(queries),
+        "mean_suspicion": float(np.mean(scores["vista"])),
+        "negativity": result.negativity[label][entity],
+        "detection": detection,
+    }
 
 
 def write_study(result: StudyResult, out_dir: Path, rater_name: str, judge_name: str) -> Path:
@@ -214,12 +258,22 @@ def write_study(result: StudyResult, out_dir: Path, rater_name: str, judge_name:
     names = list(SCORINGS.values())
     with (out_dir / "instances.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["instance", "role", "base", "entity", "queries", "negativity",
-                         *[f"{n}_{k}" for n in names for k in ("score", "positive")]])
+        writer.writerow(
+            [
+                "instance",
+                "role",
+                "base",
+                "entity",
+                "queries",
+                "negativity",
+                *[f"{n}_{k}" for n in names for k in ("score", "positive")],
+            ]
+        )
         for row in result.instances:
             cells = [row["detection"][n][k] for n in names for k in ("score", "positive")]
-            writer.writerow([row["instance"], row["role"], row["base"], row["entity"], row["queries"],
-                             row["negativity"], *cells])
+            writer.writerow(
+                [row["instance"], row["role"], row["base"], row["entity"], row["queries"], row["negativity"], *cells]
+            )
     negativity_before_after(result.table1, out_dir / "negativity.png")
     detection_scores(result.instances, result.config.theta, out_dir / "detection.png")
     return out_dir

@@ -86,15 +86,23 @@ def encode_example(processor: Any, example: Example) -> dict[str, Any]:
     prompt = processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
     enc = processor(text=[prompt], images=[example.image.convert("RGB")], return_tensors="pt")
     tokenizer = processor.tokenizer
-    answer = tokenizer(" " + example.answer.strip() if prompt.endswith(":") else example.answer.strip(),
-                       add_special_tokens=False, return_tensors="pt")["input_ids"]
+    answer = tokenizer(
+        " " + example.answer.strip() if prompt.endswith(":") else example.answer.strip(),
+        add_special_tokens=False,
+        return_tensors="pt",
+    )["input_ids"]
     answer = torch.cat([answer, torch.tensor([[tokenizer.eos_token_id]])], dim=1)
     length = enc["input_ids"].shape[1]
     out: dict[str, Any] = {}
     for key, value in enc.items():
         if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == (1, length):
-            fill = answer if key == "input_ids" else torch.ones_like(answer) if key == "attention_mask" \
+            fill = (
+                answer
+                if key == "input_ids"
+                else torch.ones_like(answer)
+                if key == "attention_mask"
                 else torch.zeros_like(answer)
+            )
             out[key] = torch.cat([value, fill.to(value.dtype)], dim=1)
         else:
             out[key] = value
@@ -122,8 +130,14 @@ def collate(items: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
 _TOKEN_KEYS = {"input_ids", "attention_mask", "labels", "token_type_ids", "mm_token_type_ids"}
 
 
-def train_lora(base: str | Path, examples: Sequence[Example], out: Path, settings: LoraSettings,
-               show_progress: bool = True, stop_after: int | None = None) -> TrainResult | None:
+def train_lora(
+    base: str | Path,
+    examples: Sequence[Example],
+    out: Path,
+    settings: LoraSettings,
+    show_progress: bool = True,
+    stop_after: int | None = None,
+) -> TrainResult | None:
     """Train a LoRA adapter on ``examples`` from the model folder or Hub id ``base`` into ``out``, resuming
     from ``out/checkpoint`` when one is there; ``stop_after`` ends the run after that many steps in all (an
     interruption, for tests), returning None with the checkpoint written."""
@@ -139,12 +153,20 @@ def train_lora(base: str | Path, examples: Sequence[Example], out: Path, setting
     model, processor = _load_base(base)
     torch.manual_seed(settings.seed)  # peft draws the LoRA A matrices from the global generator
     try:
-        model = get_peft_model(model, LoraConfig(r=settings.rank, lora_alpha=settings.alpha,
-                                                 target_modules=_targets(settings.target_modules),
-                                                 lora_dropout=settings.dropout, bias="none"))
+        model = get_peft_model(
+            model,
+            LoraConfig(
+                r=settings.rank,
+                lora_alpha=settings.alpha,
+                target_modules=_targets(settings.target_modules),
+                lora_dropout=settings.dropout,
+                bias="none",
+            ),
+        )
     except ValueError as exc:
-        raise HarnessError(f"LoRA target modules {', '.join(settings.target_modules)}: "
-                           f"{str(exc).splitlines()[0]}") from None
+        raise HarnessError(
+            f"LoRA target modules {', '.join(settings.target_modules)}: {str(exc).splitlines()[0]}"
+        ) from None
     encoded = [encode_example(processor, e) for e in examples]
     per_epoch = math.ceil(len(encoded) / settings.batch_size)
     total = per_epoch * settings.epochs
@@ -163,16 +185,19 @@ def train_lora(base: str | Path, examples: Sequence[Example], out: Path, setting
         for epoch in range(start // per_epoch, settings.epochs):
             order = torch.randperm(len(encoded), generator=torch.Generator().manual_seed(settings.seed + epoch))
             for b in range(step - epoch * per_epoch, per_epoch):
-                batch = collate([encoded[i] for i in order[b * settings.batch_size:(b + 1) * settings.batch_size]],
-                                pad_id)
+                batch = collate(
+                    [encoded[i] for i in order[b * settings.batch_size : (b + 1) * settings.batch_size]], pad_id
+                )
                 loss = model(**batch).loss
                 loss.backward()
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
                 step, loss_value = step + 1, float(loss.detach())
-                log_file.write(json.dumps({"step": step, "epoch": epoch, "loss": loss_value,
-                                           "lr": scheduler.get_last_lr()[0]}) + "\n")
+                log_file.write(
+                    json.dumps({"step": step, "epoch": epoch, "loss": loss_value, "lr": scheduler.get_last_lr()[0]})
+                    + "\n"
+                )
                 bar.update()
                 bar.set_postfix(loss=f"{loss_value:.3f}", epoch=epoch + 1)
                 end_of_epoch = step % per_epoch == 0
@@ -208,8 +233,9 @@ def _load_base(base: str | Path) -> tuple[Any, Any]:
     return model, processor
 
 
-def _save_checkpoint(folder: Path, model: Any, optimizer: Any, scheduler: Any, step: int,
-                     settings: LoraSettings) -> None:
+def _save_checkpoint(
+    folder: Path, model: Any, optimizer: Any, scheduler: Any, step: int, settings: LoraSettings
+) -> None:
     """Write the resumable state to a fresh folder, then swap it in, so a kill mid-write keeps the last one."""
     import torch
     from peft import get_peft_model_state_dict
@@ -217,15 +243,20 @@ def _save_checkpoint(folder: Path, model: Any, optimizer: Any, scheduler: Any, s
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    torch.save({"adapter": get_peft_model_state_dict(model), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict()}, tmp / "state.pt")
+    torch.save(
+        {
+            "adapter": get_peft_model_state_dict(model),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+        },
+        tmp / "state.pt",
+    )
     (tmp / "progress.json").write_text(json.dumps({"step": step, "settings": asdict(settings)}), encoding="utf-8")
     shutil.rmtree(folder, ignore_errors=True)
     tmp.rename(folder)
 
 
-def _resume(folder: Path, model: Any, optimizer: Any, scheduler: Any, settings: LoraSettings,
-            set_state: Any) -> int:
+def _resume(folder: Path, model: Any, optimizer: Any, scheduler: Any, settings: LoraSettings, set_state: Any) -> int:
     """The step to start at: 0 without a checkpoint, else the saved one after loading its state (a
     checkpoint written under other settings is refused rather than silently mixed)."""
     import torch
@@ -236,8 +267,10 @@ def _resume(folder: Path, model: Any, optimizer: Any, scheduler: Any, settings: 
     saved = {k: tuple(v) if isinstance(v, list) else v for k, v in progress["settings"].items()}
     if saved != asdict(settings):
         changed = sorted(k for k in saved if saved[k] != asdict(settings).get(k))
-        raise HarnessError(f"{folder} was written with other LoRA settings ({', '.join(changed)}); "
-                           "pass the same settings to resume or a new --out to start over")
+        raise HarnessError(
+            f"{folder} was written with other LoRA settings ({', '.join(changed)}); "
+            "pass the same settings to resume or a new --out to start over"
+        )
     state = torch.load(folder / "state.pt", weights_only=False)
     set_state(model, state["adapter"])
     optimizer.load_state_dict(state["optimizer"])
