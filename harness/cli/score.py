@@ -67,10 +67,11 @@ def _verified(args: argparse.Namespace) -> bool:
     paths = run_include_paths(read_run(run_dir), run_dir, args.include_path, args.trust_run_include_paths)
     checks = check_run_requests(run_dir, TaskRegistry.discover(paths), Path(args.data_dir) if args.data_dir else None)
     for check in checks:
+        images = "" if check.images_checked else ", images not checked"
         state = (
             f"modified ({check.differing} of {check.checked}; first: {check.first})"
             if check.modified
-            else f"as the task builds them ({check.checked} samples{'' if check.images_checked else ', images not checked'})"
+            else f"as the task builds them ({check.checked} samples{images})"
         )
         print(f"{check.task}: requests {state}")
     return not any(c.modified for c in checks)

@@ -105,7 +105,8 @@ def _panels(db: Database, options: Options) -> list[Panel]:
     )
     notes = {
         int(v["submission_id"]): (
-            f"Against the pool of {pool.computed_at:%Y-%m-%d %H:%M UTC} ({len(pool.members)} models, judge {pool.judge}): "
+            f"Against the pool of {pool.computed_at:%Y-%m-%d %H:%M UTC} ({len(pool.members)} models, "
+            f"judge {pool.judge}): "
             f"mean S {v['mean_suspicion']:.3f}, max S {v['max_suspicion']:.3f}, {v['flags']} flag(s) over "
             f"{v['queries']} queries, detection {'positive' if v['detection']['positive'] else 'negative'}."
         )
