@@ -4,7 +4,7 @@ For one query, ``assignments`` maps each model M_i to the global cluster ids of 
 clusters come from pooling all m x k responses, see :mod:`harness.metrics.entailment_clusters`).
 
 - P(C_j | M_i) = |R_Mi intersect C_j| / k.
-- Semantic entropy SE_i = -sum_j P(C_j|M_i) ln P(C_j|M_i) (natural log).
+- Semantic entropy SE_i = -sum_j P(C_j|M_i) ln P(C_j|M_i) (natural log; :mod:`harness.metrics.entropy`).
 - Confidence_i = alpha (1 - SE_i / ln k) + (1 - alpha) |R_Mi intersect C_max| / k, C_max the model's own
   largest cluster. With k = 1 the entropy term is taken as 1 (a single answer is maximally uniform).
 - Divergence_i = sqrt(JS(P_Mi || P_avg)) / sqrt(ln 2), JS with natural logs (scipy's Jensen-Shannon
@@ -36,17 +36,9 @@ import numpy as np
 from scipy.special import rel_entr
 
 from harness.errors import HarnessError
+from harness.metrics.entropy import semantic_entropy
 
 M = TypeVar("M", bound=Hashable)  # a model's key
-
-
-def semantic_entropy(cluster_ids: Sequence[Hashable]) -> float:
-    """-sum_j p_j ln p_j over the shares of a model's responses in each cluster."""
-    if not cluster_ids:
-        raise HarnessError("semantic_entropy: no responses")
-    counts = np.array(list(Counter(cluster_ids).values()), dtype=float)
-    p = counts / counts.sum()
-    return float(-(p * np.log(p)).sum()) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict, np.ndarray]:

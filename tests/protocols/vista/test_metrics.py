@@ -10,12 +10,6 @@ from harness.metrics.entailment_clusters import cluster_responses
 from harness.protocols.vista import metrics as vista
 
 
-def test_semantic_entropy() -> None:
-    assert vista.semantic_entropy([1, 1, 1, 1]) == 0.0
-    assert vista.semantic_entropy([1, 1, 2, 2]) == pytest.approx(math.log(2))
-    assert vista.semantic_entropy(["a", "b", "c", "d"]) == pytest.approx(math.log(4))
-
-
 def test_one_model_all_in_one_cluster_against_spread_peers() -> None:
     # k = 4. A: all in cluster 0; B and C: one response in each of clusters 1-4.
     assignments = {"A": [0, 0, 0, 0], "B": [1, 2, 3, 4], "C": [1, 2, 3, 4]}
