@@ -87,6 +87,23 @@ def test_clear_errors(capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: P
     )
 
 
+def test_unknown_audit_tag_is_refused_by_eval_and_flagged_by_tasks(
+    capsys: pytest.CaptureFixture, tmp_path: Path, data_dir: Path
+) -> None:
+    """Which audit tags exist is checked where tasks are validated (reading a config loads no protocol)."""
+    write(
+        tmp_path / "tag" / "t.yaml",
+        "task: badtag\ndataset_path: vlm-audit/shapes\ndoc_to_text: q\ndoc_to_target: color\n"
+        "metric_list:\n  - metric: exact_match\nmetadata:\n  harness_audit: vistaa\n",
+    )
+    folder = str(tmp_path / "tag")
+    err = one_line_error(capsys, ["eval", "--model", "tiny:qwen2_vl", "--tasks", "badtag", "--include-path", folder])
+    assert "t.yaml: metadata harness_audit 'vistaa' is unknown (known: " in err and "vista" in err
+    assert main(["tasks", "--include-path", folder, "--data-dir", str(tmp_path / "d")]) == 0
+    out, err = capsys.readouterr()
+    assert "harness_audit 'vistaa' is unknown" in err and "badtag" not in out
+
+
 def test_tasks_lists_tasks_groups_and_tags(capsys: pytest.CaptureFixture, data_dir: Path, tmp_path: Path) -> None:
     # A data dir of its own holding only shapes: other tests of the session build more sets into the default one.
     (tmp_path / "vlm-audit").mkdir()

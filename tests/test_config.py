@@ -37,7 +37,7 @@ def test_harness_hooks_are_typed_from_either_metadata_form(form: str) -> None:
 @pytest.mark.parametrize(
     ("hooks", "message"),
     [
-        ({"harness_audit": "vistaa"}, "harness_audit 'vistaa' is unknown"),
+        ({"harness_audit": ["vista"]}, "harness_audit must be a protocol's audit tag, got \\['vista'\\]"),
         ({"harness_report": "report"}, "harness_report must be 'module.function'"),
         ({"harness_turns": "one string"}, "harness_turns must be a list"),
         ({"harness_turns": [{"text": "a"}]}, "harness_turns must be a list"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cli.common import data_dir, names, parse_gen_kwargs, response_store, show_progress
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
-from harness.protocols.base import EvalOutcome, Protocol, protocols
+from harness.protocols.base import EvalOutcome, Protocol, check_audit_tag, protocols
 
 if TYPE_CHECKING:
     from harness.engine.runner import EvalOptions
@@ -132,7 +132,10 @@ def not_saved(opts: EvalOptions) -> str:
 
 
 def _hooked_tasks(registry: TaskRegistry, tasks: list[str]) -> list[tuple[Protocol, list[str]]]:
-    """Each protocol with an after-eval hook, and the run's tasks whose typed config names its audit tag."""
+    """Each protocol with an after-eval hook, and the run's tasks whose typed config names its audit tag
+    (a task naming an unknown tag is refused here, before any model loads)."""
+    for task in tasks:
+        check_audit_tag(registry.get(task))
     return [
         (p, [t for t in tasks if registry.get(t).harness_audit == p.audit_tag])
         for p in protocols()

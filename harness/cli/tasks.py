@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.cli.common import data_dir
 from harness.errors import HarnessError
+from harness.protocols.base import check_audit_tag
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -45,6 +46,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     for name in registry.tasks:
         try:
             config = registry.get(name)
+            check_audit_tag(config)
         except HarnessError as exc:
             print(f"warning: {exc}", file=sys.stderr)
             continue

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from builders import Builder
+    from harness.taskspec.config import TaskConfig
     from harness.taskspec.registry import TaskRegistry
 
 from harness.errors import HarnessError, TaskConfigError
@@ -134,6 +135,16 @@ def get_protocol(name: str) -> Protocol | None:
 def audit_tags() -> list[str]:
     """The values a task's ``harness_audit`` may take: each registered protocol's audit tag."""
     return sorted({p.audit_tag for p in protocols() if p.audit_tag is not None})
+
+
+def check_audit_tag(config: TaskConfig) -> None:
+    """Refuses a task whose ``harness_audit`` names no registered protocol's tag. Checked where tasks are
+    validated for a run or a listing, not when a config is read, so reading one loads no protocol."""
+    if config.harness_audit is not None and config.harness_audit not in audit_tags():
+        raise TaskConfigError(
+            f"{config.source}: metadata harness_audit {config.harness_audit!r} is unknown "
+            f"(known: {', '.join(audit_tags())})"
+        )
 
 
 def protocol_of_task(task: str, registry: TaskRegistry) -> Protocol | None:
