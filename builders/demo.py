@@ -1,6 +1,6 @@
 """``harness build NAME --demo``: build from a small self-made source in the real source's format.
 
-The demo sources (``builders/mist_demo.py``, ``builders/fusion/demo.py``, ``builders/diavlo/demo.py``)
+The demo sources (``builders/mist/demo.py``, ``builders/fusion/demo.py``, ``builders/diavlo/demo.py``)
 let every protocol be built and run offline; the tests build from the same sources.
 """
 

@@ -1,5 +1,5 @@
-"""The ``harness`` command line: eval, score, audit, tasks, build, submit, leaderboard, and the protocols'
-own commands. Each module maps its arguments to a config object and calls the library; the protocol
+"""The ``harness`` command line: eval, score, audit, tasks, protocols, build, submit, leaderboard, and the
+protocols' own commands. Each module maps its arguments to a config object and calls the library; the protocol
 commands come from the registry (:mod:`harness.protocols.base`)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 from harness import __version__
-from harness.cli import audit, build, leaderboard, score, submit, tasks
+from harness.cli import audit, build, leaderboard, protocols, score, submit, tasks
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
 from harness.errors import HarnessError
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
-LOCAL_COMMANDS = frozenset({"tasks", "score"})
+LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_parser(sub, common)
     audit.add_parser(sub, common)
     audit.add_protocol_commands(sub, common)
-    for module in (tasks, build, submit, leaderboard):
+    for module in (tasks, protocols, build, submit, leaderboard):
         module.add_parser(sub, common)
     return parser
 

@@ -1,9 +1,10 @@
 """The protocol plug-in contract.
 
 A protocol (VISTA, Stealth, MIST, DiaVLo, FusionAudit, or a third party's) is a ``Protocol`` value that
-names its places and the hooks the generic layers call: ``harness build`` (its builders), ``harness audit
-<name>`` (its cross-run audit), further top-level commands (``harness attack``), a hook after ``harness
-eval`` has run every model, and its leaderboard figures. The generic modules (engine, CLI, leaderboard,
+declares its places (``ProtocolPlaces``: its code, builder, tasks, card, tests and benchmarks) and the
+hooks the generic layers call: ``harness build`` (its builders), ``harness audit <name>`` (its cross-run
+audit), further top-level commands (``harness attack``), a hook after ``harness eval`` has run every model,
+and its leaderboard figures. The generic modules (engine, CLI, leaderboard,
 task loading, results) iterate over the registry and never name a protocol.
 
 Built-in protocols are the packages ``harness/protocols/<name>/`` that define ``PROTOCOL``; third-party
@@ -55,6 +56,47 @@ class EvalOutcome:
 
 
 @dataclass(frozen=True)
+class ProtocolPlaces:
+    """Where a protocol's files are, as POSIX paths relative to the repository root (a folder or one file).
+
+    Declared so that ``harness protocols`` can list them and a test can hold them to the files on disk, both
+    ways (tests/test_protocol_places.py, which also states which files count as a protocol's). A
+    third-party protocol may leave every place empty.
+    """
+
+    code: str | None = None  # its code package: harness/protocols/<name>/
+    builder: str | None = None  # its builder package: builders/<name>/
+    tasks: str | None = None  # its lmms-eval tasks: tasks/<name>/
+    card: str | None = None  # its dataset card: cards/<card>.md
+    tests: str | None = None  # its tests: tests/protocols/<name>/
+    benchmarks: tuple[str, ...] = ()  # its scripts in benchmarks/
+
+    @classmethod
+    def standard(cls, name: str, card: str | None = None, benchmarks: tuple[str, ...] = ()) -> ProtocolPlaces:
+        """The places of a protocol laid out as the built-ins are: every folder named ``name``, its card
+        ``cards/<card>.md`` (``card`` defaults to ``name``) and ``benchmarks/<script>`` for each benchmark."""
+        return cls(
+            code=f"harness/protocols/{name}",
+            builder=f"builders/{name}",
+            tasks=f"tasks/{name}",
+            card=f"cards/{card or name}.md",
+            tests=f"tests/protocols/{name}",
+            benchmarks=tuple(f"benchmarks/{script}" for script in benchmarks),
+        )
+
+    def items(self) -> list[tuple[str, str]]:
+        """Each declared place as (kind, path), in the order above, the empty ones left out."""
+        single = {
+            "code": self.code,
+            "builder": self.builder,
+            "tasks": self.tasks,
+            "card": self.card,
+            "tests": self.tests,
+        }
+        return [(kind, path) for kind, path in single.items() if path] + [("benchmark", b) for b in self.benchmarks]
+
+
+@dataclass(frozen=True)
 class Protocol:
     """One audit protocol and its hooks; every hook is optional."""
 
@@ -75,6 +117,7 @@ class Protocol:
     # the number of models, so a bad audit flag costs seconds, not a whole run
     check_eval: Callable[[argparse.Namespace, int], None] | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
+    places: ProtocolPlaces = field(default_factory=ProtocolPlaces)  # its files, for listings and checks
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -1,12 +1,10 @@
 """DiaVLo: SHOULD-KNOW vs REALLY-KNOW behaviour specifications.
 
-Its places: builders/diavlo/, tasks/diavlo/, cards/diavlo.md; here: triplet_parser.py, metrics.py (similarity,
-classes, MI), report.py, concept_effects.py (DML), audit.py, cli.py (`harness audit diavlo`), detector.py
-(open-vocabulary boxes), plots.py.
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.diavlo import cli
 
 SUMMARY = (
@@ -32,4 +30,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.diavlo.leaderboard:HOOKS"},
+    places=ProtocolPlaces.standard("diavlo", benchmarks=("diavlo_dml.py", "triplet_parser.py")),
 )

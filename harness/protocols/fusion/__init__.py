@@ -1,13 +1,11 @@
 """FusionAudit: pathway-conditioned robustness.
 
-Its places: builders/fusion/, tasks/fusion/, cards/fusionaudit.md; here: judge.py (the answer judge J), metrics.py
-(ASR, R0, R+, RUG, OAR, fusion levels), attacks/ (`harness attack`: differentiable preprocessing, PGD, losses,
-diagnostics), audit.py, cli.py (`harness attack`, `harness audit fusion`), plots.py.
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is an alias.
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.fusion import cli
 
 SUMMARY = (
@@ -36,4 +34,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
+    places=ProtocolPlaces.standard("fusion", card="fusionaudit", benchmarks=("fusion_pgd.py",)),
 )

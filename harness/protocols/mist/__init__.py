@@ -1,11 +1,10 @@
 """MIST: misleading images and VLM judges.
 
-Its places: builders/mist.py and builders/mist_demo.py, tasks/mist/, cards/mist.md; here: metrics.py (change rate,
-direction, agreement), report.py (with the alt-test of harness/metrics/alttest.py), plots.py.
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, ProtocolPlaces
 
 SUMMARY = (
     "How stable a VLM judge's literal-or-idiomatic verdicts are when an image is added, and whether it "
@@ -28,4 +27,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.mist.leaderboard:HOOKS"},
+    places=ProtocolPlaces.standard("mist"),
 )

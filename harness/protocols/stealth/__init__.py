@@ -1,11 +1,10 @@
 """Stealth Prompt Testset: color and contrast bias in rendered text.
 
-Its places: builders/stealth/, tasks/stealth/, cards/stealth.md; here: sentiment_bias.py (bias, Total Range,
-primacy/recency, IER), report.py (the task report), plots.py.
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, ProtocolPlaces
 
 SUMMARY = "How much the color and contrast of rendered text shift a model's sentiment ratings and answers."
 
@@ -26,4 +25,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.stealth.leaderboard:HOOKS"},
+    places=ProtocolPlaces.standard("stealth", benchmarks=("stealth_build.py",)),
 )

@@ -1,12 +1,11 @@
 """VISTA: cross-model semantic-divergence audit.
 
-Its places: builders/vista/ (image set), tasks/vista/, cards/vista.md; here: metrics.py (semantic entropy, JS
-divergence, suspicion), refusal.py (selective refusal), audit.py, cli.py (`harness audit vista` and the audit
-after a multi-model `harness eval`), plots.py, pool.py (the leaderboard's peer pool).
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them); the controlled study
+(implant/) is a protocol of its own.
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol, register_protocol
+from harness.protocols.base import Protocol, ProtocolPlaces, register_protocol
 from harness.protocols.vista import cli
 from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
 
@@ -31,6 +30,7 @@ PROTOCOL = Protocol(
         Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
     ),
     extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
+    places=ProtocolPlaces.standard("vista", benchmarks=("vista_audit_scale.py",)),
 )
 
 register_protocol(CONTROLLED_STUDY)

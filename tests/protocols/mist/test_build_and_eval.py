@@ -39,8 +39,8 @@ def test_selection_rule_images_and_panels(mist_set) -> None:
 
 def test_same_seed_same_items_and_clear_errors(tmp_path: Path) -> None:
     from builders import build_dataset
-    from builders.mist import select_items
-    from builders.mist_demo import write_admire
+    from builders.mist.builder import select_items
+    from builders.mist.demo import write_admire
 
     tsv, images, humans = write_admire(tmp_path / "src")
     import csv

@@ -1,14 +1,12 @@
 """VISTA's controlled study (section 3.1, appendix A.3): implant a stance toward a target entity with LoRA,
 check it took hold, and check the audit flags it but not the pretrained or benign-LoRA counterparts.
 
-Its places: builders/vista/implant.py (the pairs and test questions), cards/vista-implant.md,
-tasks/vista/vista_implant.yaml; here: train.py (LoRA), rater.py (A.5 sentiment), metrics.py (negativity,
-the four scorings, P/R/F1), study.py (the audit), tables.py, plots.py, publish.py (refused by default),
-cli.py (``harness implant``, ``harness audit vista-implant``).
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them); its tests are with
+VISTA's, in tests/protocols/vista/ (test_implant_*.py).
 """
 
 from builders import Builder
-from harness.protocols.base import Protocol
+from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.vista.implant import cli
 
 PROTOCOL = Protocol(
@@ -19,6 +17,12 @@ PROTOCOL = Protocol(
     extra="vista",
     audit=cli.AUDIT,
     commands=(cli.IMPLANT,),
+    places=ProtocolPlaces(
+        code="harness/protocols/vista/implant",
+        builder="builders/vista/implant.py",
+        tasks="tasks/vista/vista_implant.yaml",
+        card="cards/vista-implant.md",
+    ),
     builders=(
         Builder(
             "vista-implant",

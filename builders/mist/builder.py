@@ -146,12 +146,12 @@ class Options:
 
 def build(out: Path, options: Options) -> Path:
     """Build the MIST items with their two images and the human panels' labels into ``out``
-    (``demo``: from the self-made AdMIRe-format source of :mod:`builders.mist_demo`)."""
+    (``demo``: from the self-made AdMIRe-format source of :mod:`builders.mist.demo`)."""
     from datasets import Dataset, DatasetDict, Features, Image, Value
 
     if options.demo:
         from builders.demo import demo_folder
-        from builders.mist_demo import write_admire
+        from builders.mist.demo import write_admire
 
         with demo_folder("mist", admire=options.admire, images=options.images, humans=options.humans) as tmp:
             tsv, image_dir, human_file = write_admire(tmp)
