@@ -125,26 +125,18 @@ def test_a_store_that_cannot_be_created_on_a_full_disk_stops_in_one_line(disk: P
     assert "full" in message or "No space" in message or "disk I/O" in message
 
 
+def eval_shapes(cwd: Path, store: Path, output: Path, quiet: bool = True) -> subprocess.CompletedProcess[str]:
+    """``harness eval`` of three shapes_color docs on tiny Qwen2-VL with the given store and output folder."""
+    args = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "shapes_color", "--limit", "3"]
+    args += ["--cache", str(store), "--output", str(output), *(["--verbosity", "quiet"] if quiet else [])]
+    return run_harness(*args, cwd=cwd)
+
+
 @pytest.fixture
 def sized_run(tmp_path: Path, data_dir: Path) -> tuple[Path, Path]:
     """A first run of shapes_color (its answers in a store off the small disk): its folder and the store."""
     store = tmp_path / "store.sqlite"
-    done = run_harness(
-        "eval",
-        "--model",
-        "tiny:qwen2_vl",
-        "--tasks",
-        "shapes_color",
-        "--limit",
-        "3",
-        "--cache",
-        str(store),
-        "--output",
-        str(tmp_path / "first"),
-        "--verbosity",
-        "quiet",
-        cwd=tmp_path,
-    )
+    done = eval_shapes(tmp_path, store, tmp_path / "first")
     assert done.returncode == 0, done.stderr
     (results,) = (tmp_path / "first").rglob("results.json")
     return results.parent, store
@@ -157,22 +149,7 @@ def test_an_eval_whose_results_do_not_fit_keeps_its_samples_and_finishes_with_ha
     samples = (first / "samples_shapes_color.jsonl").read_bytes()
     fillers = fill(disk)
     free(fillers, -(-len(samples) // PAGE))  # room for the samples file, not for results.json
-    done = run_harness(
-        "eval",
-        "--model",
-        "tiny:qwen2_vl",
-        "--tasks",
-        "shapes_color",
-        "--limit",
-        "3",
-        "--cache",
-        str(store),
-        "--output",
-        str(disk / "out"),
-        "--verbosity",
-        "quiet",
-        cwd=tmp_path,
-    )
+    done = eval_shapes(tmp_path, store, disk / "out")
     line = error_line(done)
     assert "results.json: No space left on device (about" in line and "needed" in line
     (run_dir,) = (disk / "out").glob("*/*")
@@ -193,22 +170,7 @@ def test_an_eval_on_a_full_output_disk_saves_the_whole_run_elsewhere(
 ) -> None:
     _, store = sized_run
     fill(disk)
-    done = run_harness(
-        "eval",
-        "--model",
-        "tiny:qwen2_vl",
-        "--tasks",
-        "shapes_color",
-        "--limit",
-        "3",
-        "--cache",
-        str(store),
-        "--output",
-        str(disk / "out"),
-        "--verbosity",
-        "quiet",
-        cwd=tmp_path,
-    )
+    done = eval_shapes(tmp_path, store, disk / "out")
     line = error_line(done)
     assert "samples_shapes_color.jsonl: No space left on device" in line and no_tmp_files(disk)
     saved = re.search(r"saved in (\S+):", line)
@@ -276,20 +238,7 @@ def test_an_eval_whose_store_fills_up_mid_run_finishes_and_names_the_cause(
     holder = ResponseStore(path)  # another process's open store: its log and index files stay in place
     holder.put("m", "before", 0, ["kept"])
     fillers = fill(disk)
-    done = run_harness(
-        "eval",
-        "--model",
-        "tiny:qwen2_vl",
-        "--tasks",
-        "shapes_color",
-        "--limit",
-        "3",
-        "--cache",
-        str(path),
-        "--output",
-        str(tmp_path / "out"),
-        cwd=tmp_path,
-    )
+    done = eval_shapes(tmp_path, path, tmp_path / "out", quiet=False)
     assert done.returncode == 0, done.stderr
     assert "cannot rollback" not in done.stderr and "still locked" not in done.stderr
     assert "Traceback" not in done.stderr
