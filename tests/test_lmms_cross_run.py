@@ -24,6 +24,7 @@ import pytest
 from harness.models.tiny import tiny_model_path
 from harness.taskspec.yaml_loader import load_yaml_config
 from tests.conftest import ROOT, write
+from tests.test_lmms_tasks import installed_lmms_tasks
 from tests.test_loglikelihood_lmms import LMMS_DRIVER
 
 LMMS_PYTHON = os.environ.get("LMMS_EVAL_PYTHON")
@@ -153,22 +154,6 @@ def _write_dataset(data_dir: Path, yaml_file: Path, split: str, columns: dict[st
         )
 
 
-def _lmms_tasks_dir() -> Path:
-    assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the cross-run suite"
-    done = subprocess.run(
-        [
-            LMMS_PYTHON,
-            "-c",
-            "import importlib.util; print(importlib.util.find_spec('lmms_eval').submodule_search_locations[0])",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return Path(done.stdout.strip()) / "tasks"
-
-
 def _fit_answers(task: str, columns: dict[str, list], samples: dict[int, dict[str, Any]]) -> None:
     """Make some of a random model's answers right, so the compared metrics are not all 0: the gold of doc 0
     (and a near miss for doc 1) is set from the answer the harness's first pass gave. Gold columns are not part
@@ -237,7 +222,7 @@ def both_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any],
     """The seven tasks run in each tool: (lmms-eval's results and samples, the harness's). The harness runs
     twice: once to learn the model's answers (see _fit_answers), once on the fitted datasets."""
     tmp = tmp_path_factory.mktemp("cross")
-    tasks_dir = _lmms_tasks_dir()
+    tasks_dir = installed_lmms_tasks()
     data = tmp / "data"
     tasks = _columns()
     includes = [str((tasks_dir / yaml_name).parent) for yaml_name, _, _ in tasks.values()]

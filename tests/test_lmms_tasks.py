@@ -112,8 +112,7 @@ metadata:
     assert "listed_meta: one model evaluated; run `harness audit vista`" in captured.out
 
 
-@pytest.fixture(scope="module")
-def lmms_tasks_dir() -> Path:
+def installed_lmms_tasks() -> Path:
     """The ``tasks`` folder of the installed lmms-eval, found without importing lmms-eval."""
     assert LMMS_PYTHON, "CI must provide lmms-eval (LMMS_EVAL_PYTHON) for the lmms-eval task tests"
     done = subprocess.run(
@@ -128,6 +127,12 @@ def lmms_tasks_dir() -> Path:
         check=True,
     )
     return Path(done.stdout.strip()) / "tasks"
+
+
+@pytest.fixture(scope="module")
+def lmms_tasks_dir() -> Path:
+    """The installed lmms-eval's ``tasks`` folder (:func:`installed_lmms_tasks`)."""
+    return installed_lmms_tasks()
 
 
 def _reason(message: str) -> str:
