@@ -27,6 +27,7 @@ from builders.fusion.wrong_answer import answer_kind, wrong_answer
 from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
+from harness.protocols.fusion.rows import FusionRow
 
 REPO_ID = "vlm-audit/fusionaudit"
 SOURCES = ("chartqa", "docvqa", "mme")
@@ -159,7 +160,7 @@ def _matched(dataset: Any, out: Path, card_vars: dict[str, Any], spec: str) -> P
 
 def _items(options: Options) -> tuple[Any, dict[str, Any]]:
     """The selected items with their wrong answers and rendered variants, and the card's variables."""
-    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
+    from datasets import Dataset, DatasetDict
 
     given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
     seed, per_source = options.seed, options.per_source
@@ -182,7 +183,7 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
             chosen.extend(select(rows, per_source, seed))
     edit = Editor(spec) if spec is not None else None
     has_ocr = ocr_available()
-    records = []
+    records: list[FusionRow] = []
     counters: dict[str, int] = {}
     for row in tqdm(chosen, desc="fusionaudit items", unit="item"):
         k = counters[row["source"]] = counters.get(row["source"], -1) + 1
@@ -190,30 +191,31 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
         image = open_row_image(row)
         wrong, kind, rule = wrong_answer(row["source"], row["answers"], row["question"], item_id, pools[row["source"]])
         typo, region, style = typo_overlay(image, wrong)
-        record = {
-            "id": item_id,
-            "source": row["source"],
-            "source_id": row["uid"],
-            "category": row["category"],
-            "question": row["question"],
-            "answers": row["answers"],
-            "answer_kind": kind,
-            "wrong_answer": wrong,
-            "wrong_rule": rule,
-            "image": image,
-            "typo_image": typo,
-            "typo_region": region,
-            "typo_style": style.to_json(),
-            "natevid_image": None,
-            "natevid_instruction": "",
-            "natevid_status": "not_built",
-            "natevid_ocr_recall": -1.0,
-            "natevid_wrong_readable": -1,
-        }
+        record = FusionRow(
+            id=item_id,
+            source=row["source"],
+            source_id=row["uid"],
+            category=row["category"],
+            question=row["question"],
+            answers=row["answers"],
+            answer_kind=kind,
+            wrong_answer=wrong,
+            wrong_rule=rule,
+            image=image,
+            typo_image=typo,
+            typo_region=region,
+            typo_style=style.to_json(),
+            natevid_image=None,
+            natevid_instruction="",
+            natevid_status="not_built",
+            natevid_ocr_recall=-1.0,
+            natevid_wrong_readable=-1,
+        )
         if edit is not None:
             edited = edit.edit(image, wrong, row["source"])
             check = check_preservation(image, edited, wrong)
-            record.update(
+            record = replace(
+                record,
                 natevid_image=edited,
                 natevid_instruction=instruction(wrong, row["source"]),
                 natevid_status=check.status,
@@ -221,32 +223,9 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
                 natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable),
             )
         records.append(record)
-    s = Value("string")
-    features = Features(
-        {
-            "id": s,
-            "source": s,
-            "source_id": s,
-            "category": s,
-            "question": s,
-            "answers": Sequence(s),
-            "answer_kind": s,
-            "wrong_answer": s,
-            "wrong_rule": s,
-            "image": Image(),
-            "typo_image": Image(),
-            "typo_region": Sequence(Value("int32")),
-            "typo_style": s,
-            "natevid_image": Image(),
-            "natevid_instruction": s,
-            "natevid_status": s,
-            "natevid_ocr_recall": Value("float32"),
-            "natevid_wrong_readable": Value("int8"),
-        }
-    )
-    dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
+    dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in records], features=FusionRow.features())})
     statuses = {
-        st: sum(r["natevid_status"] == st for r in records)
+        st: sum(r.natevid_status == st for r in records)
         for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")
     }
     card_vars = {
@@ -254,7 +233,7 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
         "seed": seed,
         "per_source": per_source,
         "mme_composition": mme_line,
-        **{f"n_{kind}": sum(r["source"] == kind for r in records) for kind in SOURCES},
+        **{f"n_{kind}": sum(r.source == kind for r in records) for kind in SOURCES},
         **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
         "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",

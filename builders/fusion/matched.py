@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.fusion.overlay import typo_overlay
+from harness.protocols.fusion.rows import FusionRow
 
 #: The wrong answer of an item whose builder-made one equals the model's own answer.
 COLLISION_WRONG = "zzz"
@@ -44,8 +45,8 @@ def match_answers(row: dict[str, Any], answer: str) -> dict[str, Any]:
     """The item's fields that change when its reference becomes ``answer`` (module docstring)."""
     reference = answer.strip() or "."
     update: dict[str, Any] = {"answers": [reference], "source": "docvqa"}
-    if row["wrong_answer"].strip().lower() == reference.lower():
-        typo, region, style = typo_overlay(row["image"], COLLISION_WRONG)
+    if FusionRow.read(row, "wrong_answer").strip().lower() == reference.lower():
+        typo, region, style = typo_overlay(FusionRow.read(row, "image"), COLLISION_WRONG)
         update.update(
             wrong_answer=COLLISION_WRONG,
             typo_image=typo,

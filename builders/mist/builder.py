@@ -30,6 +30,7 @@ from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
 from harness.protocols.mist.metrics import LABELS, majority_label, parse_label
+from harness.protocols.mist.rows import HumanLabel, MistRow
 
 REPO_ID = "vlm-audit/mist"
 PANELS = ("informed", "blind")
@@ -70,7 +71,7 @@ def _label(value: Any, where: str) -> int:
     return parsed
 
 
-def read_humans(path: str) -> dict[str, list[dict[str, Any]]]:
+def read_humans(path: str) -> dict[str, list[HumanLabel]]:
     """Compound -> [{annotator, panel, condition, label}] from a JSON list or a CSV file."""
     file = Path(path).expanduser()
     if not file.is_file():
@@ -80,7 +81,7 @@ def read_humans(path: str) -> dict[str, list[dict[str, Any]]]:
     else:
         with file.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[HumanLabel]] = {}
     for k, row in enumerate(rows):
         where = f"{file}: row {k + 1}"
         missing = {"annotator", "panel", "condition", "compound", "label"} - set(row)
@@ -89,12 +90,7 @@ def read_humans(path: str) -> dict[str, list[dict[str, Any]]]:
         if row["panel"] not in PANELS or row["condition"] not in CONDITIONS:
             raise HarnessError(f"{where}: panel must be one of {PANELS} and condition one of {CONDITIONS}")
         out.setdefault(row["compound"], []).append(
-            {
-                "annotator": str(row["annotator"]),
-                "panel": row["panel"],
-                "condition": row["condition"],
-                "label": _label(row["label"], where),
-            }
+            HumanLabel(str(row["annotator"]), row["panel"], row["condition"], _label(row["label"], where))
         )
     return out
 
@@ -147,7 +143,7 @@ class Options:
 def build(out: Path, options: Options) -> Path:
     """Build the MIST items with their two images and the human panels' labels into ``out``
     (``demo``: from the self-made AdMIRe-format source of :mod:`builders.mist.demo`)."""
-    from datasets import Dataset, DatasetDict, Features, Image, Value
+    from datasets import Dataset, DatasetDict
 
     if options.demo:
         from builders.demo import demo_folder
@@ -172,34 +168,23 @@ def build(out: Path, options: Options) -> Path:
     records = []
     for k, item in enumerate(items):
         labels = panels.get(item["compound"], [])
-        blind_none = [h["label"] for h in labels if h["condition"] == "none"]
+        blind_none = [h.label for h in labels if h.condition == "none"]
         records.append(
-            {
-                "id": f"mist-{k:03d}",
-                **{key: item[key] for key in ("compound", "sense", "sentence", "subset")},
-                "aligned_image": str(image_dir / item["aligned_image"]),
-                "misleading_image": str(image_dir / item["misleading_image"]),
-                "human_labels": labels,
-                "human_majority": _or_minus_one(majority_label(blind_none or [h["label"] for h in labels])),
-            }
+            MistRow(
+                id=f"mist-{k:03d}",
+                compound=item["compound"],
+                sense=item["sense"],
+                sentence=item["sentence"],
+                subset=item["subset"],
+                aligned_image=str(image_dir / item["aligned_image"]),
+                misleading_image=str(image_dir / item["misleading_image"]),
+                human_labels=labels,
+                human_majority=_or_minus_one(majority_label(blind_none or [h.label for h in labels])),
+            )
         )
-    s = Value("string")
-    features = Features(
-        {
-            "id": s,
-            "compound": s,
-            "sense": s,
-            "sentence": s,
-            "subset": s,
-            "aligned_image": Image(),
-            "misleading_image": Image(),
-            "human_labels": [{"annotator": s, "panel": s, "condition": s, "label": Value("int32")}],
-            "human_majority": Value("int32"),
-        }
-    )
-    dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
-    figurative = sum(r["sense"] == "figurative" for r in records)
-    annotators = {h["annotator"] for r in records for h in r["human_labels"]}
+    dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in records], features=MistRow.features())})
+    figurative = sum(r.sense == "figurative" for r in records)
+    annotators = {h.annotator for r in records for h in r.human_labels}
     card_vars = {
         "n_items": len(records),
         "n_figurative": figurative,

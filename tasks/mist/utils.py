@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist.report import labels_from_items, mist_report
+from harness.protocols.mist.rows import HumanLabel, MistJudgeDoc, MistRow
 
 TECHNIQUES = ("zero_shot", "few_shot", "cot", "few_shot_cot")
 ARMS = mist.ARMS
@@ -37,55 +38,51 @@ COT = (
 
 def process_docs(dataset: Any) -> Any:
     """One doc per (item, technique, arm): 20 per item, item-major, the shown image (or none) as ``image``."""
-    from datasets import Features, Image, Value
 
     def expand(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        out: dict[str, list[Any]] = {k: [] for k in features}
-        for row in range(len(batch["id"])):
+        out: dict[str, list[Any]] = {k: [] for k in MistJudgeDoc.columns()}
+        item = {k: MistRow.read(batch, k) for k in ("id", "compound", "sense", "sentence", "human_majority")}
+        labels = MistRow.read(batch, "human_labels")
+        for row in range(len(item["id"])):
             for technique in TECHNIQUES:
                 for arm in ARMS:
                     condition = arm.split("-")[0]
-                    out["id"].append(f"{batch['id'][row]}-{technique}-{arm}")
-                    out["item_id"].append(batch["id"][row])
-                    for key in ("compound", "sense", "sentence", "human_majority", "human_labels"):
-                        out[key].append(batch[key][row])
-                    out["technique"].append(technique)
-                    out["arm"].append(arm)
-                    out["image"].append(None if condition == "none" else batch[f"{condition}_image"][row])
+                    doc = MistJudgeDoc(
+                        id=f"{item['id'][row]}-{technique}-{arm}",
+                        item_id=item["id"][row],
+                        compound=item["compound"][row],
+                        sense=item["sense"][row],
+                        sentence=item["sentence"][row],
+                        human_majority=item["human_majority"][row],
+                        human_labels=[HumanLabel(**h) for h in labels[row]],
+                        technique=technique,
+                        arm=arm,
+                        image=None if condition == "none" else MistRow.read(batch, f"{condition}_image")[row],
+                    )
+                    for key, value in doc.to_dict().items():
+                        out[key].append(value)
         return out
 
-    s = Value("string")
-    features = Features(
-        {
-            "id": s,
-            "item_id": s,
-            "compound": s,
-            "sense": s,
-            "sentence": s,
-            "human_majority": Value("int32"),
-            "human_labels": dataset.features["human_labels"],
-            "technique": s,
-            "arm": s,
-            "image": Image(),
-        }
+    return dataset.map(
+        expand, batched=True, batch_size=8, remove_columns=dataset.column_names, features=MistJudgeDoc.features()
     )
-    return dataset.map(expand, batched=True, batch_size=8, remove_columns=dataset.column_names, features=features)
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    technique, arm = doc["technique"], doc["arm"]
-    parts = [SCALE.format(compound=doc["compound"])]
+    technique, arm = MistJudgeDoc.read(doc, "technique"), MistJudgeDoc.read(doc, "arm")
+    parts = [SCALE.format(compound=MistJudgeDoc.read(doc, "compound"))]
     if technique in ("few_shot", "few_shot_cot"):
         parts.append(SHOTS)
     if arm.endswith("-ignore"):
         parts.append(IGNORE)
-    parts.append(f'Sentence: "{doc["sentence"]}"\n')
+    parts.append(f'Sentence: "{MistJudgeDoc.read(doc, "sentence")}"\n')
     parts.append(COT if technique in ("cot", "few_shot_cot") else DIRECT)
     return "".join(parts)
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
-    return [] if doc.get("image") is None else [doc["image"].convert("RGB")]
+    image = MistJudgeDoc.read(doc, "image", None)
+    return [] if image is None else [image.convert("RGB")]
 
 
 def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict]:
@@ -95,7 +92,7 @@ def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, An
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:
-    majority = doc["human_majority"]
+    majority = MistJudgeDoc.read(doc, "human_majority")
     return mist.LABELS[majority] if majority is not None and majority >= 0 else ""
 
 
@@ -116,16 +113,16 @@ _METRICS = (
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """The parsed label with its cell; None (unparsed, counted) when the output names no label."""
     label = mist.parse_label(results[0])
-    majority = doc["human_majority"]
+    majority = MistJudgeDoc.read(doc, "human_majority")
     item = (
         None
         if label is None
         else {
-            "item": doc["item_id"],
-            "technique": doc["technique"],
-            "arm": doc["arm"],
+            "item": MistJudgeDoc.read(doc, "item_id"),
+            "technique": MistJudgeDoc.read(doc, "technique"),
+            "arm": MistJudgeDoc.read(doc, "arm"),
             "label": label,
-            "sense": doc["sense"],
+            "sense": MistJudgeDoc.read(doc, "sense"),
             "majority": majority if majority is not None and majority >= 0 else None,
         }
     )

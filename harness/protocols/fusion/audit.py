@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
+from harness.protocols.fusion.rows import FusionRow
 from harness.results.attacks import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.results.schema import read_run, read_samples
 
@@ -93,7 +94,7 @@ def _samples(folders: list[Path], task: str) -> dict[str, Any]:
     ordered = sorted(folders, key=lambda f: not (f / OUTCOMES_FILE).is_file())
     for folder in ordered:
         if (folder / f"samples_{task}.jsonl").is_file():
-            return {str(r.doc.get("id", r.doc_id)): r for r in read_samples(folder, task)}
+            return {str(FusionRow.read(r.doc, "id", r.doc_id)): r for r in read_samples(folder, task)}
     return {}
 
 
@@ -121,7 +122,7 @@ def model_outcomes(
                 attack == fm.NAT_EVID
                 and config.natevid_preserved_only
                 and rec is not None
-                and rec.doc.get("natevid_status") == "destroyed"
+                and FusionRow.read(rec.doc, "natevid_status", None) == "destroyed"
             )
             if rec is not None and rec.error is None and "correct,none" in rec.metrics and not destroyed:
                 flips[i][attack] = rec.metrics["correct,none"] == 0.0

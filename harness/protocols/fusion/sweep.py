@@ -27,6 +27,7 @@ from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
 from harness.protocols.fusion.attacks.pgd import PGDConfig
 from harness.protocols.fusion.attacks.run import ATTACKS, AttackOptions, CleanItem
+from harness.protocols.fusion.rows import FusionRow
 from harness.results.attacks import AttackName
 
 PAPER_SEEDS = (0, 1, 2)
@@ -66,10 +67,12 @@ def check_sweep(config: SweepConfig) -> None:
 
 def stability_subset(items: list[CleanItem], n: int) -> list[CleanItem]:
     """The first ``n / n_sources`` items of C per source, by item id (the paper's 100 per dataset)."""
-    sources = sorted({str(it.doc.get("source", "")) for it in items})
+    sources = sorted({str(FusionRow.read(it.doc, "source", "")) for it in items})
     per_source = max(1, n // max(1, len(sources)))
     ordered = sorted(items, key=lambda it: it.item)
-    return [it for s in sources for it in [i for i in ordered if str(i.doc.get("source", "")) == s][:per_source]]
+    return [
+        it for s in sources for it in [i for i in ordered if str(FusionRow.read(i.doc, "source", "")) == s][:per_source]
+    ]
 
 
 def setting_name(seed: int, steps: int, eps: float) -> str:

@@ -18,6 +18,7 @@ from harness.metrics.alttest import matched_alt_test
 from harness.metrics.bootstrap import cluster_ci
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist import panel_stats
+from harness.protocols.mist.rows import MistJudgeDoc
 from harness.protocols.plot_notes import plot_not_drawn
 
 Labels = dict[mist.Cell, int | None]
@@ -88,10 +89,11 @@ def panels_from_records(records: list[Any]) -> dict[str, Panel]:
     """The human panels stored on the docs (every doc of an item carries the same human labels)."""
     panels: dict[str, Panel] = {}
     for record in records:
-        for h in record.doc.get("human_labels") or []:
+        for h in MistJudgeDoc.read(record.doc, "human_labels", None) or []:
+            item = MistJudgeDoc.read(record.doc, "item_id")
             panel = panels.setdefault(h["panel"], Panel({}, {}))
-            panel.labels.setdefault(h["annotator"], {})[record.doc["item_id"]] = h["label"]
-            panel.seen.setdefault(h["annotator"], {})[record.doc["item_id"]] = h["condition"]
+            panel.labels.setdefault(h["annotator"], {})[item] = h["label"]
+            panel.seen.setdefault(h["annotator"], {})[item] = h["condition"]
     return panels
 
 

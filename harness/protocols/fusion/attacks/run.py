@@ -33,6 +33,7 @@ from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
+from harness.protocols.fusion.rows import FusionRow
 from harness.results.attacks import AttackName, AttackOutcome, AttackSummary, Diagnostic, DiagnosticName, write_attack
 from harness.results.schema import ModelInfo
 
@@ -125,7 +126,9 @@ def clean_correct_items(
             continue
         doc = docs[record.doc_id]
         messages = runtime.build_messages(doc)
-        items.append(CleanItem(str(doc["id"]), doc, messages, _first_image(messages), record.responses[0]))
+        items.append(
+            CleanItem(str(FusionRow.read(doc, "id")), doc, messages, _first_image(messages), record.responses[0])
+        )
     params = GenerationParams.from_kwargs(config.generation_kwargs, where=f"task {task} generation_kwargs")
     return items, params
 
@@ -211,7 +214,9 @@ def _attack_batch(
     base = [AttackOutcome(item=it.item, attack=attack, clean_response=it.response) for it in items]
     try:
         batch = wb.batch(
-            [it.messages for it in items], [it.response for it in items], [it.doc["wrong_answer"] for it in items]
+            [it.messages for it in items],
+            [it.response for it in items],
+            [FusionRow.read(it.doc, "wrong_answer") for it in items],
         )
         x0 = [image_to_tensor(it.image).to(wb.device) for it in items]
         if attack == "vis_pgd":
@@ -251,14 +256,14 @@ def _attack_batch(
             row["error"] = f"re-check failed: {type(answer).__name__}: {answer}"
         else:
             row["response"] = answer[0]
-            row["flipped"] = not judge(it.doc["source"], answer[0], it.doc["answers"])
+            row["flipped"] = not judge(FusionRow.read(it.doc, "source"), answer[0], FusionRow.read(it.doc, "answers"))
         out.append(base[k].model_copy(update=row))
     return out
 
 
 def _judged_against(it: CleanItem) -> Callable[[str], bool]:
     """J on the item's references: whether an answer to ``it`` is correct."""
-    return lambda text: judge(it.doc["source"], text, it.doc["answers"])
+    return lambda text: judge(FusionRow.read(it.doc, "source"), text, FusionRow.read(it.doc, "answers"))
 
 
 def _diagnostics(
@@ -274,10 +279,10 @@ def _diagnostics(
     rows: list[Diagnostic] = []
     if "oar" in opts.diagnostics:
         for it in tqdm(items, desc="oar", unit="item", disable=not opts.show_progress or not items):
-            typo = it.doc.get("typo_image")
-            if typo is None or not it.doc.get("typo_region"):
+            typo = FusionRow.read(it.doc, "typo_image", None)
+            if typo is None or not FusionRow.read(it.doc, "typo_region", None):
                 continue
-            region = tuple(it.doc["typo_region"])
+            region = tuple(FusionRow.read(it.doc, "typo_region"))
             messages = _replace_image(it.messages, typo.convert("RGB"))
             value = overlay_attention_ratio(wb, messages, typo.size, region)
             rows.append(Diagnostic(item=it.item, diagnostic="oar", value=value))
