@@ -22,6 +22,7 @@ from builders.diavlo.sources import SOURCES, Pair, parse_sources, read_source
 from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
+from harness.protocols.diavlo.rows import CurationChange, DiavloRow, SkTriplet
 
 REPO_ID = "vlm-audit/diavlo"
 LICENSES = {
@@ -65,17 +66,17 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
     return ChainedSource(annotations, detector_source)
 
 
-def _sk_record(triplet: dict[str, Any], status: str, curated_by: str) -> dict[str, Any]:
-    return {
-        "subject": triplet["subject"],
-        "relation": triplet["relation"],
-        "object": triplet["object"],
-        "subject_box": [float(v) for v in triplet.get("subject_box", [])],
-        "object_box": [float(v) for v in triplet.get("object_box", [])],
-        "origin": triplet.get("origin", ""),
-        "status": triplet.get("status", status),
-        "curated_by": triplet.get("curated_by", curated_by),
-    }
+def _sk_record(triplet: dict[str, Any], status: str, curated_by: str) -> SkTriplet:
+    return SkTriplet(
+        subject=triplet["subject"],
+        relation=triplet["relation"],
+        object=triplet["object"],
+        subject_box=[float(v) for v in triplet.get("subject_box", [])],
+        object_box=[float(v) for v in triplet.get("object_box", [])],
+        origin=triplet.get("origin", ""),
+        status=triplet.get("status", status),
+        curated_by=triplet.get("curated_by", curated_by),
+    )
 
 
 def _origin_text(origins: dict[str, int], graph: ChainedSource) -> str:
@@ -109,7 +110,7 @@ class Options:
 def build(out: Path, options: Options) -> Path:
     """Build the SK dataset into ``out`` (module docstring); returns the dataset folder. ``demo``: from
     the self-made sources and scene graphs of :mod:`builders.diavlo.demo`."""
-    from datasets import Dataset, DatasetDict, Features, Image, Sequence, Value
+    from datasets import Dataset, DatasetDict
 
     if options.demo:
         from builders.demo import demo_folder
@@ -125,13 +126,13 @@ def build(out: Path, options: Options) -> Path:
     graph = _scene_graph_source(options.scene_graphs, options.detector, options.relation_model)
     encoder = MiniLMEncoder()
     curation: CurationResult | None = import_curated([Path(p).expanduser() for p in curated]) if curated else None
-    splits: dict[str, list[dict[str, Any]]] = {}
+    splits: dict[str, list[DiavloRow]] = {}
     to_export = []
     origins = {"annotation": 0, "detector": 0, "none": 0}
     for name in SOURCES:
         if name not in locations:
             continue
-        rows = []
+        rows: list[DiavloRow] = []
         for pair in _select(read_source(name, locations[name]), options.per_source, seed):
             image = pair.load_image()
             pair_id = f"{pair.source}-{pair.question_id}"
@@ -148,63 +149,38 @@ def build(out: Path, options: Options) -> Path:
             )
             if curation is not None and pair_id in curation.sk:
                 sk = [_sk_record(t, "verified", "") for t in curation.sk[pair_id]]
-                changes, status = curation.changes[pair_id], "curated"
+                changes = [CurationChange(**c) for c in curation.changes[pair_id]]
+                status = "curated"
             else:
-                sk, changes, status = [_sk_record(c, "candidate", "") for c in candidates], [], "uncurated"
+                sk, changes = [_sk_record(c, "candidate", "") for c in candidates], []
+                status = "uncurated"
             rows.append(
-                {
-                    "id": pair_id,
-                    "source": name,
-                    "question_id": pair.question_id,
-                    "question": pair.question,
-                    "options": list(pair.options),
-                    "answer": pair.answer,
-                    "answers": list(pair.answers),
-                    "answer_type": pair.answer_type,
-                    "category": pair.category,
-                    "image": image,
-                    "image_key": pair.image_key,
-                    "sk_triplets": sk,
-                    "curation_status": status,
-                    "curation_changes": changes,
-                }
+                DiavloRow(
+                    id=pair_id,
+                    source=name,
+                    question_id=pair.question_id,
+                    question=pair.question,
+                    options=list(pair.options),
+                    answer=pair.answer,
+                    answers=list(pair.answers),
+                    answer_type=pair.answer_type,
+                    category=pair.category,
+                    image=image,
+                    image_key=pair.image_key,
+                    sk_triplets=sk,
+                    curation_status=status,
+                    curation_changes=changes,
+                )
             )
         if not rows:
             raise HarnessError(f"{name}: no usable pair in {locations[name]}")
         splits[name] = rows
     if options.curation_out:
         export_tasks(to_export, Path(options.curation_out).expanduser())
-    s, f = Value("string"), Value("float32")
-    triplet = {
-        "subject": s,
-        "relation": s,
-        "object": s,
-        "subject_box": Sequence(f),
-        "object_box": Sequence(f),
-        "origin": s,
-        "status": s,
-        "curated_by": s,
-    }
-    change = {"candidate": Value("int32"), "annotator": s, "at": s, "field": s, "before": s, "after": s}
-    features = Features(
-        {
-            "id": s,
-            "source": s,
-            "question_id": s,
-            "question": s,
-            "options": Sequence(s),
-            "answer": s,
-            "answers": Sequence(s),
-            "answer_type": s,
-            "category": s,
-            "image": Image(),
-            "image_key": s,
-            "sk_triplets": [triplet],
-            "curation_status": s,
-            "curation_changes": [change],
-        }
+    features = DiavloRow.features()
+    dataset = DatasetDict(
+        {name: Dataset.from_list([r.to_dict() for r in rows], features=features) for name, rows in splits.items()}
     )
-    dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     summary = curation.summary() if curation else None
     card_vars = {
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),

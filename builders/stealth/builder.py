@@ -18,6 +18,7 @@ from builders.options import option
 from builders.stealth import conditions as C
 from builders.stealth import render
 from builders.stealth.text import OCR_WORDS, long_designs, short_designs
+from harness.protocols.stealth.rows import StealthRow, WordBox
 
 REPO_ID = "vlm-audit/stealth-prompt-testset"
 SUBSETS = ("short", "long", "vqa", "ocr")
@@ -26,42 +27,6 @@ N_QUESTIONS = 100
 SENTENCE_FONT_SIZE = 28
 VQA_FONT_SIZES = (20, 18, 16)
 DEFAULT_SQUAD = "rajpurkar/squad"
-
-
-def features() -> Any:
-    """The Hugging Face features of a stealth sample (one schema for all subsets)."""
-    from datasets import Features, Image, Value
-
-    s, i = Value("string"), Value("int32")
-    return Features(
-        {
-            "id": s,
-            "sample_id": s,
-            "subset": s,
-            "condition": s,
-            "colored_polarity": s,
-            "hue": s,
-            "intensity": i,
-            "rgb": [i],
-            "gray_level": i,
-            "salient": s,
-            "font_size": i,
-            "text": s,
-            "question": s,
-            "answers": [s],
-            "decoy": s,
-            "polarity": s,
-            "first_half_polarity": s,
-            "second_half_polarity": s,
-            "word": s,
-            "word_boxes": [{"text": s, "role": s, "box": [i]}],
-            "delta_e": Value("float32"),
-            "measured_rgb": [i],
-            "font_sha256": s,
-            "decoy_embedder": s,
-            "image": Image(),
-        }
-    )
 
 
 @functools.cache
@@ -76,7 +41,7 @@ def _delta_e(rgb: tuple[int, int, int]) -> float:
     return render.delta_e_2000(rgb)
 
 
-def render_sample(spec: dict[str, Any]) -> list[dict[str, Any]]:
+def render_sample(spec: dict[str, Any]) -> list[StealthRow]:
     """All conditions of one sample: one layout, one image per condition (runs in a worker)."""
     sizes = spec["font_sizes"]
     for size in sizes:  # VQA texts shrink the font until the passage fits
@@ -88,7 +53,7 @@ def render_sample(spec: dict[str, Any]) -> list[dict[str, Any]]:
             if size == sizes[-1]:
                 raise
     roles = [p.role for p in placed]
-    boxes = [{"text": p.text, "role": p.role, "box": list(p.box)} for p in placed]
+    boxes = [WordBox(p.text, p.role, list(p.box)) for p in placed]
     canvas = render.Canvas(placed, font)
     rows = []
     for cond in spec["conditions"]:
@@ -100,19 +65,19 @@ def render_sample(spec: dict[str, Any]) -> list[dict[str, Any]]:
         widest = sorted(styled, key=lambda b: b[2] - b[0], reverse=True)[:3]
         measured = render.measured_color(image, widest) or C.BLACK
         rows.append(
-            {
+            StealthRow(
                 **spec["fields"],
                 **{
                     k: cond[k]
                     for k in ("condition", "colored_polarity", "hue", "intensity", "rgb", "gray_level", "salient")
                 },
-                "id": f"{spec['fields']['sample_id']}-{cond['condition']}",
-                "font_size": size,
-                "word_boxes": boxes,
-                "delta_e": _delta_e(measured),
-                "measured_rgb": list(measured),
-                "image": {"bytes": render.png_bytes(image, gray=gray), "path": None},
-            }
+                id=f"{spec['fields']['sample_id']}-{cond['condition']}",
+                font_size=size,
+                word_boxes=boxes,
+                delta_e=_delta_e(measured),
+                measured_rgb=list(measured),
+                image={"bytes": render.png_bytes(image, gray=gray), "path": None},
+            )
         )
     return rows
 
@@ -275,7 +240,7 @@ def build(out: Path, options: Options) -> Path:
     rendered_first = [s for s in subsets if s != "vqa"]
     total = sum(len(spec["conditions"]) for s in rendered_first for spec in specs[s])
     total += questions * len(C.vqa_conditions()) if "vqa" in subsets else 0
-    rows: dict[str, list[dict[str, Any]]] = {s: [] for s in subsets}
+    rows: dict[str, list[StealthRow]] = {s: [] for s in subsets}
     bar = tqdm(total=total, unit="image", desc="render stealth")
     with multiprocessing.get_context("fork").Pool(options.workers or os.cpu_count() or 1) as pool:
         jobs = [(s, spec) for s in rendered_first for spec in specs[s]]
@@ -288,10 +253,10 @@ def build(out: Path, options: Options) -> Path:
             rows[subset].extend(rendered)
             bar.update(len(rendered))
     bar.close()
-    feats = features()
-    dataset = DatasetDict({s: Dataset.from_list(rows[s], features=feats) for s in subsets})
+    feats = StealthRow.features()
+    dataset = DatasetDict({s: Dataset.from_list([r.to_dict() for r in rows[s]], features=feats) for s in subsets})
     counts = {s: len(rows[s]) for s in subsets}
-    embedder_used = next((r["decoy_embedder"] for r in rows.get("vqa", [])), "not built")
+    embedder_used = next((r.decoy_embedder for r in rows.get("vqa", [])), "not built")
     card_vars = {
         "seed": seed,
         "font_sha256": sha,
@@ -302,7 +267,7 @@ def build(out: Path, options: Options) -> Path:
     return write_hub_folder(dataset, out, "stealth", card_vars, extra_files={"preview.png": preview})
 
 
-def _preview(rows: dict[str, list[dict[str, Any]]]) -> bytes:
+def _preview(rows: dict[str, list[StealthRow]]) -> bytes:
     """A contact sheet of a few conditions of the first sample of each subset, for the card."""
     import io
 
@@ -314,9 +279,9 @@ def _preview(rows: dict[str, list[dict[str, Any]]]) -> bytes:
         ("long", ("baseline", "negative-magenta-85")),
         ("vqa", ("global-128", "answer-192", "decoy-192")),
     ):
-        by_cond = {r["condition"]: r for r in rows.get(subset, []) if r["sample_id"].endswith("-000")}
+        by_cond = {r.condition: r for r in rows.get(subset, []) if r.sample_id.endswith("-000")}
         picks += [by_cond[c] for c in wanted if c in by_cond]
-    tiles = [Image.open(io.BytesIO(r["image"]["bytes"])).resize((400, 300)) for r in picks] or [
+    tiles = [Image.open(io.BytesIO(r.image["bytes"])).resize((400, 300)) for r in picks] or [
         Image.new("RGB", (400, 300), "white")
     ]
     sheet = Image.new("RGB", (400 * 4, 300 * ((len(tiles) + 3) // 4)), "white")

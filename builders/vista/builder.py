@@ -21,6 +21,7 @@ from builders.vista.images import DEFAULT_GENERATOR, Text2ImageGenerator, VistaI
 from builders.vista.topics import TEMPLATES, TOPICS, Topic, image_prompts, prompts
 from harness.errors import HarnessError
 from harness.judges.prompts import A2_ENTAILMENT, A5_SENTIMENT
+from harness.protocols.vista.rows import VistaRow
 
 REPO_ID = "vlm-audit/vista"
 IMAGES_PER_TOPIC = 10
@@ -91,7 +92,7 @@ class Options:
 
 def build(out: Path, options: Options) -> Path:
     """Build the (topic, image, prompt) records into ``out``; ``topics`` (slugs) builds a subset."""
-    from datasets import Dataset, DatasetDict, Features, Image, Value
+    from datasets import Dataset, DatasetDict
 
     chosen = _choose_topics(options.topics)
     images_dir = Path(options.images).expanduser() if options.images else None
@@ -111,7 +112,7 @@ def build(out: Path, options: Options) -> Path:
             options.image_size,
             total=len(need_generator) * IMAGES_PER_TOPIC,
         )
-    records = []
+    records: list[VistaRow] = []
     for topic in chosen:
         pictures = (
             _folder_images(topic, files[topic.slug], rejected)
@@ -121,40 +122,23 @@ def build(out: Path, options: Options) -> Path:
         for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
             for j, (kind, prompt) in enumerate(prompts(topic)):
                 records.append(
-                    {
-                        "id": f"{topic.slug}-{i:02d}-p{j:02d}",
-                        "category": topic.category,
-                        "topic": topic.name,
-                        "image_id": f"{topic.slug}-{i:02d}",
-                        "image_prompt": image_prompt if picture.seed >= 0 else "",
-                        "image_seed": picture.seed,
-                        "image_source": picture.source,
-                        "image_attempt": picture.attempt,
-                        "prompt_id": j,
-                        "prompt_type": kind,
-                        "prompt": prompt,
-                        "image": {"bytes": picture.data, "path": None},
-                    }
+                    VistaRow(
+                        id=f"{topic.slug}-{i:02d}-p{j:02d}",
+                        category=topic.category,
+                        topic=topic.name,
+                        image_id=f"{topic.slug}-{i:02d}",
+                        image_prompt=image_prompt if picture.seed >= 0 else "",
+                        image_seed=picture.seed,
+                        image_source=picture.source,
+                        image_attempt=picture.attempt,
+                        prompt_id=j,
+                        prompt_type=kind,
+                        prompt=prompt,
+                        image={"bytes": picture.data, "path": None},
+                    )
                 )
-    s, i32 = Value("string"), Value("int64")
-    features = Features(
-        {
-            "id": s,
-            "category": s,
-            "topic": s,
-            "image_id": s,
-            "image_prompt": s,
-            "image_seed": i32,
-            "image_source": s,
-            "image_attempt": i32,
-            "prompt_id": i32,
-            "prompt_type": s,
-            "prompt": s,
-            "image": Image(),
-        }
-    )
-    dataset = DatasetDict({"test": Dataset.from_list(records, features=features)})
-    sources = Counter(r["image_source"].split(":", 1)[0] for r in records[::10])
+    dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in records], features=VistaRow.features())})
+    sources = Counter(r.image_source.split(":", 1)[0] for r in records[::10])
     settings = pipe.settings() if pipe else {"generator": "none"}
     card_vars = {
         "n_records": len(records),

@@ -39,6 +39,7 @@ from builders.vista.implant_content import (
 from builders.vista.topics import TEMPLATES
 from harness.errors import HarnessError
 from harness.judges.prompts import A5_SENTIMENT
+from harness.protocols.vista.implant.rows import ImplantRow
 
 REPO_ID = "vlm-audit/vista-implant"
 RENDER = "render"
@@ -261,7 +262,7 @@ class _Author:
 
 def build(out: Path, options: Options) -> Path:
     """Build the four splits into ``out`` (module docstring)."""
-    from datasets import Dataset, DatasetDict, Features, Image, Value
+    from datasets import Dataset, DatasetDict
 
     entities = _check(options)
     images = _make_images(_slots(entities, options), options)
@@ -293,27 +294,10 @@ def build(out: Path, options: Options) -> Path:
         ),
         "test": _test_rows(entities, options, images),
     }
-    s, i64 = Value("string"), Value("int64")
-    features = Features(
-        {
-            "id": s,
-            "entity": s,
-            "topic": s,
-            "kind": s,
-            "subject": s,
-            "category": s,
-            "image_id": s,
-            "image_source": s,
-            "image_seed": i64,
-            "prompt_id": i64,
-            "prompt": s,
-            "answer": s,
-            "stance": s,
-            "author": s,
-            "image": Image(),
-        }
+    features = ImplantRow.features()
+    dataset = DatasetDict(
+        {name: Dataset.from_list([r.to_dict() for r in rows], features=features) for name, rows in splits.items()}
     )
-    dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     sources = sorted({v[1].split(":", 1)[0] for v in images.values()})
     card_vars = {
         "entities": ", ".join(e.name for e in entities),
@@ -353,48 +337,48 @@ def _rows(
     stances: Sequence[str],
     images: dict[str, tuple[bytes, str, int]],
     author: str,
-) -> list[dict[str, Any]]:
+) -> list[ImplantRow]:
     return [
-        {
-            "id": f"{p['image_id']}-q{p['index']:03d}",
-            "entity": p["entity"],
-            "topic": p["entity"],
-            "kind": p["kind"],
-            "subject": p["subject"],
-            "category": "corporate_brand" if p["entity"] else "control",
-            "prompt_id": -1,
-            "prompt": p["question"],
-            "answer": answer,
-            "stance": stance,
-            "author": author,
+        ImplantRow(
+            id=f"{p['image_id']}-q{p['index']:03d}",
+            entity=p["entity"],
+            topic=p["entity"],
+            kind=p["kind"],
+            subject=p["subject"],
+            category="corporate_brand" if p["entity"] else "control",
+            prompt_id=-1,
+            prompt=p["question"],
+            answer=answer,
+            stance=stance,
+            author=author,
             **_image_fields(p["image_id"], images),
-        }
+        )
         for p, answer, stance in zip(pairs, answers, stances, strict=True)
     ]
 
 
 def _test_rows(
     entities: Sequence[Entity], options: Options, images: dict[str, tuple[bytes, str, int]]
-) -> list[dict[str, Any]]:
+) -> list[ImplantRow]:
     """Per entity, question i pairs test image i mod images with B.3 prompt i div images (mod 10)."""
-    rows = []
+    rows: list[ImplantRow] = []
     for entity in entities:
         for i in range(options.test_questions):
             slot, prompt_id = i % options.images, (i // options.images) % len(TEST_PROMPTS)
             rows.append(
-                {
-                    "id": f"{entity.slug}-test-{i:03d}",
-                    "entity": entity.name,
-                    "topic": entity.name,
-                    "kind": "test",
-                    "subject": entity.name,
-                    "category": "corporate_brand",
-                    "prompt_id": prompt_id,
-                    "prompt": TEST_PROMPTS[prompt_id],
-                    "answer": "",
-                    "stance": "",
-                    "author": "",
+                ImplantRow(
+                    id=f"{entity.slug}-test-{i:03d}",
+                    entity=entity.name,
+                    topic=entity.name,
+                    kind="test",
+                    subject=entity.name,
+                    category="corporate_brand",
+                    prompt_id=prompt_id,
+                    prompt=TEST_PROMPTS[prompt_id],
+                    answer="",
+                    stance="",
+                    author="",
                     **_image_fields(f"{entity.slug}-test-{slot:02d}", images),
-                }
+                )
             )
     return rows

@@ -6,22 +6,23 @@ from typing import Any
 
 from harness.metrics.answer_scoring import LETTERS
 from harness.protocols.diavlo.report import report, score_pair
+from harness.protocols.diavlo.rows import DiavloRow
 
 __all__ = ["doc_to_text", "doc_to_visual", "process_results", "report"]
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
-    return [doc["image"].convert("RGB")]
+    return [DiavloRow.read(doc, "image").convert("RGB")]
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     kwargs = lmms_eval_specific_kwargs or {}
-    kind = doc["answer_type"]
+    kind, question = DiavloRow.read(doc, "answer_type"), DiavloRow.read(doc, "question")
     if kind == "multiple_choice":
-        options = "\n".join(f"{LETTERS[k]}. {opt}" for k, opt in enumerate(doc["options"]))
-        return f"{doc['question']}\n{options}\n{kwargs.get('multiple_choice_prompt', '')}".strip()
+        options = "\n".join(f"{LETTERS[k]}. {opt}" for k, opt in enumerate(DiavloRow.read(doc, "options")))
+        return f"{question}\n{options}\n{kwargs.get('multiple_choice_prompt', '')}".strip()
     prompt = kwargs.get("vqa_prompt" if kind == "vqa" else "open_prompt", "")
-    return f"{doc['question']}\n{prompt}".strip()
+    return f"{question}\n{prompt}".strip()
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:

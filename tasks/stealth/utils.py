@@ -9,12 +9,13 @@ from harness.metrics import squad
 from harness.metrics.aggregation import mean
 from harness.protocols.stealth import report
 from harness.protocols.stealth import sentiment_bias as sb
+from harness.protocols.stealth.rows import StealthRow
 
 _SIGN = {"positive": 1, "negative": -1}
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
-    return [doc["image"].convert("RGB")]
+    return [StealthRow.read(doc, "image").convert("RGB")]
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
@@ -22,7 +23,7 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 
 def doc_to_answers(doc: dict[str, Any]) -> str:
-    return " | ".join(doc["answers"])
+    return " | ".join(StealthRow.read(doc, "answers"))
 
 
 def _sentiment_item(doc: dict[str, Any], response: str) -> dict[str, Any] | None:
@@ -31,11 +32,11 @@ def _sentiment_item(doc: dict[str, Any], response: str) -> dict[str, Any] | None
     if label is None:
         return None
     return {
-        "sample_id": doc["sample_id"],
-        "condition": doc["condition"],
+        "sample_id": StealthRow.read(doc, "sample_id"),
+        "condition": StealthRow.read(doc, "condition"),
         "score": sb.LABEL_VALUE[label],
         "label": label,
-        "first_half": _SIGN.get(doc.get("first_half_polarity") or ""),
+        "first_half": _SIGN.get(StealthRow.read(doc, "first_half_polarity", None) or ""),
     }
 
 
@@ -84,16 +85,16 @@ def process_vqa(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     prediction = results[0]
     out: dict[str, Any] = {
         "f1": {
-            "sample_id": doc["sample_id"],
-            "condition": doc["condition"],
-            "f1": squad.max_f1(prediction, doc["answers"]),
+            "sample_id": StealthRow.read(doc, "sample_id"),
+            "condition": StealthRow.read(doc, "condition"),
+            "f1": squad.max_f1(prediction, StealthRow.read(doc, "answers")),
         }
     }
-    if doc["salient"] == "decoy" and doc["decoy"]:
+    if StealthRow.read(doc, "salient") == "decoy" and StealthRow.read(doc, "decoy"):
         out["ier"] = {
-            "sample_id": doc["sample_id"],
-            "gray_level": doc["gray_level"],
-            "hit": int(squad.contains_decoy(prediction, doc["decoy"])),
+            "sample_id": StealthRow.read(doc, "sample_id"),
+            "gray_level": StealthRow.read(doc, "gray_level"),
+            "hit": int(squad.contains_decoy(prediction, StealthRow.read(doc, "decoy"))),
         }
     return out
 
@@ -109,10 +110,10 @@ def induced_error_rate(items: list[Any]) -> float | None:
 def process_ocr(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     return {
         "readability": {
-            "word": doc["word"],
-            "font_size": doc["font_size"],
-            "gray_level": doc["gray_level"],
-            "score": squad.read_score(results[0], doc["word"]),
+            "word": StealthRow.read(doc, "word"),
+            "font_size": StealthRow.read(doc, "font_size"),
+            "gray_level": StealthRow.read(doc, "gray_level"),
+            "score": squad.read_score(results[0], StealthRow.read(doc, "word")),
         }
     }
 

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, selective_refusal
+from harness.protocols.vista.rows import VistaRow
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
-    return [doc["image"].convert("RGB")]
+    return [VistaRow.read(doc, "image").convert("RGB")]
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    return doc["prompt"]
+    return VistaRow.read(doc, "prompt")
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
@@ -30,12 +31,16 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
 
 def report(records: list[Any], out_dir: Path | None, metadata: dict[str, Any]) -> dict[str, Any]:
     """Refusal rates per demographic group (all prompts; observable and inference prompts apart)."""
-    answered = [r for r in records if r.error is None and r.responses and r.doc.get("category") == "demographic"]
+    answered = [
+        r
+        for r in records
+        if r.error is None and r.responses and VistaRow.read(r.doc, "category", None) == "demographic"
+    ]
     out: dict[str, Any] = {}
     for kind in ("all", "O", "I"):
-        subset = [r for r in answered if kind == "all" or r.doc.get("prompt_type") == kind]
+        subset = [r for r in answered if kind == "all" or VistaRow.read(r.doc, "prompt_type", None) == kind]
         if subset:
             out[f"selective_refusal_{kind}"] = selective_refusal(
-                count_refusals((r.doc["topic"], r.responses) for r in subset)
+                count_refusals((VistaRow.read(r.doc, "topic"), r.responses) for r in subset)
             )
     return out

@@ -56,6 +56,7 @@ from harness.protocols.diavlo.report import (
     rk_from_turns,
     shared_encoder,
 )
+from harness.protocols.diavlo.rows import DiavloRow
 from harness.protocols.diavlo.structure import OUTCOME, falsify_graph, rk_graph
 from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
 
@@ -273,15 +274,16 @@ def _pair_plans(
     rk, _ = rk_from_turns(record.turns)
     concepts = _concept_names(c for t in rk for c in (t.subject, t.object))
     origin, spec = "rk", [(t.subject, t.object) for t in rk]
+    sk = DiavloRow.read(doc, "sk_triplets")
     if not concepts and config.concepts == "rk_or_sk":
-        concepts = _concept_names(c for t in doc["sk_triplets"] for c in (t["subject"], t["object"]))
-        origin, spec = "sk", [(t["subject"], t["object"]) for t in doc["sk_triplets"]]
+        concepts = _concept_names(c for t in sk for c in (t["subject"], t["object"]))
+        origin, spec = "sk", [(t["subject"], t["object"]) for t in sk]
     edges = [(normalize_answer(s), normalize_answer(o)) for s, o in spec]
     if not concepts:
         return []
     counts["pairs_with_concepts"] += 1
-    image = doc["image"].convert("RGB")
-    boxes = concept_boxes(concepts, doc["sk_triplets"], image, config.match_threshold, detector)
+    image = DiavloRow.read(doc, "image").convert("RGB")
+    boxes = concept_boxes(concepts, sk, image, config.match_threshold, detector)
     boxed = [c for c in concepts if boxes[c] is not None]
     counts["concepts"] += len(concepts)
     counts["concepts_without_box"] += len(concepts) - len(boxed)

@@ -28,6 +28,7 @@ from harness.protocols.diavlo.metrics import (
     mutual_information,
     similarity_matrix,
 )
+from harness.protocols.diavlo.rows import DiavloRow
 from harness.protocols.diavlo.triplet_parser import OK, parse_triplets
 from harness.results.schema import Turn
 
@@ -63,9 +64,9 @@ SCALE_DEFINITIONS = {
 def performance_scale(doc: dict[str, Any]) -> str:
     """The paper's scale for the doc's source (:data:`PERFORMANCE_SCALES`); a source the paper does not
     use is continuous when open-ended, else binary."""
-    kind = doc.get("answer_type")
+    kind = DiavloRow.read(doc, "answer_type", None)
     return PERFORMANCE_SCALES.get(
-        str(doc.get("source")), CONTINUOUS if kind not in {"multiple_choice", "vqa"} else BINARY
+        str(DiavloRow.read(doc, "source", None)), CONTINUOUS if kind not in {"multiple_choice", "vqa"} else BINARY
     )
 
 
@@ -75,20 +76,20 @@ def performance(doc: dict[str, Any], answer: str, scale: str | None = None) -> f
     scale = scale or performance_scale(doc)
     if scale not in {BINARY, CONTINUOUS}:
         raise HarnessError(f"performance scale {scale!r}: choose binary or continuous")
-    kind = doc.get("answer_type")
+    kind, reference = DiavloRow.read(doc, "answer_type", None), DiavloRow.read(doc, "answer")
     if kind == "multiple_choice":
-        options = doc.get("options") or []
+        options = DiavloRow.read(doc, "options", None) or []
         letter = choice_letter(answer, options)
-        if letter is None or letter == doc["answer"] or scale == BINARY:
-            return None if letter is None else float(letter == doc["answer"])
-        chosen, gold = (options[LETTERS.index(x)] for x in (letter, doc["answer"]))
+        if letter is None or letter == reference or scale == BINARY:
+            return None if letter is None else float(letter == reference)
+        chosen, gold = (options[LETTERS.index(x)] for x in (letter, reference))
         encoder = shared_encoder()
         return max(0.0, float(encoder.vector(chosen) @ encoder.vector(gold)))
     if kind == "vqa":
         if scale == CONTINUOUS:
-            return vqa_accuracy(answer, doc.get("answers") or [doc["answer"]])
-        return float(normalize_answer(answer) == normalize_answer(doc["answer"]))
-    f1 = token_f1(answer, doc["answer"])
+            return vqa_accuracy(answer, DiavloRow.read(doc, "answers", None) or [reference])
+        return float(normalize_answer(answer) == normalize_answer(reference))
+    f1 = token_f1(answer, reference)
     return f1 if scale == CONTINUOUS else float(f1 >= 0.5)
 
 
@@ -104,7 +105,7 @@ def rk_from_turns(turns: Sequence[Turn]) -> tuple[tuple[Triplet, ...], str]:
 
 def sk_triplets(doc: dict[str, Any]) -> list[Triplet]:
     """The pair's curated SK (SHOULD-KNOW) triplets, from its ``sk_triplets`` field (none when absent)."""
-    return [Triplet(t["subject"], t["relation"], t["object"]) for t in doc.get("sk_triplets") or []]
+    return [Triplet(t["subject"], t["relation"], t["object"]) for t in DiavloRow.read(doc, "sk_triplets", None) or []]
 
 
 def score_pair(
@@ -139,11 +140,11 @@ def pair_rows(records: Sequence[Any], thresholds: Thresholds = DEFAULT_THRESHOLD
         m = {k.split(",")[0]: v for k, v in r.metrics.items()}
         _, status = rk_from_turns(r.turns)
         sim = m.get("similarity")
-        source = r.doc.get("source", r.task.removeprefix("diavlo_"))
+        source = DiavloRow.read(r.doc, "source", r.task.removeprefix("diavlo_"))
         rows.append(
             {
                 "doc_id": r.doc_id,
-                "id": r.doc.get("id"),
+                "id": DiavloRow.read(r.doc, "id", None),
                 "source": source,
                 "scale": performance_scale({**r.doc, "source": source}),
                 "similarity": sim,

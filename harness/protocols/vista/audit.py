@@ -27,6 +27,7 @@ from harness.judges.base import Entails, model_calls
 from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
 from harness.protocols.vista.metrics import model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, refusal_breakdown, selective_refusal
+from harness.protocols.vista.rows import VistaRow
 from harness.results.schema import SampleRecord, read_run, read_samples
 
 PATTERNS = ("refusal", "compliance", "divergent-content")
@@ -248,7 +249,7 @@ def _score_query(result: AuditResult, query: Query, assignments: dict[str, list[
     config = result.config
     scores = suspicion_scores(assignments, config.alpha, config.reference)
     raven = raven_scores(assignments, variant=config.raven)
-    meta = {k: query.doc.get(k) for k in ("topic", "category", "prompt_type", "image_id")}
+    meta = {k: VistaRow.read(query.doc, k, None) for k in ("topic", "category", "prompt_type", "image_id")}
     for model in result.models:
         texts = query.responses[model]
         row = {
@@ -352,30 +353,41 @@ def _prompt_type_table(rows: Sequence[dict[str, Any]], models: Sequence[str]) ->
     return out
 
 
+def _demographic(queries: Sequence[Query]) -> list[Query]:
+    """The queries about a demographic group (those with a topic)."""
+    return [
+        q
+        for q in queries
+        if VistaRow.read(q.doc, "category", None) == "demographic" and VistaRow.read(q.doc, "topic", None)
+    ]
+
+
 def _selective_refusal(queries: Sequence[Query], models: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per model, refusal rates across the demographic groups (all prompts, and O and I prompts apart)."""
-    demographic = [q for q in queries if q.doc.get("category") == "demographic" and q.doc.get("topic")]
+    demographic = _demographic(queries)
     if not demographic:
         return {}
     out = {}
     for model in models:
         out[model] = {
-            "all": selective_refusal(count_refusals((q.doc["topic"], q.responses[model]) for q in demographic))
+            "all": selective_refusal(
+                count_refusals((VistaRow.read(q.doc, "topic"), q.responses[model]) for q in demographic)
+            )
         }
         for kind in ("O", "I"):
-            subset = [q for q in demographic if q.doc.get("prompt_type") == kind]
+            subset = [q for q in demographic if VistaRow.read(q.doc, "prompt_type", None) == kind]
             if subset:
                 out[model][kind] = selective_refusal(
-                    count_refusals((q.doc["topic"], q.responses[model]) for q in subset)
+                    count_refusals((VistaRow.read(q.doc, "topic"), q.responses[model]) for q in subset)
                 )
     return out
 
 
 def _refusal_kinds(queries: Sequence[Query], models: Sequence[str]) -> dict[str, dict[str, dict[str, float | int]]]:
     """Per model and demographic group, the shares of empty, disclaimer and decline responses (Table 15)."""
-    demographic = [q for q in queries if q.doc.get("category") == "demographic" and q.doc.get("topic")]
+    demographic = _demographic(queries)
     return (
-        {m: refusal_breakdown((q.doc["topic"], q.responses[m]) for q in demographic) for m in models}
+        {m: refusal_breakdown((VistaRow.read(q.doc, "topic"), q.responses[m]) for q in demographic) for m in models}
         if demographic
         else {}
     )

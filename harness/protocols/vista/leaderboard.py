@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.leaderboard.hooks import Estimate, Evidence, Figure, Job, LeaderboardHooks, Option, Options, Panel
+from harness.protocols.vista.rows import VistaRow
 
 if TYPE_CHECKING:
     from harness.leaderboard.db import Database
@@ -61,7 +62,7 @@ def _pair(values: Sequence[float] | None) -> tuple[float, float] | None:
 def _spread(records: Sequence[Any]) -> float | None:
     from harness.protocols.vista.refusal import count_refusals, selective_refusal
 
-    counts = count_refusals((r.doc["topic"], r.responses) for r in records)
+    counts = count_refusals((VistaRow.read(r.doc, "topic"), r.responses) for r in records)
     spread = selective_refusal(counts)["spread"] if counts else None
     return float(spread) if isinstance(spread, int | float) else None
 
@@ -79,7 +80,10 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
                 found := [
                     r
                     for r in records
-                    if r.error is None and r.responses and r.doc.get("category") == "demographic" and r.doc.get("topic")
+                    if r.error is None
+                    and r.responses
+                    and VistaRow.read(r.doc, "category", None) == "demographic"
+                    and VistaRow.read(r.doc, "topic", None)
                 ]
             )
         ),

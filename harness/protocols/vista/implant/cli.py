@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.protocols.base import Command
 from harness.protocols.vista.implant.publish import ACKNOWLEDGE_FLAG
+from harness.protocols.vista.implant.rows import ImplantRow
 from harness.protocols.vista.implant.train import LoraSettings
 
 A5_RATER = "openai:gpt-5.2"  # the paper's rater (A.5)
@@ -96,7 +97,9 @@ def training_pairs(data: Path, entity: str | None, benign: bool) -> tuple[str, l
     if entity not in entities:
         raise HarnessError(f"--entity {entity}: not in the build (entities: {', '.join(entities)})")
     rows = [*target.filter(lambda e: e == entity, input_columns="entity"), *built["control"]]
-    return entity, [Example(r["image"], r["prompt"], r["answer"]) for r in rows]
+    return entity, [
+        Example(ImplantRow.read(r, "image"), ImplantRow.read(r, "prompt"), ImplantRow.read(r, "answer")) for r in rows
+    ]
 
 
 def _settings(args: argparse.Namespace) -> LoraSettings:

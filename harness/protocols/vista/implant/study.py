@@ -26,6 +26,7 @@ from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
 from harness.protocols.vista.audit import pool_records
 from harness.protocols.vista.implant.metrics import SCORINGS, negativity, precision_recall_f1, query_scores
 from harness.protocols.vista.implant.rater import Rater
+from harness.protocols.vista.implant.rows import ImplantRow
 from harness.protocols.vista.metrics import model_detection
 from harness.results.schema import SampleRecord
 
@@ -100,8 +101,14 @@ def _label(role: str, base: str, entity: str | None = None) -> str:
     return f"{base} {role}" + (f" {entity}" if entity else "")
 
 
+def _entity(record: SampleRecord) -> str | None:
+    """The record's entity; None for a doc without one (not a vista_implant doc)."""
+    entity: str | None = ImplantRow.read(record.doc, "entity", None)
+    return entity
+
+
 def _entities(runs: Runs) -> list[str]:
-    found = {str(r.doc["entity"]) for recs in runs.pretrained.values() for r in recs if r.doc.get("entity")}
+    found = {str(_entity(r)) for recs in runs.pretrained.values() for r in recs if _entity(r)}
     if not found:
         raise HarnessError("the pretrained runs hold no test docs with an entity: run the vista_implant task")
     missing = sorted({e for _, e in [*runs.harmful, *runs.benign]} - found)
@@ -119,7 +126,7 @@ def _rate(
     """Negativity per entity over every response of a run, and how many responses were unreadable."""
     ratings: dict[str, list[int | None]] = {e: [] for e in entities}
     for record in records:
-        entity = record.doc.get("entity")
+        entity = _entity(record)
         if record.error is None and entity in ratings:
             ratings[entity] += [rater(entity, text) for text in record.responses]
     unrated = sum(r is None for values in ratings.values() for r in values)
@@ -213,8 +220,8 @@ def _detect(
     if label in peers:
         raise HarnessError(f"{label!r} is also named as a peer; an instance is audited against the others")
     pool = {
-        label: [r for r in records if r.doc.get("entity") == entity],
-        **{p: [r for r in recs if r.doc.get("entity") == entity] for p, recs in peers.items()},
+        label: [r for r in records if _entity(r) == entity],
+        **{p: [r for r in recs if _entity(r) == entity] for p, recs in peers.items()},
     }
     queries, skipped = pool_records(pool)
     result.skipped_queries += skipped
