@@ -9,9 +9,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from builders.options import option
 from builders.publish import write_hub_folder
+from harness.protocols.rows import ImageCell, Row
 
 REPO_ID = "vlm-audit/shapes"
 COLORS = {"red": (220, 30, 30), "green": (30, 170, 60), "blue": (40, 70, 220), "yellow": (235, 210, 40)}
@@ -38,6 +40,18 @@ def draw(kind: str, color: tuple[int, int, int], rng: random.Random) -> object:
 
 
 @dataclass(frozen=True)
+class ShapesRow(Row):
+    """One image with its shape's color and kind (the answers of ``shapes_color`` and ``shapes_kind``)."""
+
+    DATASET: ClassVar[str] = "shapes"
+
+    id: str
+    image: ImageCell
+    color: str
+    kind: str
+
+
+@dataclass(frozen=True)
 class Options:
     """What ``harness build shapes`` takes."""
 
@@ -47,18 +61,14 @@ class Options:
 
 def build(out: Path, options: Options) -> Path:
     """Draw ``n`` shapes (all color x kind combinations, cycled) with positions from ``seed``."""
-    from datasets import Dataset, DatasetDict, Features, Image, Value
+    from datasets import Dataset, DatasetDict
 
     n, seed = options.n, options.seed
     rng = random.Random(seed)
-    rows = {"id": [], "image": [], "color": [], "kind": []}
     combos = [(c, k) for c in COLORS for k in KINDS]
+    rows = []
     for i in range(n):
         color, kind = combos[i % len(combos)]
-        rows["id"].append(f"shape-{i:04d}")
-        rows["image"].append(draw(kind, COLORS[color], rng))
-        rows["color"].append(color)
-        rows["kind"].append(kind)
-    features = Features({"id": Value("string"), "image": Image(), "color": Value("string"), "kind": Value("string")})
-    dataset = DatasetDict({"test": Dataset.from_dict(rows, features=features)})
+        rows.append(ShapesRow(f"shape-{i:04d}", draw(kind, COLORS[color], rng), color, kind))
+    dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in rows], features=ShapesRow.features())})
     return write_hub_folder(dataset, out, "shapes", {"num_rows": n, "seed": seed})

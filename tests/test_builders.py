@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from builders import build_dataset
+from builders.shapes import ShapesRow
 from harness.errors import HarnessError
 
 
@@ -24,11 +25,19 @@ def test_build_is_deterministic_and_loads_with_load_dataset(tmp_path: Path) -> N
     c = build_dataset("shapes", tmp_path / "c", seed=4)
     assert _digest(a) == _digest(b) != _digest(c)
     ds = load_dataset(str(a), split="test")
-    assert len(ds) == 96 and set(ds.column_names) == {"id", "image", "color", "kind"}
+    assert len(ds) == 96 and ds.features == ShapesRow.features()
     assert ds[0]["image"].size == (56, 56) and ds[0]["color"] == "red"
     card = DatasetCard.load(a / "README.md")
     assert card.data.license == "cc0-1.0" and card.data.configs[0]["data_files"][0]["split"] == "test"
     assert "seed 3" in card.text
+
+
+def test_shapes_row_features_are_the_builders_features() -> None:
+    """``ShapesRow`` generates the Features the shapes builder wrote before it wrote ``ShapesRow``s."""
+    assert repr(ShapesRow.features()) == (
+        "{'id': Value('string'), 'image': Image(mode=None, decode=True), 'color': Value('string'), "
+        "'kind': Value('string')}"
+    )
 
 
 def test_unknown_builder() -> None:
