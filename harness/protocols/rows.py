@@ -55,15 +55,15 @@ class Row:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The dataset's column names, in the dataset's order."""
-        return tuple(f.name for f in dataclasses.fields(_as_dataclass(cls)))
+        return _columns(cls)
 
     @classmethod
     def features(cls) -> Any:
         """The ``datasets.Features`` the builder writes these rows with."""
         # datasets (and pyarrow) load only where a builder needs features, not where a task reads a doc.
-        from datasets import Features
+        import datasets
 
-        return Features(_struct(cls))
+        return datasets.Features(_struct(cls, datasets))
 
     def to_dict(self) -> dict[str, Any]:
         """The row as ``Dataset.from_list`` takes it: nested dataclasses as dicts, values as given."""
@@ -84,42 +84,53 @@ class Row:
         )
 
 
+_COLUMNS: dict[type, tuple[str, ...]] = {}
+
+
+def _columns(cls: type) -> tuple[str, ...]:
+    """``cls``'s field names, computed once per class (``read`` checks every name it is given)."""
+    if cls not in _COLUMNS:
+        _COLUMNS[cls] = tuple(f.name for f in dataclasses.fields(_as_dataclass(cls)))
+    return _COLUMNS[cls]
+
+
 def _as_dataclass(cls: type) -> Any:
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a dataclass")
     return cls
 
 
-def _struct(cls: type) -> dict[str, Any]:
+def _struct(cls: type, ds: Any) -> dict[str, Any]:
+    """``cls``'s fields as features, built with the ``datasets`` module ``ds``."""
     hints = typing.get_type_hints(cls, include_extras=True)
-    return {f.name: _feature(hints[f.name], f"{cls.__name__}.{f.name}") for f in dataclasses.fields(_as_dataclass(cls))}
+    return {
+        f.name: _feature(hints[f.name], f"{cls.__name__}.{f.name}", ds) for f in dataclasses.fields(_as_dataclass(cls))
+    }
 
 
-def _feature(hint: Any, where: str) -> Any:
-    from datasets import Image, Sequence, Value
-
+def _feature(hint: Any, where: str, ds: Any) -> Any:
     origin = typing.get_origin(hint)
     if origin is Annotated:
         base, *marks = typing.get_args(hint)
         for mark in marks:
             if isinstance(mark, ImageMark):
-                return Image()
+                return ds.Image()
             if isinstance(mark, Dtype):
-                return Value(mark.name)
-        return _feature(base, where)
+                return ds.Value(mark.name)
+        return _feature(base, where, ds)
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(options) != 1:
             raise TypeError(f"{where}: a column holds one type (or None), not {hint}")
-        return _feature(options[0], where)
+        return _feature(options[0], where, ds)
     if origin is list:
         (item,) = typing.get_args(hint)
-        inner = _feature(item, where)
-        return [inner] if isinstance(inner, dict) else Sequence(inner)
+        inner = _feature(item, where, ds)
+        return [inner] if isinstance(inner, dict) else ds.Sequence(inner)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _struct(hint)
+        return _struct(hint, ds)
     if hint in _SCALARS:
-        return Value(_SCALARS[hint])
+        return ds.Value(_SCALARS[hint])
     raise TypeError(f"{where}: no datasets feature for {hint}")
 
 
