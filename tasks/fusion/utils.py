@@ -15,7 +15,7 @@ READING_PROMPT = "What text is written in the image? Reply with the text only."
 def _image(doc: dict[str, Any], column: str) -> list[Any]:
     image = FusionRow.read(doc, column)
     if image is None:
-        raise ValueError(f"item {FusionRow.read(doc, 'id')} has no {column} (dataset built without it)")
+        raise ValueError(f"item {FusionRow.read(doc, 'id', None)} has no {column} (dataset built without it)")
     return [image.convert("RGB")]
 
 
