@@ -77,3 +77,14 @@ def test_task_glue_names_a_missing_column() -> None:
     assert_missing_column(utils.doc_to_text, doc, "technique")
     assert_missing_column(lambda d: utils.process_results(d, ["Fully Literal"]), doc, "item_id")
     assert_missing_column(utils.doc_to_target, doc, "human_majority")
+
+
+def test_report_names_a_missing_column() -> None:
+    from harness.protocols.mist.report import panels_from_records
+    from harness.results.schema import SampleRecord
+
+    label = {"annotator": "a", "panel": "blind", "condition": "none", "label": 2}
+    doc = {"item_id": "mist-000", "human_labels": [label]}
+    record = SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc)
+    assert panels_from_records([record])["blind"].labels == {"a": {"mist-000": 2}}
+    assert_missing_column(lambda d: panels_from_records([record.model_copy(update={"doc": d})]), doc, "item_id")
