@@ -1,0 +1,61 @@
+"""The layer contract (``[tool.importlinter]`` in pyproject.toml) holds on the real import graph, covers every
+top-level part of ``harness``, and fails on an upward import: the check CI runs is shown to catch one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on the packages under ``tree`` (its own copy of harness and builders come first)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=tree, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def layer_modules() -> set[str]:
+    """Every module the layers contract places."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["id"] == "layers"]
+    return {name.strip() for layer in layers for name in layer.replace("|", ":").split(":")}
+
+
+def test_every_top_level_part_of_harness_has_a_layer() -> None:
+    """A new top-level module or package must be placed in the contract, so none is left unchecked."""
+    parts = {
+        f"harness.{p.stem if p.suffix == '.py' else p.name}"
+        for p in (ROOT / "harness").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    assert parts - layer_modules() == set()
+    assert layer_modules() - parts - {"builders"} == set()
+
+
+def test_the_contract_holds_and_an_upward_import_breaks_it(tmp_path: Path) -> None:
+    """The tree as committed keeps every contract; the same tree with the engine importing the CLI does not,
+    and the report names the offending import."""
+    for part in ("harness", "builders"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    kept = lint_imports(tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    assert "broken" not in kept.stdout.lower().replace("0 broken", "")
+
+    requests = tmp_path / "harness" / "engine" / "requests.py"
+    requests.write_text(
+        requests.read_text() + "\n\ndef _upward() -> None:\n    import harness.cli.eval  # noqa: F401\n"
+    )
+    broken = lint_imports(tmp_path)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "harness.engine is not allowed to import harness.cli" in broken.stdout
+    assert "harness.engine.requests -> harness.cli.eval" in broken.stdout
