@@ -3,6 +3,7 @@ top-level part of ``harness``, and fails on an upward import: the check CI runs 
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -10,9 +11,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import grimp
+
 from tests.conftest import ROOT
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+FIRST_PARTY = ("harness", "builders")
 
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
@@ -59,3 +63,31 @@ def test_the_contract_holds_and_an_upward_import_breaks_it(tmp_path: Path) -> No
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "harness.engine is not allowed to import harness.cli" in broken.stdout
     assert "harness.engine.requests -> harness.cli.eval" in broken.stdout
+
+
+def local_imports(root: Path) -> list[tuple[str, int, str]]:
+    """(module, line, imported module) for every ``from harness|builders... import`` inside a function."""
+    found = []
+    for path in sorted([*(root / "harness").rglob("*.py"), *(root / "builders").rglob("*.py")]):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in FIRST_PARTY:
+                    found.append((module, node.lineno, node.module))
+    return found
+
+
+def test_no_function_local_import_hides_a_cycle() -> None:
+    """A function-local import of the project's own code is there to keep a command's load light (the CLI
+    imports a command's engine only when it runs), never to dodge a cycle: none of them points at a module
+    that imports, directly or not, the module it is in."""
+    graph = grimp.build_graph(*FIRST_PARTY, include_external_packages=False)
+    hiding = [
+        f"{module}:{line} imports {imported}, which imports {module} back"
+        for module, line, imported in local_imports(ROOT)
+        if imported in graph.modules and graph.find_shortest_chain(importer=imported, imported=module)
+    ]
+    assert hiding == []
