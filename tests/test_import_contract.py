@@ -9,9 +9,11 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import grimp
+from packaging.requirements import Requirement
 
 from tests.conftest import ROOT
 
@@ -91,3 +93,65 @@ def test_no_function_local_import_hides_a_cycle() -> None:
         if imported in graph.modules and graph.find_shortest_chain(importer=imported, imported=module)
     ]
     assert hiding == []
+
+
+def extra_only_packages() -> dict[str, set[str]]:
+    """Import name -> the extras that bring it, for every distribution only an extra installs (neither a core
+    dependency nor one of theirs)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    core: set[str] = set()
+    todo = [Requirement(r) for r in project["dependencies"]]
+    while todo:
+        req = todo.pop()
+        if norm(req.name) in core or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue
+        core.add(norm(req.name))
+        try:
+            todo += [Requirement(r) for r in metadata.requires(req.name) or []]
+        except metadata.PackageNotFoundError:
+            continue
+    extras: dict[str, set[str]] = {}
+    for extra, reqs in project["optional-dependencies"].items():
+        if extra in ("test", "dev"):  # the contributors' tools, not a user's extra
+            continue
+        for req in map(Requirement, reqs):
+            if norm(req.name) not in core and norm(req.name) != norm(project["name"]):
+                extras.setdefault(norm(req.name), set()).add(extra)
+    return {
+        module: set().union(*(extras[norm(d)] for d in dists if norm(d) in extras))
+        for module, dists in metadata.packages_distributions().items()
+        if any(norm(d) in extras for d in dists) and not any(norm(d) in core for d in dists)
+    }
+
+
+def _block_above(lines: list[str], index: int) -> str:
+    """The import lines just above ``lines[index]`` and the line before them: one comment serves a block."""
+    start = index
+    while start > 0 and lines[start - 1].lstrip().startswith(("import ", "from ")):
+        start -= 1
+    return " ".join(lines[max(start - 1, 0) : index])
+
+
+def test_function_local_imports_of_an_extra_name_it() -> None:
+    """A package only an extra installs is imported inside the function that needs it, and the import (or the
+    lines above it in its import block) names the extra, ``[vista]``: the reader sees why the import is local and what to install."""
+    extras = extra_only_packages()
+    assert extras["peft"] == {"vista"} and "torch" not in extras  # the reading of pyproject.toml works
+    unnamed = []
+    for path in sorted([*(ROOT / "harness").rglob("*.py"), *(ROOT / "builders").rglob("*.py")]):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                    module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                    wanted = extras.get((module or "").split(".")[0], set())
+                    near = lines[node.lineno - 1] + " " + _block_above(lines, node.lineno - 1)
+                    if wanted and not any(f"[{extra}]" in near for extra in wanted):
+                        unnamed.append(f"{path.relative_to(ROOT)}:{node.lineno} {module} ({', '.join(sorted(wanted))})")
+    assert unnamed == []

@@ -187,7 +187,7 @@ def make_engine(url: str) -> Engine:
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (creates it in an empty database)."""
-    from alembic import command
+    from alembic import command  # the [leaderboard] extra
     from alembic.config import Config
 
     config = Config()

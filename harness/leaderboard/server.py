@@ -412,7 +412,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serves the leaderboard app with uvicorn until interrupted."""
-    import uvicorn
+    import uvicorn  # the [leaderboard] extra
 
     app = create_app(settings)
     print(f"leaderboard: http://{host}:{port}/  (database {app.state.db.engine.url!r})")
