@@ -137,8 +137,8 @@ def _block_above(lines: list[str], index: int) -> str:
 
 
 def test_function_local_imports_of_an_extra_name_it() -> None:
-    """A package only an extra installs is imported inside the function that needs it, and the import (or the
-    lines above it in its import block) names the extra, ``[vista]``: the reader sees why the import is local and what to install."""
+    """A package only an extra installs is imported inside the function that needs it, and the import (or its
+    import block) names the extra, ``[vista]``: the reader sees why the import is local and what to install."""
     extras = extra_only_packages()
     assert extras["peft"] == {"vista"} and "torch" not in extras  # the reading of pyproject.toml works
     unnamed = []
