@@ -74,20 +74,19 @@ UNCOMPARED: tuple[str, ...] = (
 CHECKOUT_PATHS: tuple[str, ...] = ("configs.*.source",)
 
 
-def _env(work: Path, k: int) -> dict[str, str]:
+def _env(work: Path, index: int) -> dict[str, str]:
     """A clean environment: this checkout's code, a fresh harness cache (shared by the commands: the tiny
-    model is built once, under a lock) and a datasets cache of the ``k``-th command's own, offline, one
-    thread."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_", "HF_"))}
+    model is built once, under a lock) and a datasets cache of the ``index``-th command's own, offline, one
+    CPU thread (a float sum split over threads may round differently from one machine to another)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("HARNESS_", "HF_"))}
     env.update(
         PYTHONPATH=str(ROOT),
         HARNESS_CACHE=str(work / "cache"),
-        HF_DATASETS_CACHE=str(work / f"hf-datasets-{k}"),
+        HF_DATASETS_CACHE=str(work / f"hf-datasets-{index}"),
         HF_HUB_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
-        PYTHONHASHSEED="0",
     )
     return env
 
