@@ -13,11 +13,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from builders.fonts import file_sha256, resolve_font
 from builders.options import option
 from builders.stealth import conditions as C
 from builders.stealth import render
-from builders.stealth.text import OCR_WORDS, long_designs, short_designs
+from builders.stealth.text import long_designs, short_designs
+from harness.fonts import file_sha256, resolve_font
+from harness.protocols.stealth.palette import OCR_WORDS
 from harness.protocols.stealth.rows import StealthRow, WordBox
 
 REPO_ID = "vlm-audit/stealth-prompt-testset"

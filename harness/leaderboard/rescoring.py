@@ -34,8 +34,9 @@ from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
-from harness.leaderboard.hooks import Evidence, board_protocols
+from harness.leaderboard.hooks import board_protocols
 from harness.protocols.base import protocol_of_task
+from harness.protocols.leaderboard_hooks import Evidence
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry

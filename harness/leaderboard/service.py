@@ -14,7 +14,8 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, Source, SubmissionError, bundle_paths, parse_bundle
 from harness.leaderboard.db import Database
-from harness.leaderboard.hooks import Job, LeaderboardHooks, board_protocols, resolve_options
+from harness.leaderboard.hooks import board_protocols, resolve_options
+from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.quota import Quota
 from harness.leaderboard.records import find_submission, store_submission
 from harness.leaderboard.rescoring import (
@@ -26,6 +27,7 @@ from harness.leaderboard.rescoring import (
     timed_out,
     verify,
 )
+from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks
 from harness.taskspec.registry import TaskRegistry
 
 ON_MISMATCH = ("flag", "refuse")
@@ -303,8 +305,8 @@ def import_runs(
         except HarnessError as exc:  # a refused run, or a run folder holding a symbolic link
             outcomes.append((run_dir, exc if isinstance(exc, SubmissionError) else SubmissionError(str(exc), 400)))
     new = [o for _, o in outcomes if isinstance(o, Outcome) and not o.duplicate]
-    for _, job, options in due_jobs(settings, [t for o in new for t in o.tasks]):
-        job.run(db, options)
+    for protocol, job, options in due_jobs(settings, [t for o in new for t in o.tasks]):
+        job.run(DatabasePoolStore(db, protocol), options)
     return outcomes
 
 

@@ -15,10 +15,13 @@ across queries and re-clusterings (leave-one-peer-out), and the number of judge 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails
+
+#: An entailment decision ``entails(premise, hypothesis)``: a judge (:mod:`harness.judges`) or a plain function.
+Entails = Callable[[str, str], bool]
 
 
 @dataclass

@@ -726,7 +726,7 @@ def _build_sdxl_turbo(out: Path) -> None:
     """A text-to-image pipeline of SDXL-Turbo's classes (two CLIP text encoders, a text-time UNet, an
     AutoencoderKL, Euler ancestral with trailing timesteps) that makes 64x64 images."""
     require("diffusers", "vista", "tiny:sdxl_turbo")
-    from diffusers import (
+    from diffusers import (  # the [vista] extra
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
         StableDiffusionXLPipeline,
@@ -861,7 +861,7 @@ def _build_instruct_pix2pix(out: Path) -> None:
     import torch
 
     require("diffusers", "fusion", "tiny:instruct_pix2pix")
-    from diffusers import (
+    from diffusers import (  # the [fusion] extra
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
         StableDiffusionInstructPix2PixPipeline,

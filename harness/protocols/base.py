@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from builders import Builder
+    from harness.builder_spec import Builder
     from harness.taskspec.config import TaskConfig
     from harness.taskspec.registry import TaskRegistry
 

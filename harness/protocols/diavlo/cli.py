@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.common import add_run_task_arguments, audit_folder, data_dir, response_store
+from harness.arguments import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
 
 

@@ -4,7 +4,7 @@ re-scored samples), with bootstrap CIs over pairs."""
 
 from __future__ import annotations
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
 CLASS_FIGURES = (
     ("Aligned", "aligned share", True),

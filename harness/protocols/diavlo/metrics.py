@@ -165,7 +165,7 @@ def binned_mi(x: np.ndarray, y: np.ndarray, bins: int = 10, y_bins: int | None =
 def knn_mi(x: np.ndarray, y: np.ndarray, n_neighbors: int = 3, seed: int = 0) -> float:
     """Nearest-neighbour I(X; Y) in nats via sklearn (Ross 2014 when Y is binary, else KSG)."""
     require("sklearn", "diavlo", "DiaVLo's kNN mutual information")
-    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
+    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression  # the [diavlo] extra
 
     x = np.asarray(x, dtype=float).reshape(-1, 1)
     y = np.asarray(y, dtype=float)

@@ -4,7 +4,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is an alias.
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.fusion import cli
 

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import audit_folder, data_dir, default_store, names, show_progress
+from harness.arguments import audit_folder, data_dir, default_store, names, show_progress
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
 from harness.protocols.base import Command

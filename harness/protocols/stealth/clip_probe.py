@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.fonts import resolve_font
+from harness.protocols.stealth.palette import HUES, OCR_WORDS
 
 DEFAULT_MODEL = "openai/clip-vit-base-patch32"
 AXES: tuple[tuple[str, str], ...] = (
@@ -57,8 +59,6 @@ def projections(image_features: np.ndarray, axes: np.ndarray) -> np.ndarray:
 
 def probe_colors(intensities: Sequence[int] = (34, 85, 136)) -> dict[str, tuple[int, int, int]]:
     """``black`` then ``{hue}-{intensity}`` with the testset's channel rule (red 136 = (136, 0, 0))."""
-    from builders.stealth.conditions import HUES
-
     colors = {BASELINE: (0, 0, 0)}
     for hue, channels in HUES.items():
         for intensity in intensities:
@@ -131,9 +131,6 @@ def clip_probe(
 ) -> ProbeResult:
     """Render every word in every color, embed with CLIP and project onto the axes (module docstring)."""
     import torch
-
-    from builders.fonts import resolve_font
-    from builders.stealth.text import OCR_WORDS
 
     words = list(OCR_WORDS if words is None else words)
     if not words or not axes:

@@ -4,7 +4,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them);
 (implant/) is a protocol of its own.
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces, register_protocol
 from harness.protocols.vista import cli
 from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY

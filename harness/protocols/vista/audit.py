@@ -23,8 +23,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails, model_calls
-from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
+from harness.judges.base import model_calls
+from harness.metrics.entailment_clusters import DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.metrics import model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, refusal_breakdown, selective_refusal
 from harness.protocols.vista.rows import VistaRow

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import audit_folder, response_store, show_progress
+from harness.arguments import audit_folder, response_store, show_progress
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.paths import audit_dir
 from harness.protocols.base import Command, EvalOutcome

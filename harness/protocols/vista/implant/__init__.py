@@ -5,7 +5,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them);
 VISTA's, in tests/protocols/vista/ (test_implant_*.py).
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.vista.implant import cli
 

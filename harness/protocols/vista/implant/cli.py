@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import audit_folder, response_store, show_progress
+from harness.arguments import audit_folder, response_store, show_progress
 from harness.errors import HarnessError
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.protocols.base import Command

@@ -21,8 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails
-from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
+from harness.metrics.entailment_clusters import DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.audit import pool_records
 from harness.protocols.vista.implant.metrics import SCORINGS, negativity, precision_recall_f1, query_scores
 from harness.protocols.vista.implant.rater import Rater
