@@ -43,7 +43,8 @@ def configure_logging(verbosity: Verbosity) -> None:
 
 def show_progress(args: argparse.Namespace) -> bool:
     """Whether progress bars are shown: everywhere but at ``--verbosity quiet``."""
-    return args.verbosity != "quiet"
+    verbosity: Verbosity = args.verbosity
+    return verbosity != "quiet"
 
 
 def default_store() -> Path:

@@ -103,7 +103,8 @@ def _add_leaderboard_options(parser: argparse.ArgumentParser) -> None:
 
 def _leaderboard_settings(args: argparse.Namespace) -> Any:
     from harness.leaderboard.bundle import Limits
-    from harness.leaderboard.service import Quota, Settings
+    from harness.leaderboard.quota import Quota
+    from harness.leaderboard.service import Settings
 
     options: dict[str, dict[str, Any]] = {}
     for dest, value in vars(args).items():

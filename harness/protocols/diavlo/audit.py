@@ -119,7 +119,8 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
 
 def is_sampled(n_concepts: int, max_subsets: int) -> bool:
     """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
-    return 2**n_concepts > max_subsets
+    designs: int = 2**n_concepts
+    return designs > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:

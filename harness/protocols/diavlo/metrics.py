@@ -94,7 +94,8 @@ def similarity_matrix(rk: Sequence[Triplet], sk: Sequence[Triplet], encoder: Enc
     """S[i, j] = cosine of RK_i and SK_j (the encoder returns unit rows)."""
     if not rk or not sk:
         return np.zeros((len(rk), len(sk)))
-    return encoder.matrix([t.text() for t in rk]) @ encoder.matrix([t.text() for t in sk]).T
+    cosines: np.ndarray = encoder.matrix([t.text() for t in rk]) @ encoder.matrix([t.text() for t in sk]).T
+    return cosines
 
 
 def best_match(sim: np.ndarray) -> Pairing:

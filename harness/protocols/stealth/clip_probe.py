@@ -42,7 +42,8 @@ BASELINE = "black"
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+    unit: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return unit
 
 
 def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
@@ -52,7 +53,8 @@ def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
 
 def projections(image_features: np.ndarray, axes: np.ndarray) -> np.ndarray:
     """s_k = V(x) . a_k for every image (rows) and axis (columns)."""
-    return _unit(image_features) @ axes.T
+    scores: np.ndarray = _unit(image_features) @ axes.T
+    return scores
 
 
 def probe_colors(intensities: Sequence[int] = (34, 85, 136)) -> dict[str, tuple[int, int, int]]:
@@ -117,7 +119,8 @@ def load_clip(model: str) -> tuple[Any, Any]:
 def _features(out: Any) -> np.ndarray:
     """Projected features whether transformers returns a tensor (4.x) or an output with pooler_output (5.x)."""
     tensor = out if hasattr(out, "detach") else out.pooler_output
-    return tensor.detach().float().cpu().numpy()
+    features: np.ndarray = tensor.detach().float().cpu().numpy()
+    return features
 
 
 def clip_probe(

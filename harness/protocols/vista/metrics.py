@@ -41,7 +41,7 @@ from harness.metrics.entropy import semantic_entropy
 M = TypeVar("M", bound=Hashable)  # a model's key
 
 
-def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict, np.ndarray]:
+def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict[Hashable, int], np.ndarray]:
     clusters = sorted({c for ids in assignments.values() for c in ids}, key=str)
     index = {c: j for j, c in enumerate(clusters)}
     models = list(assignments)
@@ -59,7 +59,8 @@ def _js(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """JS(p || q) row-wise in nats, clamped at 0 so that rounding on identical distributions gives 0
     rather than -1e-17 (whose square root would be NaN)."""
     m = (p + q) / 2
-    return np.clip(0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1), 0.0, None)
+    js: np.ndarray = np.clip(0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1), 0.0, None)
+    return js
 
 
 def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
