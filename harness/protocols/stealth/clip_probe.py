@@ -63,8 +63,9 @@ def probe_colors(intensities: Sequence[int] = (34, 85, 136)) -> dict[str, tuple[
 
     colors = {BASELINE: (0, 0, 0)}
     for hue, channels in HUES.items():
+        r, g, b = channels
         for intensity in intensities:
-            colors[f"{hue}-{intensity}"] = tuple(intensity * c for c in channels)  # type: ignore[assignment]
+            colors[f"{hue}-{intensity}"] = (intensity * r, intensity * g, intensity * b)
     return colors
 
 
@@ -158,7 +159,7 @@ def clip_probe(
             for i in range(0, len(images), batch_size)
         ]
     s = projections(np.concatenate(feats), directions).reshape(len(words), len(colors), len(axes))
-    return ProbeResult(model, words, colors, [tuple(a) for a in axes], s)  # type: ignore[misc]
+    return ProbeResult(model, words, colors, [(p, n) for p, n in axes], s)
 
 
 def hue_effect_figure(result: ProbeResult, path: Path) -> Path:
