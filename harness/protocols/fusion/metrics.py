@@ -346,12 +346,12 @@ def rank_moves(x: Mapping[str, float | None], y: Mapping[str, float | None], thr
     their average rank (scipy's ``rankdata``)."""
     from scipy.stats import rankdata
 
-    models = [m for m in x if x[m] is not None and y.get(m) is not None]
-    if not models:
+    both = [(m, xm, ym) for m, xm in x.items() if xm is not None and (ym := y.get(m)) is not None]
+    if not both:
         return {"ranks": {}, "moved": [], "n_moved": 0, "threshold": threshold}
-    rx = rankdata([float(x[m]) for m in models])  # type: ignore[arg-type]
-    ry = rankdata([float(y[m]) for m in models])  # type: ignore[arg-type]
-    ranks = {m: [float(a), float(b)] for m, a, b in zip(models, rx, ry, strict=True)}
+    rx = rankdata([float(xm) for _, xm, _ in both])
+    ry = rankdata([float(ym) for _, _, ym in both])
+    ranks = {m: [float(a), float(b)] for (m, _, _), a, b in zip(both, rx, ry, strict=True)}
     moved = [m for m, (a, b) in ranks.items() if abs(a - b) >= threshold]
     return {"ranks": ranks, "moved": moved, "n_moved": len(moved), "threshold": threshold}
 
