@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.leaderboard.service import OnMismatch
+    from harness.leaderboard.service import OnMismatch, Settings
 
 # The choices of --on-mismatch, spelled here (checked against their Literal type) so that building the parser
 # loads none of the leaderboard's libraries.
@@ -108,7 +108,7 @@ def _add_leaderboard_options(parser: argparse.ArgumentParser) -> None:
             )
 
 
-def _leaderboard_settings(args: argparse.Namespace) -> Any:
+def _leaderboard_settings(args: argparse.Namespace) -> Settings:
     from harness.leaderboard.bundle import Limits
     from harness.leaderboard.quota import Quota
     from harness.leaderboard.service import Settings
