@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from harness.errors import HarnessError
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
-from harness.protocols.diavlo.metrics import Thresholds
+from harness.protocols.diavlo.metrics import MiEstimator, Thresholds
 from harness.protocols.diavlo.report import (
     BINARY,
     behaviour_summary,
@@ -61,6 +61,10 @@ from harness.results.schema import GenerationSettings, RunResults, SampleRecord,
 
 OUTCOMES = ("flip", "distance")
 
+#: Which concepts a pair occludes: its RK concepts, or its SK concepts when it has no usable RK one.
+ConceptSource = Literal["rk", "rk_or_sk"]
+CONCEPT_SOURCES: tuple[ConceptSource, ...] = get_args(ConceptSource)
+
 
 @dataclass(frozen=True)
 class DiavloAuditConfig:
@@ -68,17 +72,17 @@ class DiavloAuditConfig:
     occlusion-design cap, the RK-SK box-matching cosine, the MI estimator and its resamples, and DML's settings."""
 
     thresholds: Thresholds = field(default_factory=Thresholds)
-    concepts: str = "rk"
+    concepts: ConceptSource = "rk"
     max_subsets: int = 1024
     match_threshold: float = 0.6
-    mi_estimator: str = "knn"
+    mi_estimator: MiEstimator = "knn"
     mi_resamples: int = 1000
     seed: int = 0
     batch_size: int = 1
     dml: DMLSettings = field(default_factory=DMLSettings)
 
     def __post_init__(self) -> None:
-        if self.concepts not in {"rk", "rk_or_sk"}:
+        if self.concepts not in CONCEPT_SOURCES:
             raise HarnessError(f"--concepts must be rk or rk_or_sk, got {self.concepts!r}")
         if self.max_subsets < 2:
             raise HarnessError("--max-subsets must be at least 2 (the original and one occlusion)")
@@ -119,7 +123,8 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
 
 def is_sampled(n_concepts: int, max_subsets: int) -> bool:
     """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
-    return 2**n_concepts > max_subsets
+    designs: int = 2**n_concepts
+    return designs > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.arguments import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
+
+if TYPE_CHECKING:
+    from harness.protocols.diavlo.audit import ConceptSource
+    from harness.protocols.diavlo.metrics import MiEstimator
+
+# The choices of --concepts and --mi-estimator, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+CONCEPT_CHOICES: tuple[ConceptSource, ...] = ("rk", "rk_or_sk")
+MI_ESTIMATOR_CHOICES: tuple[MiEstimator, ...] = ("knn", "binned")
 
 
 def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
@@ -18,7 +28,7 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
     dv.add_argument(
         "--concepts",
-        choices=["rk", "rk_or_sk"],
+        choices=CONCEPT_CHOICES,
         default="rk",
         help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK",
     )
@@ -33,7 +43,7 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--tau-a", type=float, default=0.75)
     dv.add_argument("--tau-e", type=float, default=0.35)
     dv.add_argument("--tau-d", type=float, default=0.35)
-    dv.add_argument("--mi-estimator", choices=["knn", "binned"], default="knn")
+    dv.add_argument("--mi-estimator", choices=MI_ESTIMATOR_CHOICES, default="knn")
     dv.add_argument("--mi-resamples", type=int, default=1000)
     dv.add_argument("--n-folds", type=int, default=3)
     reps = dv.add_mutually_exclusive_group()

@@ -60,8 +60,8 @@ class FusionAuditConfig:
     """The audit's choices: delta against each strengthened attack's own pathway or the whole baseline suite,
     Nat-Evid counted only on edits whose evidence survived, fusion-level overrides, and the bootstrap."""
 
-    delta_mode: str = "pathway"
-    oar_mode: str = "per_item"
+    delta_mode: fm.DeltaMode = "pathway"
+    oar_mode: fm.OarIncreaseMode = "per_item"
     natevid_preserved_only: bool = True
     level_overrides: dict[str, str] = field(default_factory=dict)
     n_resamples: int = 1000
@@ -171,7 +171,7 @@ class FusionAuditResult:
 def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionAuditResult:
     """FusionAudit's figures for every model found in ``run_dirs`` and for each fusion level, with paired
     bootstrap 95% CIs (module docstring)."""
-    if config.delta_mode not in {"pathway", "suite"}:
+    if config.delta_mode not in fm.DELTA_MODES:
         raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
     if config.oar_mode not in fm.OAR_INCREASE_MODES:
         raise HarnessError(f"--oar-increase {config.oar_mode!r}: choose {' or '.join(fm.OAR_INCREASE_MODES)}")

@@ -15,7 +15,13 @@ from harness.protocols.base import Command
 
 if TYPE_CHECKING:
     from harness.protocols.fusion.attacks.run import AttackOptions
+    from harness.protocols.fusion.metrics import DeltaMode, OarIncreaseMode
     from harness.results.attacks import AttackSummary
+
+# The choices of --delta-mode and --oar-increase, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+DELTA_MODE_CHOICES: tuple[DeltaMode, ...] = ("pathway", "suite")
+OAR_INCREASE_CHOICES: tuple[OarIncreaseMode, ...] = ("per_item", "ratio_of_means")
 
 
 def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
@@ -159,13 +165,13 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     )
     fu.add_argument(
         "--delta-mode",
-        choices=["pathway", "suite"],
+        choices=DELTA_MODE_CHOICES,
         default="pathway",
         help="baselines of a strengthened attack: its own pathway's (default) or the whole suite",
     )
     fu.add_argument(
         "--oar-increase",
-        choices=["per_item", "ratio_of_means"],
+        choices=OAR_INCREASE_CHOICES,
         default="per_item",
         help="relative OAR increase over the clean image: mean of per-item ratios (default, the "
         "paper's) or ratio of the mean OARs",

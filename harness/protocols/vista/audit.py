@@ -24,8 +24,8 @@ from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
 from harness.judges.base import model_calls
-from harness.metrics.entailment_clusters import DecisionCache, Entails, cluster_responses
-from harness.protocols.vista.metrics import model_detection, raven_scores, suspicion_scores
+from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
+from harness.protocols.vista.metrics import RavenVariant, Reference, model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, refusal_breakdown, selective_refusal
 from harness.results.schema import SampleRecord, read_run, read_samples
 
@@ -49,14 +49,14 @@ class AuditConfig:
     task: str = "vista"
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
-    reference: str = "all"
+    clustering: ClusteringRule = "components"
+    reference: Reference = "all"
     stability: bool = True  # leave-one-peer-out re-clustering (needs 3+ models)
     # Appendix C.5's grids: alpha (Table 19), theta (Table 21), k (Table 23, up to the stored k).
     alpha_grid: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
     theta_grid: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     k_grid: tuple[int, ...] = (5, 10, 20)
-    raven: str = "binary"  # the RAVEN reading (metrics.RAVEN_VARIANTS; binary = appendix A.6 as printed)
+    raven: RavenVariant = "binary"  # the RAVEN reading (metrics.RAVEN_VARIANTS; binary = appendix A.6 as printed)
 
 
 @dataclass(frozen=True)
@@ -216,7 +216,7 @@ def audit_records(
 
 
 def _cluster(
-    query: Query, models: Sequence[str], judge: Entails, rule: str, cache: DecisionCache
+    query: Query, models: Sequence[str], judge: Entails, rule: ClusteringRule, cache: DecisionCache
 ) -> dict[str, list[int]]:
     """Global cluster ids of each model's responses, the pool being these models' responses."""
     pool = [(m, text) for m in models for text in query.responses[m]]

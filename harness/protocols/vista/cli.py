@@ -13,7 +13,14 @@ from harness.paths import audit_dir
 from harness.protocols.base import Command, EvalOutcome
 
 if TYPE_CHECKING:
+    from harness.metrics.entailment_clusters import ClusteringRule
     from harness.protocols.vista.audit import AuditResult
+    from harness.protocols.vista.metrics import Reference
+
+# The choices of --clustering and --reference, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+CLUSTERING_CHOICES: tuple[ClusteringRule, ...] = ("components", "strict")
+REFERENCE_CHOICES: tuple[Reference, ...] = ("all", "peers")
 
 
 def eval_arguments(group: Any) -> None:
@@ -93,8 +100,8 @@ def _add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
     va.add_argument("--alpha", type=float, default=0.5)
     va.add_argument("--theta", type=float, default=0.6)
-    va.add_argument("--clustering", choices=["components", "strict"], default="components")
-    va.add_argument("--reference", choices=["all", "peers"], default="all")
+    va.add_argument("--clustering", choices=CLUSTERING_CHOICES, default="components")
+    va.add_argument("--reference", choices=REFERENCE_CHOICES, default="all")
     va.add_argument("--cache", help="response store for judge decisions")
     va.add_argument("--output", help="audit folder (default: beside the runs)")
 

@@ -21,7 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
-from harness.metrics.entailment_clusters import DecisionCache, Entails, cluster_responses
+from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.audit import pool_records
 from harness.protocols.vista.implant.metrics import SCORINGS, negativity, precision_recall_f1, query_scores
 from harness.protocols.vista.implant.rater import Rater
@@ -37,7 +37,7 @@ class StudyConfig:
 
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
+    clustering: ClusteringRule = "components"
     top_fraction: float = 0.05
 
 
