@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from builders import Builder
+    from harness.protocols.audit_report import AuditReport
     from harness.taskspec.config import TaskConfig
     from harness.taskspec.registry import TaskRegistry
 
@@ -109,6 +110,7 @@ class Protocol:
     card: str | None = None  # cards/<card>.md
     extra: str | None = None  # the pip extra its optional parts need
     audit: Command | None = None  # ``harness audit <name>``
+    audit_report: type[AuditReport] | None = None  # what its audit writes as audit.json
     commands: tuple[Command, ...] = ()  # further top-level commands (e.g. ``harness attack``)
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
@@ -123,6 +125,12 @@ class Protocol:
     def names(self) -> tuple[str, ...]:
         """The protocol's name and its aliases: the names it is found by, which no other protocol may hold."""
         return (self.name, *self.aliases)
+
+    def read_audit(self, path: Path) -> AuditReport:
+        """This protocol's audit report in ``path`` (an audit.json or its folder), of any readable version."""
+        if self.audit_report is None:
+            raise HarnessError(f"protocol {self.name!r} declares no audit report")
+        return self.audit_report.read(path)
 
 
 _REGISTRY: dict[str, Protocol] = {}

@@ -46,6 +46,7 @@ from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
+from harness.protocols.diavlo.audit_report import DiavloAuditReport, DiavloSettings, ModelReport
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
 from harness.protocols.diavlo.metrics import Thresholds
 from harness.protocols.diavlo.report import (
@@ -371,27 +372,31 @@ def occlusion_statement(audits: list[ModelAudit], max_subsets: int) -> str:
     return f"{text}; {sampled} of {pairs} pairs had more and got {max_subsets} sampled subsets"
 
 
+def audit_report(audits: list[ModelAudit], config: DiavloAuditConfig) -> DiavloAuditReport:
+    """The audit as audit.json holds it (pair and counterfactual rows are in their CSVs)."""
+    return DiavloAuditReport(
+        config=DiavloSettings.model_validate({**asdict(config), "outcomes": list(OUTCOMES)}),
+        occlusion=occlusion_statement(audits, config.max_subsets),
+        models={
+            a.model: ModelReport(
+                run_dir=a.run_dir,
+                per_source=a.per_source,
+                overall=a.overall,
+                counts=a.counts,
+                structure={"verdicts": dict(Counter(c["verdict"] for c in a.structure)), "pairs": a.structure},
+                effects={o: [e.as_dict() for e in es] for o, es in a.effects.items()},
+            )
+            for a in audits
+        },
+    )
+
+
 def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Path) -> Path:
     """audit.json, pairs.csv, counterfactuals.csv, effects.csv and the three plots."""
     from harness.protocols.diavlo.plots import class_shares_plot, concept_effects_plot, similarity_performance_plot
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {
-        "config": {**asdict(config), "outcomes": list(OUTCOMES)},
-        "occlusion": occlusion_statement(audits, config.max_subsets),
-        "models": {
-            a.model: {
-                "run_dir": a.run_dir,
-                "per_source": a.per_source,
-                "overall": a.overall,
-                "counts": a.counts,
-                "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)), "pairs": a.structure},
-                "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()},
-            }
-            for a in audits
-        },
-    }
-    (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    audit_report(audits, config).write(out_dir)
     _csv(out_dir / "pairs.csv", [{"model": a.model, **r} for a in audits for r in a.pairs])
     _csv(
         out_dir / "counterfactuals.csv",
