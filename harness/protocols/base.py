@@ -3,9 +3,10 @@
 A protocol (VISTA, Stealth, MIST, DiaVLo, FusionAudit, or a third party's) is a ``Protocol`` value that
 declares its places (``ProtocolPlaces``: its code, builder, tasks, card, tests and benchmarks) and the
 hooks the generic layers call: ``harness build`` (its builders), ``harness audit <name>`` (its cross-run
-audit), further top-level commands (``harness attack``), a hook after ``harness eval`` has run every model,
-and its leaderboard figures. The generic modules (engine, CLI, leaderboard,
-task loading, results) iterate over the registry and never name a protocol.
+audit, and the typed audit.json it writes: ``audit_report``, read back by ``Protocol.read_audit``),
+further top-level commands (``harness attack``), a hook after ``harness eval`` has run every model, and
+its leaderboard figures. The generic modules (engine, CLI, leaderboard, task loading, results) iterate
+over the registry and never name a protocol.
 
 Built-in protocols are the packages ``harness/protocols/<name>/`` that define ``PROTOCOL``; third-party
 ones register through the entry-point group ``harness.protocols`` (each entry point names a ``Protocol``)

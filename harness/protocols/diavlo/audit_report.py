@@ -90,13 +90,13 @@ class RKLosses(ReportPart):
 class MutualInformation(ReportPart):
     """MI(similarity; performance) with its bootstrap CI (``metrics.MIResult``)."""
 
-    mi_nats: float | None
+    mi_nats: float
     ci95: tuple[float, float] | None
     n: int
     estimator: str
     binary_performance: bool
     upper_bound_nats: float | None
-    note: str | None
+    note: str
 
 
 class TooFewPairs(ReportPart):
