@@ -105,6 +105,10 @@ def test_the_settings_parts_name_every_field_of_the_audits_configs() -> None:
     ]
     for config, part, added in pairs:
         assert [f.name for f in dataclasses.fields(config)] + added == list(part.model_fields), config.__name__
+    from harness.protocols.diavlo.metrics import CLASSES
+
+    diavlo = protocol("diavlo").read_audit(HERE / "diavlo" / "audit_v1.json")
+    assert tuple(diavlo.models["scripted:sees-red"].overall.classes.shares) == CLASSES
 
 
 def one_line(exc: pytest.ExceptionInfo[HarnessError]) -> str:

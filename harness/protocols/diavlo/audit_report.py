@@ -75,6 +75,16 @@ class ClassShares(ReportPart):
     unnamed: float | None = Field(alias="Unnamed")
     counts: ClassCounts
 
+    @property
+    def shares(self) -> dict[str, float | None]:
+        """Each class's share, by the class's name (``Aligned``, ...), as pair rows label them."""
+        return {
+            "Aligned": self.aligned,
+            "Expanded": self.expanded,
+            "Divergent": self.divergent,
+            "Unnamed": self.unnamed,
+        }
+
 
 class RKLosses(ReportPart):
     """Pairs whose REALLY-KNOW triplets were lost, by why, their total and their share of the pairs."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.cli.common import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
 
 
 def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
@@ -104,8 +105,10 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
         )
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
-    print(summary_tables(audits))
-    print(f"\ncounterfactuals: {sum(a.counts['counterfactuals'] for a in audits)}; audit: {out / 'audit.json'}")
+    report = DiavloAuditReport.read(out)
+    print(summary_tables(report))
+    asked = sum(m.counts.counterfactuals for m in report.models.values())
+    print(f"\ncounterfactuals: {asked}; audit: {out / 'audit.json'}")
     return 0
 
 
