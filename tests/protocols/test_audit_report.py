@@ -13,6 +13,16 @@ import pytest
 from harness.errors import HarnessError
 from harness.protocols.audit_report import AUDIT_FILE, AuditReport
 from harness.protocols.base import Protocol, get_protocol, protocols
+from harness.protocols.diavlo import audit_report as dr
+from harness.protocols.diavlo.audit import DiavloAuditConfig
+from harness.protocols.diavlo.concept_effects import DMLSettings
+from harness.protocols.diavlo.metrics import CLASSES, MIResult, Thresholds
+from harness.protocols.fusion.audit import FusionAuditConfig
+from harness.protocols.fusion.audit_report import FusionSettings
+from harness.protocols.vista.audit import AuditConfig
+from harness.protocols.vista.audit_report import AuditSettings
+from harness.protocols.vista.implant.audit_report import StudySettings
+from harness.protocols.vista.implant.study import StudyConfig
 
 HERE = Path(__file__).parent
 # (protocol, an audit.json its audit wrote before reports were versioned)
@@ -69,8 +79,6 @@ def test_a_report_is_typed_all_the_way_down() -> None:
 
 def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
     """The two shapes ``behaviour_summary`` writes for MI, each read as its own part and written back as it was."""
-    from harness.protocols.diavlo import audit_report as dr
-    from harness.protocols.diavlo.metrics import MIResult
 
     full = MIResult(0.25, (0.1, 0.4), 12, "knn", True, 0.693, "ln 2 ceiling").as_dict()
     few = {"mi_nats": None, "n": 2, "note": "fewer than 4 pairs with similarity and performance"}
@@ -84,16 +92,6 @@ def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
 
 def test_the_settings_parts_name_every_field_of_the_audits_configs() -> None:
     """A setting added to an audit's config must be added to its report too (or audit.json drops it)."""
-    from harness.protocols.diavlo import audit_report as dr
-    from harness.protocols.diavlo.audit import DiavloAuditConfig
-    from harness.protocols.diavlo.concept_effects import DMLSettings
-    from harness.protocols.diavlo.metrics import Thresholds
-    from harness.protocols.fusion.audit import FusionAuditConfig
-    from harness.protocols.fusion.audit_report import FusionSettings
-    from harness.protocols.vista.audit import AuditConfig
-    from harness.protocols.vista.audit_report import AuditSettings
-    from harness.protocols.vista.implant.audit_report import StudySettings
-    from harness.protocols.vista.implant.study import StudyConfig
 
     pairs = [
         (AuditConfig, AuditSettings, []),
@@ -105,7 +103,6 @@ def test_the_settings_parts_name_every_field_of_the_audits_configs() -> None:
     ]
     for config, part, added in pairs:
         assert [f.name for f in dataclasses.fields(config)] + added == list(part.model_fields), config.__name__
-    from harness.protocols.diavlo.metrics import CLASSES
 
     diavlo = protocol("diavlo").read_audit(HERE / "diavlo" / "audit_v1.json")
     assert tuple(diavlo.models["scripted:sees-red"].overall.classes.shares) == CLASSES
