@@ -79,7 +79,6 @@ def test_a_report_is_typed_all_the_way_down() -> None:
 
 def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
     """The two shapes ``behaviour_summary`` writes for MI, each read as its own part and written back as it was."""
-
     full = MIResult(0.25, (0.1, 0.4), 12, "knn", True, 0.693, "ln 2 ceiling").as_dict()
     few = {"mi_nats": None, "n": 2, "note": "fewer than 4 pairs with similarity and performance"}
     diavlo = protocol("diavlo").read_audit(HERE / "diavlo" / "audit_v1.json")
@@ -92,7 +91,6 @@ def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
 
 def test_the_settings_parts_name_every_field_of_the_audits_configs() -> None:
     """A setting added to an audit's config must be added to its report too (or audit.json drops it)."""
-
     pairs = [
         (AuditConfig, AuditSettings, []),
         (StudyConfig, StudySettings, []),
