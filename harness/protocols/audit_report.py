@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.disk import write_atomic
+from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.jsonl import check_depth
 
@@ -42,9 +42,17 @@ class AuditReport(ReportPart):
         return self.model_dump_json(by_alias=True, indent=2) + "\n"
 
     def write(self, out_dir: Path) -> Path:
-        """Write ``out_dir/audit.json`` (replaced atomically) and return its path."""
+        """Write ``out_dir/audit.json`` (replaced atomically, so a reader sees the old report or the new one)
+        and return its path; a full, over-quota or read-only disk is one line naming the file."""
         path = Path(out_dir) / AUDIT_FILE
-        write_atomic(path, self.to_json())
+        text = self.to_json()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            raise HarnessError(disk_problem(path, exc, len(text.encode()))) from None
         return path
 
     @classmethod

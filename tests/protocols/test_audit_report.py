@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ from harness.protocols.vista.audit import AuditConfig
 from harness.protocols.vista.audit_report import AuditSettings
 from harness.protocols.vista.implant.audit_report import StudySettings
 from harness.protocols.vista.implant.study import StudyConfig
+from harness.protocols.vista.implant.tables import markdown_tables as study_tables
+from harness.protocols.vista.tables import markdown_tables
 
 HERE = Path(__file__).parent
 # (protocol, an audit.json its audit wrote before reports were versioned)
@@ -75,6 +78,15 @@ def test_a_report_is_typed_all_the_way_down() -> None:
     fusion = protocol("fusion").read_audit(HERE / "fusion" / "audit_v1.json")
     assert fusion.models["tiny:llava"].restoration_by_depth == {0: 0.0, 1: 1.0}
     assert fusion.rank_agreement_end_pgd_vs_r_plus.ranks["hf:other"] == (3.0, 3.0)
+
+
+def test_the_paper_tables_of_a_saved_audit_render_from_its_audit_json_alone() -> None:
+    vista = markdown_tables(protocol("vista").read_audit(HERE / "vista" / "audit_v1.json"))
+    assert "| tiny:llava | 0.11 | 0.11 | 0 | none |" in vista  # Table 14
+    assert "| tiny:gemma3 | Asian | 6.7 | 0.0 | 0.0 | 6.7 | 15 |" in vista  # Table 15
+    assert "Not computed (more than the stored k): k = 5, 10, 20." in vista
+    study = study_tables(protocol("vista-implant").read_audit(HERE / "vista" / "implant_audit_v1.json"))
+    assert "Rater `lexicon`, judge `embedding:all-MiniLM-L6-v2`" in study and "| llava | Uber | 0 | 69 | 0 |" in study
 
 
 def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
@@ -170,3 +182,6 @@ def test_a_newer_report_reads_its_older_versions() -> None:
     assert Toy.parse({"schema_version": 1, "figure": 1}) == Toy(figure=1)
     with pytest.raises(HarnessError, match="schema_version 3; this harness reads version"):
         Toy.parse({"schema_version": 3, "figure": 1})
+    # a figure that is not a number is written as json.dumps wrote it, and read back
+    assert '"figure": NaN' in Toy(figure=float("nan")).to_json()
+    assert math.isnan(Toy.parse(json.loads(Toy(figure=float("nan")).to_json())).figure)
