@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness.arguments import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
 
 if TYPE_CHECKING:
     from harness.protocols.diavlo.audit import ConceptSource
@@ -114,8 +115,10 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
         )
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
-    print(summary_tables(audits))
-    print(f"\ncounterfactuals: {sum(a.counts['counterfactuals'] for a in audits)}; audit: {out / 'audit.json'}")
+    report = DiavloAuditReport.read(out)
+    print(summary_tables(report))
+    asked = sum(m.counts.counterfactuals for m in report.models.values())
+    print(f"\ncounterfactuals: {asked}; audit: {out / 'audit.json'}")
     return 0
 
 

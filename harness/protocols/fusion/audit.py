@@ -15,13 +15,13 @@ None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attack
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
+from harness.protocols.fusion.audit_report import FusionAuditReport, FusionSettings
 from harness.results.attacks import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.results.schema import read_run, read_samples
 
@@ -243,16 +243,14 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
         asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
         rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name,
     ]
-    payload = {
-        "protocol": "fusionaudit",
-        "config": asdict(result.config),
-        "models": result.models,
-        "levels": result.levels,
-        "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement,
-        "restoration_subset": RESTORATION_SUBSET,
-        "plots": plots,
-    }
-    (out_dir / "audit.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    FusionAuditReport(
+        config=FusionSettings.model_validate(asdict(result.config)),
+        models=result.models,
+        levels=result.levels,
+        rank_agreement_end_pgd_vs_r_plus=result.rank_agreement,
+        restoration_subset=RESTORATION_SUBSET,
+        plots=plots,
+    ).write(out_dir)
     figure_names = list(next(iter(result.models.values()))["figures"]) if result.models else []
     with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
