@@ -74,7 +74,7 @@ def build_dataset(
         from harness.data import default_data_dir
 
         out = default_data_dir() / module.REPO_ID
-    folder = module.build(out, chosen)
+    folder: Path = module.build(out, chosen)
     if push_to_hub:
         from builders.publish import push_folder
 

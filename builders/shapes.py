@@ -66,7 +66,7 @@ def build(out: Path, options: Options) -> Path:
     n, seed = options.n, options.seed
     rng = random.Random(seed)
     combos = [(c, k) for c in COLORS for k in KINDS]
-    rows = []
+    rows: list[ShapesRow] = []
     for i in range(n):
         color, kind = combos[i % len(combos)]
         rows.append(ShapesRow(f"shape-{i:04d}", draw(kind, COLORS[color], rng), color, kind))

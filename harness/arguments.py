@@ -13,7 +13,8 @@ from harness.paths import audit_dir, default_store_path
 
 def show_progress(args: argparse.Namespace) -> bool:
     """Whether progress bars are shown: everywhere but at ``--verbosity quiet``."""
-    return args.verbosity != "quiet"
+    verbosity: str = args.verbosity
+    return verbosity != "quiet"
 
 
 def default_store() -> Path:

@@ -197,7 +197,8 @@ def _hub_revision(repo: str) -> str | None:
     try:
         from huggingface_hub import HfApi
 
-        return HfApi().dataset_info(repo).sha
+        sha: str | None = HfApi().dataset_info(repo).sha
+        return sha
     except Exception:  # offline or private: the datasets fingerprint still identifies the cache
         log.debug("no Hub revision for %s", repo, exc_info=True)
         return None

@@ -157,7 +157,8 @@ def _vqa_specs(
     best = most_similar(embed, answers, [[c for _, c in cands] for cands in candidates])
     specs = []
     for k, (ex, window) in enumerate(zip(examples, windows, strict=True)):
-        decoy_index, decoy = candidates[k][best[k]] if best[k] is not None else (None, None)
+        choice = best[k]
+        decoy_index, decoy = candidates[k][choice] if choice is not None else (None, None)
         words = [("Question:", "question")] + [(w, "question") for w in ex["question"].split()]
         words.append((render.BREAK, "break"))
         for j, (word, ws, we) in enumerate(squad.words_with_spans(window.text)):

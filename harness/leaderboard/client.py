@@ -51,7 +51,7 @@ def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0)
     except httpx.HTTPError as exc:
         raise HarnessError(f"cannot reach the leaderboard at {url}: {exc}") from None
     try:
-        body = response.json()
+        body: dict[str, Any] = response.json()
     except ValueError:
         body = {"error": response.text[:300]}
     if response.status_code not in (200, 201):

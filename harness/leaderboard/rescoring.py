@@ -110,7 +110,7 @@ def table_of(task: str, registry: TaskRegistry) -> str:
 
 def _same(a: Any, b: Any, tolerance: float) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, int | float) and isinstance(b, int | float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
@@ -119,7 +119,7 @@ def _same(a: Any, b: Any, tolerance: float) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k], tolerance) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y, tolerance) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
 def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: float) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
+from starlette.middleware.base import RequestResponseEndpoint
 from starlette.requests import ClientDisconnect
 
 from harness.leaderboard.bundle import Limits, SubmissionError, is_bundle_file
@@ -375,7 +376,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal error; the server log names it")
 
 
-async def _security_headers(request: Request, call_next: Any) -> Response:
+async def _security_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
     """Every response with the security headers (CSP, nosniff, no referrer) a route did not set itself."""
     response = await call_next(request)
     for key, value in _SECURITY_HEADERS.items():

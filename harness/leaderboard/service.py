@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, Source, SubmissionError, bundle_paths, parse_bundle
@@ -30,7 +30,9 @@ from harness.leaderboard.rescoring import (
 from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks
 from harness.taskspec.registry import TaskRegistry
 
-ON_MISMATCH = ("flag", "refuse")
+#: What the server does with a run whose claimed figures differ from the re-scored ones (``Settings``).
+OnMismatch = Literal["flag", "refuse"]
+ON_MISMATCH: tuple[OnMismatch, ...] = get_args(OnMismatch)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Settings:
     db_url: str | None = None
     data_dir: Path | None = None
     include_paths: tuple[str, ...] = ()
-    on_mismatch: str = "flag"
+    on_mismatch: OnMismatch = "flag"
     limits: Limits = field(default_factory=Limits)
     protocol_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_error_share: float = MAX_ERROR_SHARE

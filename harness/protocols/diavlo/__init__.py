@@ -6,6 +6,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.diavlo import cli
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
 
 SUMMARY = (
     "Whether the knowledge a model's rationale uses (REALLY-KNOW) matches what the task needs (SHOULD-"
@@ -20,6 +21,7 @@ PROTOCOL = Protocol(
     card="diavlo",
     extra="diavlo",
     audit=cli.AUDIT,
+    audit_report=DiavloAuditReport,
     builders=(
         Builder(
             "diavlo",

@@ -7,6 +7,7 @@ Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is a
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.fusion import cli
+from harness.protocols.fusion.audit_report import FusionAuditReport
 
 SUMMARY = (
     "How often attacks through each pathway (pixels, typed and natural text evidence) flip a model's "
@@ -22,6 +23,7 @@ PROTOCOL = Protocol(
     card="fusionaudit",
     extra="fusion",
     audit=cli.AUDIT,
+    audit_report=FusionAuditReport,
     commands=(cli.ATTACK,),
     builders=(
         Builder(

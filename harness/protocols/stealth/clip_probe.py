@@ -44,7 +44,8 @@ BASELINE = "black"
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+    unit: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return unit
 
 
 def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
@@ -54,15 +55,17 @@ def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
 
 def projections(image_features: np.ndarray, axes: np.ndarray) -> np.ndarray:
     """s_k = V(x) . a_k for every image (rows) and axis (columns)."""
-    return _unit(image_features) @ axes.T
+    scores: np.ndarray = _unit(image_features) @ axes.T
+    return scores
 
 
 def probe_colors(intensities: Sequence[int] = (34, 85, 136)) -> dict[str, tuple[int, int, int]]:
     """``black`` then ``{hue}-{intensity}`` with the testset's channel rule (red 136 = (136, 0, 0))."""
     colors = {BASELINE: (0, 0, 0)}
     for hue, channels in HUES.items():
+        r, g, b = channels
         for intensity in intensities:
-            colors[f"{hue}-{intensity}"] = tuple(intensity * c for c in channels)  # type: ignore[assignment]
+            colors[f"{hue}-{intensity}"] = (intensity * r, intensity * g, intensity * b)
     return colors
 
 
@@ -117,7 +120,8 @@ def load_clip(model: str) -> tuple[Any, Any]:
 def _features(out: Any) -> np.ndarray:
     """Projected features whether transformers returns a tensor (4.x) or an output with pooler_output (5.x)."""
     tensor = out if hasattr(out, "detach") else out.pooler_output
-    return tensor.detach().float().cpu().numpy()
+    features: np.ndarray = tensor.detach().float().cpu().numpy()
+    return features
 
 
 def clip_probe(
@@ -152,7 +156,7 @@ def clip_probe(
             for i in range(0, len(images), batch_size)
         ]
     s = projections(np.concatenate(feats), directions).reshape(len(words), len(colors), len(axes))
-    return ProbeResult(model, words, colors, [tuple(a) for a in axes], s)  # type: ignore[misc]
+    return ProbeResult(model, words, colors, [(p, n) for p, n in axes], s)
 
 
 def hue_effect_figure(result: ProbeResult, path: Path) -> Path:

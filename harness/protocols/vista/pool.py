@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.judges.base import Judge
 from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.entailment_clusters import CLUSTERING_RULES, ClusteringRule
 from harness.protocols.pool_store import PoolMember, PoolResult, PoolStore, StoredPool
 from harness.protocols.vista.audit import AuditConfig, AuditResult, audit_records, write_audit
-from harness.protocols.vista.metrics import model_detection
+from harness.protocols.vista.metrics import REFERENCES, Reference, model_detection
 from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
 from harness.results.spreadsheet import spreadsheet_safe
@@ -36,19 +38,24 @@ class PoolSettings:
     judge: str = "embedding"
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
-    reference: str = "all"
+    clustering: ClusteringRule = "components"
+    reference: Reference = "all"
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
         """The settings from the leaderboard's pool options, each converted to its field's type."""
+        clustering, reference = str(options["clustering"]), str(options["reference"])
+        if clustering not in CLUSTERING_RULES:
+            raise HarnessError(f"clustering rule must be 'components' or 'strict', got {clustering!r}")
+        if reference not in REFERENCES:
+            raise HarnessError(f"suspicion_scores: reference must be 'all' or 'peers', got {reference!r}")
         return cls(
             task=str(options["task"]),
             judge=str(options["judge"]),
             alpha=float(options["alpha"]),
             theta=float(options["theta"]),
-            clustering=str(options["clustering"]),
-            reference=str(options["reference"]),
+            clustering=clustering,
+            reference=reference,
         )
 
 

@@ -8,6 +8,7 @@ VISTA's, in tests/protocols/vista/ (test_implant_*.py).
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.vista.implant import cli
+from harness.protocols.vista.implant.audit_report import StudyReport
 
 PROTOCOL = Protocol(
     name="vista-implant",
@@ -16,6 +17,7 @@ PROTOCOL = Protocol(
     card="vista-implant",
     extra="vista",
     audit=cli.AUDIT,
+    audit_report=StudyReport,
     commands=(cli.IMPLANT,),
     places=ProtocolPlaces(
         code="harness/protocols/vista/implant",
