@@ -218,14 +218,16 @@ def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path,
     [
         ("owlv2", "detector for diavlo"),
         ("sdxl_turbo", "generator for vista"),
-        ("instruct_pix2pix", "editor for fusionaudit"),
+        ("instruct_pix2pix", "editor for fusion"),
     ],
 )
 def test_non_chat_tiny_models_are_refused_as_models(
     capsys: pytest.CaptureFixture, arch: str, purpose: str, data_dir: Path
 ) -> None:
     from harness.models.base import create_backend
+    from harness.protocols.base import protocols
 
+    protocols()  # the protocols register their non-chat tiny models, as the CLI's parser does
     with pytest.raises(HarnessError, match=purpose):
         create_backend(f"tiny:{arch}")
     err = one_line_error(capsys, ["eval", "--model", f"tiny:{arch}", "--tasks", "shapes_color", "--limit", "1"])

@@ -5,7 +5,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 
 from builders import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
-from harness.protocols.diavlo import cli
+from harness.protocols.diavlo import cli, tiny  # noqa: F401 (tiny: registers tiny:owlv2)
 
 SUMMARY = (
     "Whether the knowledge a model's rationale uses (REALLY-KNOW) matches what the task needs (SHOULD-"

@@ -6,7 +6,7 @@ Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is a
 
 from builders import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
-from harness.protocols.fusion import cli
+from harness.protocols.fusion import cli, tiny  # noqa: F401 (tiny: registers tiny:instruct_pix2pix)
 
 SUMMARY = (
     "How often attacks through each pathway (pixels, typed and natural text evidence) flip a model's "
