@@ -14,8 +14,8 @@ from harness.errors import HarnessError
 from harness.protocols.base import Command
 
 if TYPE_CHECKING:
+    from harness.protocols.fusion.attack_outcomes import AttackSummary
     from harness.protocols.fusion.attacks.run import AttackOptions
-    from harness.results.attacks import AttackSummary
 
 
 def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
