@@ -117,7 +117,7 @@ def _cmd_attack(args: argparse.Namespace) -> int:
     from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks, white_box_replica
 
     opts = attack_options(args)
-    ray = ray_options(args)
+    ray = ray_options(args.ray, args.workers, args.worker_cpus, args.worker_gpus)
     model_args = parse_model_args(args.model_args)
     for spec in args.model:
         backend = create_backend(spec, model_args)
