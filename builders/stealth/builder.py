@@ -19,7 +19,7 @@ from builders.stealth import conditions as C
 from builders.stealth import render
 from builders.stealth.text import OCR_WORDS, long_designs, short_designs
 
-REPO_ID = "vlm-audit/stealth-prompt-testset"
+REPO_ID = "vlm-audit/stealth"
 SUBSETS = ("short", "long", "vqa", "ocr")
 N_SENTENCES = 100
 N_QUESTIONS = 100

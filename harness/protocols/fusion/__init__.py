@@ -1,7 +1,8 @@
 """FusionAudit: pathway-conditioned robustness.
 
 Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
-Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is an alias.
+Its one name is ``fusion`` (package, builder, tasks, card, dataset); ``fusionaudit``, the paper's, is a
+command-line alias.
 """
 
 from builders import Builder
@@ -19,7 +20,7 @@ PROTOCOL = Protocol(
     title="FusionAudit",
     summary=SUMMARY,
     tasks=("fusion",),
-    card="fusionaudit",
+    card="fusion",
     extra="fusion",
     audit=cli.AUDIT,
     commands=(cli.ATTACK,),
@@ -34,5 +35,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
-    places=ProtocolPlaces.standard("fusion", card="fusionaudit", benchmarks=("fusion_pgd.py",)),
+    places=ProtocolPlaces.standard("fusion", benchmarks=("fusion_pgd.py",)),
 )

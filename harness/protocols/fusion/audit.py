@@ -244,7 +244,7 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
         rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name,
     ]
     payload = {
-        "protocol": "fusionaudit",
+        "protocol": "fusion",
         "config": asdict(result.config),
         "models": result.models,
         "levels": result.levels,
