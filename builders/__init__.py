@@ -7,29 +7,11 @@ other builder is declared by its protocol (``Protocol.builders``), a third party
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.builder_spec import Builder
 from harness.errors import HarnessError
-
-
-@dataclass(frozen=True)
-class Builder:
-    """A dataset builder as ``harness build --help`` lists it and a missing-dataset error names it."""
-
-    name: str
-    module: str  # the module holding REPO_ID, Options and build
-    description: str
-    extra: str | None = None  # the pip extra its optional dependencies come from
-    inputs: str = ""  # the source options a build needs (the builder fetches nothing else)
-    aliases: tuple[str, ...] = ()
-
-    def load(self) -> Any:
-        """The builder's module (imported on use: its dependencies may be an extra's)."""
-        return importlib.import_module(self.module)
-
 
 SHAPES = Builder("shapes", "builders.shapes", "synthetic colored shapes for offline demos and tests")
 
@@ -60,6 +42,13 @@ def builder_for(dataset_path: str) -> str | None:
     return next((b.name for b in all_builders() if getattr(b.load(), "REPO_ID", None) == dataset_path), None)
 
 
+def build_hint(dataset_path: str, out: Path | None) -> str | None:
+    """The ``harness build`` command that makes ``dataset_path`` (into ``out`` when not the default), or None
+    when no builder makes it: the hint a missing-dataset error gives (:data:`harness.data.BuildHint`)."""
+    name = builder_for(dataset_path)
+    return build_command(name, out) if name else None
+
+
 def build_command(name: str, out: Path | None = None) -> str:
     """The ``harness build`` command line that makes dataset ``name`` (into ``out`` when not the default)."""
     builder = find_builder(name)
@@ -85,7 +74,7 @@ def build_dataset(
         from harness.data import default_data_dir
 
         out = default_data_dir() / module.REPO_ID
-    folder = module.build(out, chosen)
+    folder: Path = module.build(out, chosen)
     if push_to_hub:
         from builders.publish import push_folder
 

@@ -11,11 +11,14 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.errors import HarnessError
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")  # a builder's Options dataclass
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -86,7 +89,7 @@ def unknown_options(builder: str, options: type, given: Iterable[str]) -> Harnes
 
 def make_options(builder: str, options: type[T], values: Mapping[str, Any]) -> T:
     """The builder's options from ``values`` (field name -> typed value); an unknown name is refused."""
-    names = {f.name for f in dataclasses.fields(options)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(options)}
     extra = sorted(set(values) - names)
     if extra:
         raise unknown_options(builder, options, extra)

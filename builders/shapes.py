@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builders.options import option
 from builders.publish import write_hub_folder
@@ -51,7 +52,7 @@ def build(out: Path, options: Options) -> Path:
 
     n, seed = options.n, options.seed
     rng = random.Random(seed)
-    rows = {"id": [], "image": [], "color": [], "kind": []}
+    rows: dict[str, list[Any]] = {"id": [], "image": [], "color": [], "kind": []}
     combos = [(c, k) for c in COLORS for k in KINDS]
     for i in range(n):
         color, kind = combos[i % len(combos)]

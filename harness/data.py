@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,14 +38,20 @@ _NON_LOADER_KWARGS = {
 }
 
 
+#: The ``harness build`` command that makes a dataset (``(dataset_path, out)``, ``out`` None for the default
+#: data dir), or None when no builder makes it. The builders sit above this layer, so the caller passes it in
+#: (the command line passes :func:`builders.build_hint`); without one, a missing dataset's remedy is a copy.
+BuildHint = Callable[[str, Path | None], str | None]
+
+
 class MissingDatasetError(DatasetError):
     """A task's dataset is neither a local folder nor obtainable from the Hub."""
 
-    def __init__(self, config: TaskConfig, data_dir: Path | None, reason: str) -> None:
+    def __init__(self, config: TaskConfig, data_dir: Path | None, reason: str, hint: BuildHint | None) -> None:
         self.config, self.data_dir, self.reason = config, data_dir, reason
         super().__init__(
             f"task {config.task}: dataset {config.dataset_path!r} is not available ({reason}); "
-            f"{_remedy(str(config.dataset_path), data_dir)}"
+            f"{_remedy(str(config.dataset_path), data_dir, hint)}"
         )
 
 
@@ -117,25 +123,23 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
     return h.hexdigest()[:16]
 
 
-def _remedy(dataset_path: str, data_dir: Path | None) -> str:
+def _remedy(dataset_path: str, data_dir: Path | None, hint: BuildHint | None) -> str:
     """How to get ``dataset_path``: the exact ``harness build`` command when a builder makes it, else where to
     put a copy."""
-    from builders import build_command, builder_for
-
     target = (data_dir or default_data_dir()) / dataset_path
-    builder = builder_for(dataset_path)
-    if builder is None:
-        return f"put a copy at {target} (see --data-dir)"
-    return f"build it: {build_command(builder, None if target == default_data_dir() / dataset_path else target)}"
+    command = hint(dataset_path, None if target == default_data_dir() / dataset_path else target) if hint else None
+    return f"build it: {command}" if command else f"put a copy at {target} (see --data-dir)"
 
 
-def load_task_datasets(configs: Sequence[TaskConfig], data_dir: Path | None) -> dict[str, LoadedDataset]:
+def load_task_datasets(
+    configs: Sequence[TaskConfig], data_dir: Path | None, hint: BuildHint | None = None
+) -> dict[str, LoadedDataset]:
     """Each task's dataset, or one error naming every missing dataset of the run with how to get each."""
     loaded: dict[str, LoadedDataset] = {}
     missing: dict[str, list[MissingDatasetError]] = {}
     for config in configs:
         try:
-            loaded[config.task] = load_task_dataset(config, data_dir)
+            loaded[config.task] = load_task_dataset(config, data_dir, hint)
         except MissingDatasetError as exc:
             missing.setdefault(str(config.dataset_path), []).append(exc)
     if not missing:
@@ -145,13 +149,13 @@ def load_task_datasets(configs: Sequence[TaskConfig], data_dir: Path | None) -> 
     reasons = {exc.reason for errors in missing.values() for exc in errors}
     parts = [
         f"{path!r} (task{'s' if len(errors) > 1 else ''} {', '.join(e.config.task for e in errors)}): "
-        f"{_remedy(path, data_dir)}"
+        f"{_remedy(path, data_dir, hint)}"
         for path, errors in missing.items()
     ]
     raise DatasetError(f"{len(missing)} datasets are not available ({'; '.join(sorted(reasons))}): " + "; ".join(parts))
 
 
-def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDataset:
+def load_task_dataset(config: TaskConfig, data_dir: Path | None, hint: BuildHint | None = None) -> LoadedDataset:
     """The test split of a task's dataset, with a fingerprint of exactly what was read."""
     import datasets
 
@@ -177,7 +181,7 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None) -> LoadedDatase
     except (FileNotFoundError, ConnectionError, OSError, ValueError) as exc:
         if local:
             raise DatasetError(f"task {config.task}: cannot read {path}: {str(exc).splitlines()[0]}") from None
-        raise MissingDatasetError(config, data_dir, offline or type(exc).__name__) from None
+        raise MissingDatasetError(config, data_dir, offline or type(exc).__name__, hint) from None
     fingerprint: dict[str, Any]
     if local:
         fingerprint = {"kind": "local", "path": path, "sha256": sha}
@@ -193,7 +197,8 @@ def _hub_revision(repo: str) -> str | None:
     try:
         from huggingface_hub import HfApi
 
-        return HfApi().dataset_info(repo).sha
+        sha: str | None = HfApi().dataset_info(repo).sha
+        return sha
     except Exception:  # offline or private: the datasets fingerprint still identifies the cache
         log.debug("no Hub revision for %s", repo, exc_info=True)
         return None

@@ -57,7 +57,7 @@ def work_offline() -> None:
         os.environ[name] = "1"
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
-        constants.HF_HUB_OFFLINE = True  # type: ignore[attr-defined]
+        constants.HF_HUB_OFFLINE = True  # type: ignore[attr-defined]  # ModuleType does not declare the library's constants
     config = sys.modules.get("datasets.config")
     if config is not None:
-        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True  # type: ignore[attr-defined]
+        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True  # type: ignore[attr-defined]  # as above

@@ -1,6 +1,6 @@
-"""A full disk is one line and loses nothing: the response store, the run folder of an eval, a rescore and
-a build, each on a real tmpfs of 2 MB filled to the last page (mounted by the test: it needs root, and
-is skipped where mounting is impossible)."""
+"""A full disk is one line and loses nothing: the response store, the run folder of an eval, a rescore, a
+build and an audit report, each on a real tmpfs of 2 MB filled to the last page (mounted by the test: it
+needs root, and is skipped where mounting is impossible)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
+from harness.protocols.vista.audit_report import VistaAuditReport
 from tests.conftest import ROOT, run_harness
 
 PAGE = 4096
@@ -249,3 +250,14 @@ def test_an_eval_whose_store_fills_up_mid_run_finishes_and_names_the_cause(
     free(fillers)
     assert holder.get("m", "before", 0, 1) == ["kept"]
     holder.close()
+
+
+def test_an_audit_report_on_a_full_disk_is_one_line_and_keeps_the_old_report(disk: Path) -> None:
+    report = VistaAuditReport.read(ROOT / "tests" / "protocols" / "vista" / "audit_v1.json")
+    path = report.write(disk / "audit")
+    fill(disk)
+    bigger = report.model_copy(update={"judge": "j" * 3 * PAGE})
+    with pytest.raises(HarnessError) as exc:
+        bigger.write(disk / "audit")
+    assert str(exc.value).startswith(f"{path}: No space left on device (about ") and "\n" not in str(exc.value)
+    assert VistaAuditReport.read(path) == report and no_tmp_files(disk / "audit")

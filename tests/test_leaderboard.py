@@ -47,7 +47,7 @@ def test_migrations_build_the_models_schema_in_a_sqlite_file(tmp_path: Path) -> 
     db = Database(f"sqlite:///{path}")
     with db.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
-        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0003"
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0004"
     db.close()
     Database(f"sqlite:///{path}").close()  # reopening an up-to-date database is a no-op
     assert path.is_file()
@@ -346,14 +346,15 @@ def test_a_toy_protocol_plugs_its_table_options_job_and_panel_into_the_leaderboa
 ) -> None:
     """A protocol registered at run time (no leaderboard module names it) gets its own table for its task,
     its option values from the settings, its job after new submissions carrying that task, and its panel."""
-    from harness.leaderboard.hooks import Job, LeaderboardHooks, Option, Panel
     from harness.leaderboard.protocol_parts import board_parts
     from harness.leaderboard.service import import_runs
     from harness.protocols import base
+    from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks, Option, Panel
+    from harness.protocols.pool_store import PoolStore
 
     calls: list[dict] = []
 
-    def panels(_: Database, options: dict) -> list[Panel]:
+    def panels(_: PoolStore, options: dict) -> list[Panel]:
         return [
             Panel(
                 key="toy-panel",

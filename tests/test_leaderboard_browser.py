@@ -11,10 +11,10 @@ import pytest
 
 from harness.cli import main
 from harness.leaderboard.db import Database
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,

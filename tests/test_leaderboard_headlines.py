@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate, hooks_of
+from harness.leaderboard.hooks import hooks_of
 from harness.protocols.base import get_protocol
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 from harness.results.schema import SampleRecord
 from tests.leaderboard_fixtures import board_data_dir, board_runs  # noqa: F401 (the data_dir and runs fixtures)
 

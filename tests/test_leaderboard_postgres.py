@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from harness.leaderboard.bundle import read_run_files
@@ -27,6 +27,7 @@ from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir an
     free_port,
     running_server,
 )
+from tests.test_leaderboard_migrations import check_pool_table_rename
 
 
 def _pg_bin() -> Path | None:
@@ -120,3 +121,13 @@ def test_concurrent_uploads_to_a_postgres_backed_server(postgres_url: str, runs:
         assert len({a.json()["id"] for a in answers}) == 1
         assert [s["model"] for s in httpx.get(f"{url}/api/submissions").json()].count("tiny:qwen2_vl") == 1
     db.close()
+
+
+def test_the_pool_table_rename_keeps_its_rows_on_postgres(postgres_url: str) -> None:
+    """Migration 0004 on PostgreSQL (in a database of its own, made at the previous head), where the
+    table's id sequence and primary key carry its name too."""
+    server = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with server.connect() as conn:
+        conn.execute(text("create database pool_rename"))
+    server.dispose()
+    check_pool_table_rename(postgres_url.rsplit("/", 1)[0] + "/pool_rename")

@@ -26,7 +26,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders import Builder
+from harness.builder_spec import Builder
 from builders.options import option
 from harness.protocols.base import Command, EvalOutcome, Protocol
 

@@ -206,9 +206,10 @@ def build(out: Path, options: Options) -> Path:
     )
     dataset = DatasetDict({name: Dataset.from_list(rows, features=features) for name, rows in splits.items()})
     summary = curation.summary() if curation else None
+    split_licenses = "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits)
     card_vars = {
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
-        "licenses": "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits),
+        "licenses": split_licenses,
         "curation": json.dumps(summary) if summary else "not curated yet (SK = ranked candidates)",
         "nc_note": (
             "This build includes SEED-Bench-2, licensed CC BY-NC 4.0: the dataset may be used for "
@@ -220,7 +221,7 @@ def build(out: Path, options: Options) -> Path:
         "max_candidates": max_candidates,
         "sources_of_candidates": _origin_text(origins, graph),
     }
-    licenses = "# Licenses of the DiaVLo splits\n\n" + card_vars["licenses"] + "\n"
+    licenses = "# Licenses of the DiaVLo splits\n\n" + split_licenses + "\n"
     folder = write_hub_folder(dataset, out, "diavlo", card_vars, {"LICENSE-SOURCES.md": licenses.encode()})
     if summary is not None:
         (folder / "curation_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -101,7 +101,8 @@ def export_tasks(pairs: list[dict[str, Any]], out_dir: Path, image_root: str = "
     image (PIL), candidates) into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "images").mkdir(exist_ok=True)
-    verify, expand = [], []
+    verify: list[dict[str, Any]] = []
+    expand: list[dict[str, Any]] = []
     for pair in pairs:
         image = pair["image"]
         image.save(out_dir / "images" / f"{pair['pair_id']}.png")

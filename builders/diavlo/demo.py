@@ -9,8 +9,34 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import TypedDict
 
 from PIL import Image, ImageDraw
+
+
+class Node(TypedDict):
+    """A Visual Genome object: its name and box (x, y, width, height)."""
+
+    name: str
+    x: int
+    y: int
+    w: int
+    h: int
+
+
+class Relationship(TypedDict):
+    """A Visual Genome relationship between two objects."""
+
+    predicate: str
+    subject: Node
+    object: Node
+
+
+class SceneGraph(TypedDict):
+    """One image's entry in Visual Genome's ``relationships.json`` (VG or COCO-style image ids)."""
+
+    image_id: int | str
+    relationships: list[Relationship]
 
 
 def scene_image(k: int) -> Image.Image:
@@ -25,8 +51,8 @@ def scene_image(k: int) -> Image.Image:
 
 def _rel(
     subject: str, box_s: tuple[int, int, int, int], predicate: str, obj: str, box_o: tuple[int, int, int, int]
-) -> dict:
-    def node(name: str, box: tuple[int, int, int, int]) -> dict:
+) -> Relationship:
+    def node(name: str, box: tuple[int, int, int, int]) -> Node:
         return {"name": name, "x": box[0], "y": box[1], "w": box[2], "h": box[3]}
 
     return {"predicate": predicate, "subject": node(subject, box_s), "object": node(obj, box_o)}
@@ -146,7 +172,7 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     graphs_dir = root / "vg"
     graphs_dir.mkdir()
     keys = ["001.jpg", "002.jpg", "0", "1", "cc3m-image/img0.jpg", "cc3m-image/img1.jpg"]
-    graphs = [{"image_id": key, "relationships": GRAPH} for key in keys]
+    graphs: list[SceneGraph] = [{"image_id": key, "relationships": GRAPH} for key in keys]
     graphs += [{"image_id": 9000 + k, "relationships": GRAPH} for k in range(2)]
     (graphs_dir / "relationships.json").write_text(json.dumps(graphs))
     (graphs_dir / "image_data.json").write_text(

@@ -223,7 +223,8 @@ def _image_bytes(value: Any) -> bytes:
     if isinstance(value, list):
         value = value[0] if len(value) == 1 else None
     if isinstance(value, dict) and value.get("bytes"):
-        return value["bytes"]
+        data: bytes = value["bytes"]
+        return data
     if hasattr(value, "save"):
         buf = io.BytesIO()
         value.convert("RGB").save(buf, format="PNG")

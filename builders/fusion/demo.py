@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypedDict
 
 from PIL import Image, ImageDraw, ImageFont
+
+
+class DemoSources(TypedDict):
+    """Where the demo wrote each source: the ``Options`` fields a build reads them from."""
+
+    chartqa: str
+    docvqa: str
+    mme: str
+
 
 COLORS = {"red": (220, 40, 40), "blue": (40, 80, 220), "green": (40, 160, 60)}
 
@@ -34,7 +44,7 @@ def write_chartqa(root: Path, n: int = 4) -> Path:
         rows.append(
             {"imgname": f"chart{k}.png", "query": "What is the value of the blue bar?", "label": str(values["blue"])}
         )
-        top = max(values, key=values.get)
+        top = max(values, key=values.__getitem__)
         rows.append(
             {
                 "imgname": f"chart{k}.png",
@@ -113,7 +123,7 @@ def write_mme(root: Path, n: int = 4) -> Path:
     return root
 
 
-def write_sources(root: Path, n: int = 4) -> dict[str, str]:
+def write_sources(root: Path, n: int = 4) -> DemoSources:
     """Write all three sources (``n`` images each) under ``root``; returns {source: path} for ``build``."""
     return {
         "chartqa": str(write_chartqa(root / "chartqa", n)),

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from builders.fusion.overlay import typo_overlay
+from harness.engine.runner import EvalOptions, evaluate
+from harness.models.base import create_backend
+from harness.paths import default_store_path
 
 #: The wrong answer of an item whose builder-made one equals the model's own answer.
 COLLISION_WRONG = "zzz"
@@ -25,16 +28,12 @@ COLLISION_WRONG = "zzz"
 def clean_answers(folder: Path, spec: str, batch_size: int = 8) -> dict[int, str]:
     """``spec``'s greedy answer to each item of the build in ``folder`` (doc id -> answer), asked exactly as
     ``harness eval --tasks fusion_clean`` asks, through the response store (so that eval reuses them)."""
-    from harness.cli.common import default_store
-    from harness.engine.runner import EvalOptions, evaluate
-    from harness.models.base import create_backend
-
     with tempfile.TemporaryDirectory(prefix="fusion-matched-") as tmp:
         link = Path(tmp) / "vlm-audit" / "fusion"  # where the task's dataset_path finds the build
         link.parent.mkdir(parents=True)
         link.symlink_to(folder.resolve(), target_is_directory=True)
         opts = EvalOptions(
-            tasks=["fusion_clean"], data_dir=Path(tmp), store_path=default_store(), batch_size=batch_size
+            tasks=["fusion_clean"], data_dir=Path(tmp), store_path=default_store_path(), batch_size=batch_size
         )
         _, samples, _ = evaluate(create_backend(spec), spec, opts)
     return {r.doc_id: (r.responses[0] if r.responses else "") for r in samples["fusion_clean"]}

@@ -91,7 +91,7 @@ class Editor:
 
     def __init__(self, spec: EditorSpec) -> None:
         import torch
-        from diffusers import StableDiffusionInstructPix2PixPipeline
+        from diffusers import StableDiffusionInstructPix2PixPipeline  # the [fusion] extra
 
         from harness.models.hf import _auto_device, _auto_dtype
 

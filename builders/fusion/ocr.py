@@ -32,7 +32,7 @@ class Preservation:
 @lru_cache(maxsize=1)
 def _engine() -> Any | None:
     try:
-        from rapidocr_onnxruntime import RapidOCR
+        from rapidocr_onnxruntime import RapidOCR  # the [fusion] extra
     except ImportError:
         return None
     return RapidOCR()

@@ -88,8 +88,9 @@ def _chartqa_png(rec: dict[str, Any], base: Path | None) -> Path | None:
     """The GitHub release keeps images in ``png/`` beside the JSON file."""
     if "imgname" not in rec or base is None:
         return None
-    nested = base / "png" / rec["imgname"]
-    return nested if nested.is_file() else base / rec["imgname"]
+    name: str = rec["imgname"]
+    nested = base / "png" / name
+    return nested if nested.is_file() else base / name
 
 
 def _field(row: dict[str, Any], names: tuple[str, ...], where: str) -> Any:
@@ -102,7 +103,7 @@ def _field(row: dict[str, Any], names: tuple[str, ...], where: str) -> Any:
 def read_source(kind: str, source: str) -> list[dict[str, Any]]:
     """All usable rows of one source, in the unified shape (see the module docstring)."""
     records, base = _load_records(source, kind)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k, rec in enumerate(records):
         where = f"{kind} source {source}: row {k}"
         question = str(_field(rec, ("query", "question"), where))

@@ -13,11 +13,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from builders.fonts import file_sha256, resolve_font
 from builders.options import option
 from builders.stealth import conditions as C
 from builders.stealth import render
-from builders.stealth.text import OCR_WORDS, long_designs, short_designs
+from builders.stealth.text import long_designs, short_designs
+from harness.fonts import file_sha256, resolve_font
+from harness.protocols.stealth.palette import OCR_WORDS
 
 REPO_ID = "vlm-audit/stealth"
 SUBSETS = ("short", "long", "vqa", "ocr")
@@ -191,7 +192,8 @@ def _vqa_specs(
     best = most_similar(embed, answers, [[c for _, c in cands] for cands in candidates])
     specs = []
     for k, (ex, window) in enumerate(zip(examples, windows, strict=True)):
-        decoy_index, decoy = candidates[k][best[k]] if best[k] is not None else (None, None)
+        choice = best[k]
+        decoy_index, decoy = candidates[k][choice] if choice is not None else (None, None)
         words = [("Question:", "question")] + [(w, "question") for w in ex["question"].split()]
         words.append((render.BREAK, "break"))
         for j, (word, ws, we) in enumerate(squad.words_with_spans(window.text)):

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# Active RGB channels per hue; intensity is the magnitude on those channels (34 subtle, 85 mild, 136 strong).
-HUES = {
-    "red": (1, 0, 0),
-    "green": (0, 1, 0),
-    "blue": (0, 0, 1),
-    "yellow": (1, 1, 0),
-    "cyan": (0, 1, 1),
-    "magenta": (1, 0, 1),
-}
+from harness.protocols.stealth.palette import HUES
+
 INTENSITIES = {34: "subtle", 85: "mild", 136: "strong"}
 GRAY_LEVELS = (1, 16, 64, 128, 192, 240)
 OCR_FONT_SIZES = (16, 32, 64)

@@ -33,7 +33,8 @@ def _clip() -> Embedder:
 
     def embed(texts: list[str]) -> np.ndarray:
         with torch.no_grad():
-            return model.get_text_features(**tok(texts, padding=True, return_tensors="pt")).numpy()
+            features: np.ndarray = model.get_text_features(**tok(texts, padding=True, return_tensors="pt")).numpy()
+        return features
 
     return embed
 

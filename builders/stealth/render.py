@@ -7,6 +7,7 @@ the boxes of the words whose color changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
@@ -42,7 +43,7 @@ def layout(words: list[tuple[str, str]], font: ImageFont.FreeTypeFont) -> list[P
         width = font.getlength(text)
         if x > MARGIN and x + width > WIDTH - MARGIN:
             x, y = MARGIN, y + line_height
-        x0, y0, x1, y1 = font.getbbox(text)
+        x0, y0, x1, y1 = (int(v) for v in font.getbbox(text))  # whole pixels: the text has no stroke
         ix, iy = round(x), round(y)
         placed.append(Placed(text, role, ix, iy, (ix + x0 - 1, iy + y0 - 1, ix + x1 + 1, iy + y1 + 1)))
         x += width + space
@@ -71,11 +72,11 @@ class Canvas:
 
     def draw(self, colors: list[tuple[int, int, int]]) -> Image.Image:
         """The canvas with word k in ``colors[k]``; starts from the most similar image drawn so far."""
-        colors = [tuple(c) for c in colors]
+        colors = [(r, g, b) for r, g, b in colors]  # hashable, for the cache keys
         base_key = self._base_key(colors)
         if base_key in self._cache:
             image = self._cache[base_key].copy()
-            todo = [k for k, (c, b) in enumerate(zip(colors, base_key, strict=True)) if c != b]
+            todo: Sequence[int] = [k for k, (c, b) in enumerate(zip(colors, base_key, strict=True)) if c != b]
         else:
             image = Image.new("RGB", (WIDTH, HEIGHT), BACKGROUND)
             todo = range(len(colors))
@@ -131,7 +132,8 @@ def measured_color(image: Image.Image, boxes: list[tuple[int, int, int, int]]) -
         dist = np.abs(patch - np.array(BACKGROUND)).sum(axis=1)
         k = int(dist.argmax())
         if dist[k] > best_dist:
-            best, best_dist = tuple(int(v) for v in patch[k]), int(dist[k])
+            r, g, b = (int(v) for v in patch[k])
+            best, best_dist = (r, g, b), int(dist[k])
     return best
 
 
@@ -141,4 +143,4 @@ def delta_e_2000(color: tuple[int, int, int], background: tuple[int, int, int] =
     from skimage.color import deltaE_ciede2000, rgb2lab
 
     lab = rgb2lab(np.array([[color, background]], dtype=np.float64) / 255.0)
-    return float(deltaE_ciede2000(lab[0, 0], lab[0, 1]))
+    return float(deltaE_ciede2000(lab[0, 0], lab[0, 1]))  # type: ignore[no-untyped-call]  # unannotated upstream

@@ -111,9 +111,3 @@ def long_designs(n: int, rng: random.Random) -> list[tuple[str, list[Word]]]:
     return [
         ("positive" if i % 2 == 0 else "negative", long_sentence("P" if i % 2 == 0 else "N", rng)) for i in range(n)
     ]
-
-
-OCR_WORDS = (
-    "apple river candle garden window silver planet rocket violin forest "
-    "bottle mirror pencil ladder orange marble castle anchor basket feather"
-).split()

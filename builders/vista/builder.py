@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builders.options import option
 from builders.publish import write_hub_folder
@@ -54,10 +55,11 @@ def _folder_images(topic: Topic, files: list[Path], rejected: set[str]) -> list[
     for i, file in enumerate(files[:IMAGES_PER_TOPIC]):
         attempt = 0
         if f"{topic.slug}-{i:02d}" in rejected:
-            file = next(spare, None)
+            replacement = next(spare, None)
             attempt = 1
-            if file is None:
+            if replacement is None:
                 raise HarnessError(f"--images: {topic.slug}/ has no spare image left to replace rejected ones")
+            file = replacement
         out.append(VistaImage(file.read_bytes(), f"folder:{file.name}", -1, attempt))
     return out
 
@@ -111,13 +113,13 @@ def build(out: Path, options: Options) -> Path:
             options.image_size,
             total=len(need_generator) * IMAGES_PER_TOPIC,
         )
-    records = []
+    records: list[dict[str, Any]] = []
     for topic in chosen:
-        pictures = (
-            _folder_images(topic, files[topic.slug], rejected)
-            if files[topic.slug]
-            else _generated_images(topic, pipe, options.seed, rejected)
-        )
+        if files[topic.slug]:
+            pictures = _folder_images(topic, files[topic.slug], rejected)
+        else:
+            assert pipe is not None  # need_generator names every topic without an image folder
+            pictures = _generated_images(topic, pipe, options.seed, rejected)
         for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
             for j, (kind, prompt) in enumerate(prompts(topic)):
                 records.append(

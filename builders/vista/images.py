@@ -57,7 +57,7 @@ class Text2ImageGenerator:
         from harness.extras import require
 
         require("diffusers", "vista", "generating VISTA's images")
-        from diffusers import AutoPipelineForText2Image
+        from diffusers import AutoPipelineForText2Image  # the [vista] extra
 
         path: str | Path = spec
         if spec.startswith("tiny:"):

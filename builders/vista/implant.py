@@ -131,7 +131,7 @@ def render_image(slot: Slot, seed: int, size: int) -> bytes:
     apart: the caption is the concept, as the logo is in a photograph)."""
     from PIL import Image, ImageDraw, ImageFont
 
-    from builders.fonts import resolve_font
+    from harness.fonts import resolve_font
 
     rng = random.Random(image_seed(seed, slot.image_id, 0))
     image = Image.new("RGB", (size, size), slot.color)

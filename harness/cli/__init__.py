@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
             from harness.hub import offline_reason
 
             offline_reason()
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except (HarnessError, ModuleNotFoundError, OSError) as exc:
         error = _one_line(exc)
         if error is None or verbosity == "debug":

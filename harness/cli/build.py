@@ -12,8 +12,8 @@ from harness.cli.common import common_parser
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
-    from builders import Builder
     from builders.options import OptionSpec
+    from harness.builder_spec import Builder
 
 
 @dataclass(frozen=True)

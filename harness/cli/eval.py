@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import data_dir, names, parse_gen_kwargs, response_store, show_progress
+from builders import build_hint
+from harness.arguments import data_dir, names, response_store, show_progress
+from harness.cli.common import parse_gen_kwargs
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
 from harness.protocols.base import EvalOutcome, EvalSettings, FlagValue, Protocol, check_audit_tag, protocols
@@ -79,6 +81,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         repeats=args.repeats,
         show_progress=show_progress(args),
         lmms_model=args.lmms_model,
+        build_hint=build_hint,
     )
 
 

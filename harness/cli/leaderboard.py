@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.leaderboard.service import OnMismatch, Settings
+
+# The choices of --on-mismatch, spelled here (checked against their Literal type) so that building the parser
+# loads none of the leaderboard's libraries.
+ON_MISMATCH_CHOICES: tuple[OnMismatch, ...] = ("flag", "refuse")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -48,7 +55,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.add_argument("--include-path", action="append", help="extra task folder the server scores")
         action.add_argument(
             "--on-mismatch",
-            choices=["flag", "refuse"],
+            choices=ON_MISMATCH_CHOICES,
             default="flag",
             help="flag (store and mark) or refuse a run whose claimed figures differ",
         )
@@ -101,9 +108,10 @@ def _add_leaderboard_options(parser: argparse.ArgumentParser) -> None:
             )
 
 
-def _leaderboard_settings(args: argparse.Namespace) -> Any:
+def _leaderboard_settings(args: argparse.Namespace) -> Settings:
     from harness.leaderboard.bundle import Limits
-    from harness.leaderboard.service import Quota, Settings
+    from harness.leaderboard.quota import Quota
+    from harness.leaderboard.service import Settings
 
     options: dict[str, dict[str, Any]] = {}
     for dest, value in vars(args).items():

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import add_run_task_arguments
+from harness.arguments import add_run_task_arguments
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import data_dir
+from harness.arguments import data_dir
 from harness.errors import HarnessError
 from harness.protocols.base import check_audit_tag
 

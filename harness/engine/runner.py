@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from harness.data import LoadedDataset, load_task_datasets
+from harness.data import BuildHint, LoadedDataset, load_task_datasets
 from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
@@ -76,6 +76,7 @@ class EvalOptions:
     repeats: int | None = None
     show_progress: bool = True
     lmms_model: str | None = None  # the lmms-eval model class whose behaviour the run reproduces
+    build_hint: BuildHint | None = None  # how a missing dataset is built (the command line passes the builders')
 
 
 @dataclass
@@ -733,7 +734,7 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
             where=f"task {name} generation_kwargs",
         )
         configs.append(config)
-    return load_task_datasets(configs, opts.data_dir)
+    return load_task_datasets(configs, opts.data_dir, opts.build_hint)
 
 
 def require_tasks(names: list[str]) -> list[str]:

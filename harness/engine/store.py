@@ -186,6 +186,7 @@ class ResponseStore:
 
     def _merge_side_files(self) -> None:
         """Import answers an earlier run kept while this store was locked; a file stays until it is merged."""
+        assert self._db is not None  # called once the store is open
         for side in self._side_files():
             rows: list[Row] = []
             for lineno, line in jsonl_lines(side.read_text(encoding="utf-8")):
@@ -195,7 +196,7 @@ class ResponseStore:
                 except (HarnessError, ValueError, KeyError, TypeError):
                     log.warning("%s: skipping an unreadable line", side)
             try:
-                self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # type: ignore[union-attr]
+                self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
                 self._insert(rows)
             except sqlite3.DatabaseError as exc:
                 if not _is_lock(exc):

@@ -3,11 +3,9 @@ builds (``make_judge``) also a name for reports and a count of the model calls i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-# Any decision function serves the clustering (tests and callers may pass a plain function).
-Entails = Callable[[str, str], bool]
+from harness.metrics.entailment_clusters import Entails
 
 
 @runtime_checkable

@@ -52,7 +52,7 @@ class NLIJudge:
             self.tokenizer = AutoTokenizer.from_pretrained(model)
         except (OSError, ValueError) as exc:
             raise HarnessError(f"NLI judge {model!r} cannot be loaded ({str(exc).splitlines()[0]})") from None
-        labels = {i: str(name).lower() for i, name in self.model.config.id2label.items()}
+        labels: dict[int, str] = {i: str(name).lower() for i, name in self.model.config.id2label.items()}
         entail = [i for i, name in labels.items() if "entail" in name and "not" not in name]
         if len(entail) != 1:
             raise HarnessError(f"NLI judge {model!r}: no single entailment label among {sorted(labels.values())}")

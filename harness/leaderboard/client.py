@@ -38,7 +38,7 @@ def load_bundle(run_dir: Path) -> tuple[Bundle, dict[str, bytes]]:
 
 def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0) -> dict[str, Any]:
     """Upload a run to a leaderboard server; returns its answer (id, status, checks, page)."""
-    import httpx
+    import httpx  # the [leaderboard] extra
 
     token = token or os.environ.get(TOKEN_ENV)
     if not token:
@@ -51,7 +51,7 @@ def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0)
     except httpx.HTTPError as exc:
         raise HarnessError(f"cannot reach the leaderboard at {url}: {exc}") from None
     try:
-        body = response.json()
+        body: dict[str, Any] = response.json()
     except ValueError:
         body = {"error": response.text[:300]}
     if response.status_code not in (200, 201):

@@ -18,6 +18,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     String,
@@ -139,12 +140,14 @@ class Reservation(Base):
 
 
 class PoolComputation(Base):
-    """One computation of a protocol's cross-model pool (a job of its leaderboard hooks): who was in it,
-    when, with which judge and settings, and the figures. The table keeps its first name (migration 0001)."""
+    """One computation of a protocol's cross-model pool (a job of its leaderboard hooks): whose pool, who
+    was in it, when, with which judge and settings, and the figures (``harness.protocols.pool_store``)."""
 
-    __tablename__ = "vista_pools"
+    __tablename__ = "pool_computations"
+    __table_args__ = (Index("ix_pool_computations_protocol_task", "protocol", "task"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    task: Mapped[str] = mapped_column(String(200), index=True)
+    protocol: Mapped[str] = mapped_column(String(100))
+    task: Mapped[str] = mapped_column(String(200))
     computed_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     status: Mapped[str] = mapped_column(String(20))
     message: Mapped[str | None] = mapped_column(String(2000), nullable=True)
@@ -187,7 +190,7 @@ def make_engine(url: str) -> Engine:
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest migration (creates it in an empty database)."""
-    from alembic import command
+    from alembic import command  # the [leaderboard] extra
     from alembic.config import Config
 
     config = Config()

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.leaderboard.db import Database
-from harness.leaderboard.hooks import Estimate, LeaderboardHooks, Panel, board_protocols
+from harness.leaderboard.hooks import board_protocols
+from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.public import redact
 from harness.leaderboard.service import Settings
 from harness.protocols.base import Protocol
+from harness.protocols.leaderboard_hooks import Estimate, LeaderboardHooks, Panel
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,9 @@ def board_parts(db: Database, settings: Settings) -> BoardParts:
     panels: dict[str, tuple[Panel, ...]] = {}
     pooled: dict[str, dict[int, dict[str, Estimate]]] = {}
     for protocol, hooks in found:
-        options = settings.options(protocol.name, hooks)
+        options, store = settings.options(protocol.name, hooks), DatabasePoolStore(db, protocol.name)
         if hooks.panels is not None:
-            panels[protocol.name] = tuple(_public(p) for p in hooks.panels(db, options))
+            panels[protocol.name] = tuple(_public(p) for p in hooks.panels(store, options))
         if hooks.pooled is not None:
-            pooled[protocol.name] = {i: dict(f) for i, f in hooks.pooled(db, options).items()}
+            pooled[protocol.name] = {i: dict(f) for i, f in hooks.pooled(store, options).items()}
     return BoardParts(found, panels, pooled)

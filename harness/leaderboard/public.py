@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, overload
 
 # an absolute POSIX path of two or more parts (not a URL's "//host", not "a/b" inside a word, not an HTML
 # closing tag) or a Windows drive path
@@ -20,6 +20,14 @@ def _base_name(match: re.Match[str]) -> str:
     return parts[-1] if parts else "~"
 
 
+@overload
+def redact(value: str) -> str: ...
+@overload
+def redact(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def redact(value: list[Any] | tuple[Any, ...]) -> list[Any]: ...
+@overload
+def redact(value: Any) -> Any: ...
 def redact(value: Any) -> Any:
     """``value`` (a string, or JSON made of dicts, lists and strings) with every local path cut to its
     base name; keys are redacted as well as values."""

@@ -34,8 +34,9 @@ from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
 from harness.leaderboard.bundle import Bundle, SubmissionError
-from harness.leaderboard.hooks import Evidence, board_protocols
+from harness.leaderboard.hooks import board_protocols
 from harness.protocols.base import protocol_of_task
+from harness.protocols.leaderboard_hooks import Evidence
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
@@ -109,7 +110,7 @@ def table_of(task: str, registry: TaskRegistry) -> str:
 
 def _same(a: Any, b: Any, tolerance: float) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, int | float) and isinstance(b, int | float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
@@ -118,7 +119,7 @@ def _same(a: Any, b: Any, tolerance: float) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k], tolerance) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y, tolerance) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
 def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: float) -> list[dict[str, Any]]:

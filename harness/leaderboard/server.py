@@ -27,12 +27,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
+from starlette.middleware.base import RequestResponseEndpoint
 from starlette.requests import ClientDisconnect
 
 from harness.leaderboard.bundle import Limits, SubmissionError, is_bundle_file
 from harness.leaderboard.db import Database
-from harness.leaderboard.hooks import Job, Options
 from harness.leaderboard.pages import STATIC, render_index, render_model
+from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.protocol_parts import board_parts
 from harness.leaderboard.quota import RateLimit, release, reserve
 from harness.leaderboard.records import (
@@ -45,6 +46,7 @@ from harness.leaderboard.records import (
 from harness.leaderboard.service import Outcome, RescoringPool, Settings, due_jobs
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
+from harness.protocols.leaderboard_hooks import Job, Options
 from harness.taskspec.registry import TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -91,7 +93,7 @@ class JobWorker:
             self._queued = False
             self._running += 1
         try:
-            self.job.run(self.db, self.options)
+            self.job.run(DatabasePoolStore(self.db, self.name), self.options)
         except Exception:
             log.exception("the %s job after a submission failed", self.name)
         finally:
@@ -374,7 +376,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(500, "internal error; the server log names it")
 
 
-async def _security_headers(request: Request, call_next: Any) -> Response:
+async def _security_headers(request: Request, call_next: RequestResponseEndpoint) -> Response:
     """Every response with the security headers (CSP, nosniff, no referrer) a route did not set itself."""
     response = await call_next(request)
     for key, value in _SECURITY_HEADERS.items():
@@ -412,7 +414,7 @@ def create_app(settings: Settings, db: Database | None = None) -> FastAPI:
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Serves the leaderboard app with uvicorn until interrupted."""
-    import uvicorn
+    import uvicorn  # the [leaderboard] extra
 
     app = create_app(settings)
     print(f"leaderboard: http://{host}:{port}/  (database {app.state.db.engine.url!r})")

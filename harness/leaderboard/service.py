@@ -9,12 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, Source, SubmissionError, bundle_paths, parse_bundle
 from harness.leaderboard.db import Database
-from harness.leaderboard.hooks import Job, LeaderboardHooks, board_protocols, resolve_options
+from harness.leaderboard.hooks import board_protocols, resolve_options
+from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.quota import Quota
 from harness.leaderboard.records import find_submission, store_submission
 from harness.leaderboard.rescoring import (
@@ -26,9 +27,12 @@ from harness.leaderboard.rescoring import (
     timed_out,
     verify,
 )
+from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks
 from harness.taskspec.registry import TaskRegistry
 
-ON_MISMATCH = ("flag", "refuse")
+#: What the server does with a run whose claimed figures differ from the re-scored ones (``Settings``).
+OnMismatch = Literal["flag", "refuse"]
+ON_MISMATCH: tuple[OnMismatch, ...] = get_args(OnMismatch)
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,7 @@ class Settings:
     db_url: str | None = None
     data_dir: Path | None = None
     include_paths: tuple[str, ...] = ()
-    on_mismatch: str = "flag"
+    on_mismatch: OnMismatch = "flag"
     limits: Limits = field(default_factory=Limits)
     protocol_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_error_share: float = MAX_ERROR_SHARE
@@ -303,8 +307,8 @@ def import_runs(
         except HarnessError as exc:  # a refused run, or a run folder holding a symbolic link
             outcomes.append((run_dir, exc if isinstance(exc, SubmissionError) else SubmissionError(str(exc), 400)))
     new = [o for _, o in outcomes if isinstance(o, Outcome) and not o.duplicate]
-    for _, job, options in due_jobs(settings, [t for o in new for t in o.tasks]):
-        job.run(db, options)
+    for protocol, job, options in due_jobs(settings, [t for o in new for t in o.tasks]):
+        job.run(DatabasePoolStore(db, protocol), options)
     return outcomes
 
 

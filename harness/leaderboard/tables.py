@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.leaderboard.db import Submission
-from harness.leaderboard.hooks import Estimate, Figure, board_protocols
+from harness.leaderboard.hooks import board_protocols
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
 from harness.leaderboard.rescoring import worst
+from harness.protocols.leaderboard_hooks import Estimate, Figure
+from harness.results.spreadsheet import spreadsheet_safe
 
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
 
@@ -226,13 +228,6 @@ def table_json(table: Table) -> dict[str, Any]:
             for r in table.rows
         ],
     }
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    """Keep a spreadsheet from reading a submitted string as a formula."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 def table_csv(table: Table) -> str:

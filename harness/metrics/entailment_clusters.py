@@ -15,10 +15,19 @@ across queries and re-clusterings (leave-one-peer-out), and the number of judge 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails
+
+#: An entailment decision ``entails(premise, hypothesis)``: a judge (:mod:`harness.judges`) or a plain function.
+Entails = Callable[[str, str], bool]
+
+#: How responses join clusters (module docstring): connected components of mutual entailment, or strict
+#: cliques.
+ClusteringRule = Literal["components", "strict"]
+CLUSTERING_RULES: tuple[ClusteringRule, ...] = get_args(ClusteringRule)
 
 
 @dataclass
@@ -50,10 +59,10 @@ class DecisionCache:
 
 
 def cluster_responses(
-    responses: list[str], judge: Entails, rule: str = "components", cache: DecisionCache | None = None
+    responses: list[str], judge: Entails, rule: ClusteringRule = "components", cache: DecisionCache | None = None
 ) -> ClusterResult:
     """Cluster ids per response (module docstring); ``cache`` reuses decisions from earlier calls."""
-    if rule not in {"components", "strict"}:
+    if rule not in CLUSTERING_RULES:
         raise HarnessError(f"clustering rule must be 'components' or 'strict', got {rule!r}")
     texts = [r.strip() for r in responses]
     unique = list(dict.fromkeys(t for t in texts if t))

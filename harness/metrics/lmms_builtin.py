@@ -44,7 +44,7 @@ def exact_match(
         preds = preds * len(refs)
     if len(preds) != len(refs) or not preds:
         raise ValueError(f"exact_match compares {len(preds)} prediction(s) with {len(refs)} reference(s)")
-    return sum(p == r for p, r in zip(preds, refs, strict=True)) / len(preds)
+    return sum(bool(p == r) for p, r in zip(preds, refs, strict=True)) / len(preds)
 
 
 def _levenshtein(a: str, b: str) -> int:

@@ -7,7 +7,8 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from importlib.metadata import entry_points
+from typing import Any, Protocol, cast, runtime_checkable
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 
@@ -266,14 +267,24 @@ _REGISTRY: dict[str, str | BackendFactory] = {
 }
 
 
+#: Installed packages add backends through this entry-point group: ``mybackend = "mypkg.backend:factory"``
+#: makes ``--model mybackend:NAME`` call ``factory(NAME, model_args)``.
+ENTRY_POINT_GROUP = "harness.backends"
+
+
 def register_backend(prefix: str, factory: str | BackendFactory) -> None:
     """Register a backend factory (or a lazy ``module:attr`` path) under a spec prefix."""
     _REGISTRY[prefix] = factory
 
 
+def _installed() -> dict[str, str]:
+    """The backends installed packages declare (prefix -> ``module:attr``); a built-in or registered prefix wins."""
+    return {e.name: e.value for e in entry_points(group=ENTRY_POINT_GROUP) if e.name not in _REGISTRY}
+
+
 def available_backends() -> list[str]:
     """The backend names a model spec may start with (``name:...``)."""
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_installed()})
 
 
 def parse_model_args(text: str | None) -> dict[str, str]:
@@ -296,7 +307,7 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
         raise ModelSpecError(
             f"model spec {spec!r} must look like BACKEND:NAME (backends: {', '.join(available_backends())})"
         )
-    factory = _REGISTRY.get(prefix)
+    factory = _REGISTRY.get(prefix) or _installed().get(prefix)
     if factory is None:
         raise ModelSpecError(f"unknown backend {prefix!r} in {spec!r}; available: {', '.join(available_backends())}")
     if prefix == "tiny":
@@ -304,9 +315,21 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
 
         require_chat_arch(name)
     if isinstance(factory, str):
-        module_name, _, attr = factory.partition(":")
+        factory = _resolve(prefix, factory)
+    return factory(name, dict(model_args or {}))
+
+
+def _resolve(prefix: str, path: str) -> BackendFactory:
+    """The factory a ``module:attr`` path names; a plug-in that cannot be imported fails in one line."""
+    module_name, _, attr = path.partition(":")
+    try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
-        factory = obj
-    return factory(name, dict(model_args or {}))
+    except (ImportError, AttributeError) as exc:
+        if prefix in _REGISTRY and module_name.startswith("harness."):
+            raise  # a built-in's missing extra: the command line names the extra
+        raise ModelSpecError(f"backend {prefix!r} ({path}) cannot be loaded: {exc}") from None
+    if not callable(obj):
+        raise ModelSpecError(f"backend {prefix!r} ({path}) is not a factory: it names a {type(obj).__name__}")
+    return cast(BackendFactory, obj)

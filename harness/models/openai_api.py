@@ -105,7 +105,7 @@ class OpenAIBackend(Backend):
             model_args, "send_stop", True, lambda t: _BOOLEANS.get(t.lower()), lambda v: True, "true or false"
         )
         try:
-            import openai
+            import openai  # the [openai] extra
         except ImportError:
             raise ModelSpecError("the openai backend needs the openai package: pip install '.[openai]'") from None
         self.model = model

@@ -3,9 +3,10 @@
 A protocol (VISTA, Stealth, MIST, DiaVLo, FusionAudit, or a third party's) is a ``Protocol`` value that
 declares its places (``ProtocolPlaces``: its code, builder, tasks, card, tests and benchmarks) and the
 hooks the generic layers call: ``harness build`` (its builders), ``harness audit <name>`` (its cross-run
-audit), further top-level commands (``harness attack``), a hook after ``harness eval`` has run every model,
-and its leaderboard figures. The generic modules (engine, CLI, leaderboard,
-task loading, results) iterate over the registry and never name a protocol.
+audit, and the typed audit.json it writes: ``audit_report``, read back by ``Protocol.read_audit``),
+further top-level commands (``harness attack``), a hook after ``harness eval`` has run every model, and
+its leaderboard figures. The generic modules (engine, CLI, leaderboard, task loading, results) iterate
+over the registry and never name a protocol.
 
 Built-in protocols are the packages ``harness/protocols/<name>/`` that define ``PROTOCOL``; third-party
 ones register through the entry-point group ``harness.protocols`` (each entry point names a ``Protocol``)
@@ -21,11 +22,13 @@ import logging
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from builders import Builder
+    from harness.builder_spec import Builder
     from harness.engine.runner import EvalOptions
+    from harness.protocols.audit_report import AuditReport
     from harness.taskspec.config import TaskConfig
     from harness.taskspec.registry import TaskRegistry
 
@@ -129,6 +132,7 @@ class Protocol:
     card: str | None = None  # cards/<card>.md
     extra: str | None = None  # the pip extra its optional parts need
     audit: Command | None = None  # ``harness audit <name>``
+    audit_report: type[AuditReport] | None = None  # what its audit writes as audit.json
     commands: tuple[Command, ...] = ()  # further top-level commands (e.g. ``harness attack``)
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
@@ -143,6 +147,12 @@ class Protocol:
     def names(self) -> tuple[str, ...]:
         """The protocol's name and its aliases: the names it is found by, which no other protocol may hold."""
         return (self.name, *self.aliases)
+
+    def read_audit(self, path: Path) -> AuditReport:
+        """This protocol's audit report in ``path`` (an audit.json or its folder), of any readable version."""
+        if self.audit_report is None:
+            raise HarnessError(f"protocol {self.name!r} declares no audit report")
+        return self.audit_report.read(path)
 
 
 _REGISTRY: dict[str, Protocol] = {}

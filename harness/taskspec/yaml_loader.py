@@ -115,7 +115,7 @@ def _make_loader(yaml_dir: Path) -> type[yaml.SafeLoader]:
             return super().compose_node(parent, index)
 
     def _function(loader: yaml.SafeLoader, node: yaml.Node) -> FunctionRef:
-        return FunctionRef(str(loader.construct_scalar(node)), yaml_dir)  # type: ignore[arg-type]
+        return FunctionRef(str(loader.construct_scalar(node)), yaml_dir)  # type: ignore[arg-type]  # PyYAML raises on a non-scalar node
 
     _Loader.add_constructor("!function", _function)
     return _Loader

@@ -3,9 +3,10 @@
 Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.diavlo import cli, tiny  # noqa: F401 (tiny: registers tiny:owlv2)
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
 
 SUMMARY = (
     "Whether the knowledge a model's rationale uses (REALLY-KNOW) matches what the task needs (SHOULD-"
@@ -20,6 +21,7 @@ PROTOCOL = Protocol(
     card="diavlo",
     extra="diavlo",
     audit=cli.AUDIT,
+    audit_report=DiavloAuditReport,
     builders=(
         Builder(
             "diavlo",

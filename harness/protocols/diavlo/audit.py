@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -46,8 +46,15 @@ from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
+from harness.protocols.diavlo.audit_report import (
+    DiavloAuditReport,
+    DiavloSettings,
+    ModelReport,
+    MutualInformation,
+    TooFewPairs,
+)
 from harness.protocols.diavlo.concept_effects import ConceptEffect, DMLSettings, concept_effect
-from harness.protocols.diavlo.metrics import Thresholds
+from harness.protocols.diavlo.metrics import MiEstimator, Thresholds
 from harness.protocols.diavlo.report import (
     BINARY,
     behaviour_summary,
@@ -61,6 +68,10 @@ from harness.results.schema import GenerationSettings, RunResults, SampleRecord,
 
 OUTCOMES = ("flip", "distance")
 
+#: Which concepts a pair occludes: its RK concepts, or its SK concepts when it has no usable RK one.
+ConceptSource = Literal["rk", "rk_or_sk"]
+CONCEPT_SOURCES: tuple[ConceptSource, ...] = get_args(ConceptSource)
+
 
 @dataclass(frozen=True)
 class DiavloAuditConfig:
@@ -68,17 +79,17 @@ class DiavloAuditConfig:
     occlusion-design cap, the RK-SK box-matching cosine, the MI estimator and its resamples, and DML's settings."""
 
     thresholds: Thresholds = field(default_factory=Thresholds)
-    concepts: str = "rk"
+    concepts: ConceptSource = "rk"
     max_subsets: int = 1024
     match_threshold: float = 0.6
-    mi_estimator: str = "knn"
+    mi_estimator: MiEstimator = "knn"
     mi_resamples: int = 1000
     seed: int = 0
     batch_size: int = 1
     dml: DMLSettings = field(default_factory=DMLSettings)
 
     def __post_init__(self) -> None:
-        if self.concepts not in {"rk", "rk_or_sk"}:
+        if self.concepts not in CONCEPT_SOURCES:
             raise HarnessError(f"--concepts must be rk or rk_or_sk, got {self.concepts!r}")
         if self.max_subsets < 2:
             raise HarnessError("--max-subsets must be at least 2 (the original and one occlusion)")
@@ -119,7 +130,8 @@ def occlusion_designs(concepts: list[str], max_subsets: int, seed: int) -> list[
 
 def is_sampled(n_concepts: int, max_subsets: int) -> bool:
     """Whether a pair's designs are a sample: its power set (``2 ** n_concepts``) exceeds ``max_subsets``."""
-    return 2**n_concepts > max_subsets
+    designs: int = 2**n_concepts
+    return designs > max_subsets
 
 
 def occlude(image: Any, boxes: list[list[float]]) -> Any:
@@ -371,27 +383,31 @@ def occlusion_statement(audits: list[ModelAudit], max_subsets: int) -> str:
     return f"{text}; {sampled} of {pairs} pairs had more and got {max_subsets} sampled subsets"
 
 
+def audit_report(audits: list[ModelAudit], config: DiavloAuditConfig) -> DiavloAuditReport:
+    """The audit as audit.json holds it (pair and counterfactual rows are in their CSVs)."""
+    return DiavloAuditReport(
+        config=DiavloSettings.model_validate({**asdict(config), "outcomes": list(OUTCOMES)}),
+        occlusion=occlusion_statement(audits, config.max_subsets),
+        models={
+            a.model: ModelReport(
+                run_dir=a.run_dir,
+                per_source=a.per_source,
+                overall=a.overall,
+                counts=a.counts,
+                structure={"verdicts": dict(Counter(c["verdict"] for c in a.structure)), "pairs": a.structure},
+                effects={o: [e.as_dict() for e in es] for o, es in a.effects.items()},
+            )
+            for a in audits
+        },
+    )
+
+
 def write_audit(audits: list[ModelAudit], config: DiavloAuditConfig, out_dir: Path) -> Path:
     """audit.json, pairs.csv, counterfactuals.csv, effects.csv and the three plots."""
     from harness.protocols.diavlo.plots import class_shares_plot, concept_effects_plot, similarity_performance_plot
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {
-        "config": {**asdict(config), "outcomes": list(OUTCOMES)},
-        "occlusion": occlusion_statement(audits, config.max_subsets),
-        "models": {
-            a.model: {
-                "run_dir": a.run_dir,
-                "per_source": a.per_source,
-                "overall": a.overall,
-                "counts": a.counts,
-                "structure": {"verdicts": dict(Counter(c["verdict"] for c in a.structure)), "pairs": a.structure},
-                "effects": {o: [e.as_dict() for e in es] for o, es in a.effects.items()},
-            }
-            for a in audits
-        },
-    }
-    (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    audit_report(audits, config).write(out_dir)
     _csv(out_dir / "pairs.csv", [{"model": a.model, **r} for a in audits for r in a.pairs])
     _csv(
         out_dir / "counterfactuals.csv",
@@ -451,65 +467,63 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def summary_tables(audits: list[ModelAudit]) -> str:
+def summary_tables(report: DiavloAuditReport) -> str:
     """Markdown tables: classes, RK losses and MI per model; each concept's effects with refutations."""
     lines = [
         "| Model | Pairs | Aligned | Expanded | Divergent | Unnamed | RK losses | MI nats [95% CI] |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for a in audits:
-        c, mi = a.overall["classes"], a.overall["mutual_information"]
-        shares = " | ".join(
-            "-" if c[k] is None else f"{c[k]:.2f}" for k in ("Aligned", "Expanded", "Divergent", "Unnamed")
-        )
-        ci = mi.get("ci95")
-        mi_text = "-" if mi["mi_nats"] is None else f"{mi['mi_nats']:.3f}"
+    for model, m in report.models.items():
+        overall, mi = m.overall, m.overall.mutual_information
+        shares = " | ".join("-" if v is None else f"{v:.2f}" for v in overall.classes.shares.values())
+        ci = mi.ci95 if isinstance(mi, MutualInformation) else None
+        mi_text = "-" if mi.mi_nats is None else f"{mi.mi_nats:.3f}"
         mi_text += f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
-        lines.append(f"| {a.model} | {a.overall['pairs']} | {shares} | {a.overall['rk_losses']['total']} | {mi_text} |")
+        lines.append(f"| {model} | {overall.pairs} | {shares} | {overall.rk_losses.total} | {mi_text} |")
     lines += [
         "",
         "| Model | Outcome | Concept | n | Effect [95% CI] | Placebo | RCC | Verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for a in audits:
-        for outcome, effects in a.effects.items():
+    for model, m in report.models.items():
+        for outcome, effects in m.effects.items():
             for e in effects:
                 verdict = f"inconclusive ({'; '.join(e.reasons)})" if e.inconclusive else "estimate"
                 if e.estimate is None:
-                    lines.append(f"| {a.model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
+                    lines.append(f"| {model} | {outcome} | {e.concept} | {e.n} | - | - | - | {verdict} |")
                     continue
                 est = e.estimate
                 checks = " | ".join(
                     "-" if c is None else f"{c.effect:+.3f}" for c in (e.placebo, e.random_common_cause)
                 )
                 lines.append(
-                    f"| {a.model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
-                    f"[{est.ci[0]:+.3f}, {est.ci[1]:+.3f}] | {checks} | {verdict} |"
+                    f"| {model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
+                    f"[{est.ci95[0]:+.3f}, {est.ci95[1]:+.3f}] | {checks} | {verdict} |"
                 )
-    notes = [note for a in audits for note in _empty_figure_notes(a)]
+    notes = [note for model, m in report.models.items() for note in _empty_figure_notes(model, m)]
     return "\n".join(lines + (["", *notes] if notes else []))
 
 
-def _empty_figure_notes(audit: ModelAudit) -> list[str]:
+def _empty_figure_notes(model: str, audit: ModelReport) -> list[str]:
     """One line per empty part of a model's tables, saying why (a random-weight model empties all three)."""
     overall, notes = audit.overall, []
-    losses = overall["rk_losses"]
-    if not overall["classes"]["n"]:
-        lost = ", ".join(f"{k} {v}" for k, v in losses.items() if k not in {"total", "rate"} and v)
+    losses = overall.rk_losses
+    if not overall.classes.n:
+        lost = ", ".join(f"{k} {v}" for k, v in losses.model_dump(exclude={"total", "rate"}).items() if v)
         notes.append(
-            f"Note: {audit.model}: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 "
-            f"and SHOULD-KNOW ones); {losses['total']} of {overall['pairs']} pairs lost their RK"
+            f"Note: {model}: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 "
+            f"and SHOULD-KNOW ones); {losses.total} of {overall.pairs} pairs lost their RK"
             f"{f' ({lost})' if lost else ''}, so the class shares are `-`; the turns are in the run's "
             "samples files"
         )
-    mi = overall["mutual_information"]
-    if mi["mi_nats"] is None and mi.get("note"):
-        notes.append(f"Note: {audit.model}: MI is `-`: {mi['note']} ({mi['n']})")
+    mi = overall.mutual_information
+    if isinstance(mi, TooFewPairs):
+        notes.append(f"Note: {model}: MI is `-`: {mi.note} ({mi.n})")
     if not any(audit.effects.values()):
         c = audit.counts
         notes.append(
-            f"Note: {audit.model}: no concept effect: {c.get('pairs_with_concepts', 0)} of "
-            f"{c.get('pairs', 0)} pairs have concepts to occlude (from RK, or SK with --concepts "
-            f"rk_or_sk) and {c.get('counterfactuals', 0)} counterfactuals were asked"
+            f"Note: {model}: no concept effect: {c.pairs_with_concepts} of "
+            f"{c.pairs} pairs have concepts to occlude (from RK, or SK with --concepts "
+            f"rk_or_sk) and {c.counterfactuals} counterfactuals were asked"
         )
     return notes

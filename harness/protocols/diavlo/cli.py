@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.cli.common import add_run_task_arguments, audit_folder, data_dir, response_store
+from harness.arguments import add_run_task_arguments, audit_folder, data_dir, response_store
 from harness.protocols.base import Command
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
+
+if TYPE_CHECKING:
+    from harness.protocols.diavlo.audit import ConceptSource
+    from harness.protocols.diavlo.metrics import MiEstimator
+
+# The choices of --concepts and --mi-estimator, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+CONCEPT_CHOICES: tuple[ConceptSource, ...] = ("rk", "rk_or_sk")
+MI_ESTIMATOR_CHOICES: tuple[MiEstimator, ...] = ("knn", "binned")
 
 
 def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
@@ -18,7 +29,7 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--detector", help="boxes for RK concepts no SK concept matches: hf:ID_OR_FOLDER or tiny:owlv2")
     dv.add_argument(
         "--concepts",
-        choices=["rk", "rk_or_sk"],
+        choices=CONCEPT_CHOICES,
         default="rk",
         help="occlude RK concepts, or fall back to SK concepts when a pair has no usable RK",
     )
@@ -33,7 +44,7 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--tau-a", type=float, default=0.75)
     dv.add_argument("--tau-e", type=float, default=0.35)
     dv.add_argument("--tau-d", type=float, default=0.35)
-    dv.add_argument("--mi-estimator", choices=["knn", "binned"], default="knn")
+    dv.add_argument("--mi-estimator", choices=MI_ESTIMATOR_CHOICES, default="knn")
     dv.add_argument("--mi-resamples", type=int, default=1000)
     dv.add_argument("--n-folds", type=int, default=3)
     reps = dv.add_mutually_exclusive_group()
@@ -104,8 +115,10 @@ def _cmd_audit_diavlo(args: argparse.Namespace) -> int:
         )
     store.close()
     out = write_audit(audits, config, audit_folder(args.output, run_dirs, "diavlo"))
-    print(summary_tables(audits))
-    print(f"\ncounterfactuals: {sum(a.counts['counterfactuals'] for a in audits)}; audit: {out / 'audit.json'}")
+    report = DiavloAuditReport.read(out)
+    print(summary_tables(report))
+    asked = sum(m.counts.counterfactuals for m in report.models.values())
+    print(f"\ncounterfactuals: {asked}; audit: {out / 'audit.json'}")
     return 0
 
 

@@ -111,7 +111,7 @@ class ConceptEffect:
 
 def _splits(n: int, settings: DMLSettings, rng: np.random.Generator) -> list[list[tuple[np.ndarray, np.ndarray]]]:
     require("sklearn", "diavlo", "DiaVLo's cross-fitting")
-    from sklearn.model_selection import KFold
+    from sklearn.model_selection import KFold  # the [diavlo] extra
 
     out = []
     for _ in range(settings.n_rep):
@@ -128,7 +128,7 @@ def _plr(
     splits: list[list[tuple[np.ndarray, np.ndarray]]],
 ) -> Any:
     """An unfitted DoubleMLPLR on these splits, both nuisances gradient-boosted trees with fixed seeds."""
-    from doubleml import DoubleMLData, DoubleMLPLR
+    from doubleml import DoubleMLData, DoubleMLPLR  # the [diavlo] extra
     from sklearn.ensemble import GradientBoostingRegressor
 
     def trees(seed: int) -> GradientBoostingRegressor:
@@ -161,7 +161,7 @@ def _nuisance_predictions(
     """Out-of-fold predictions of both nuisances (columns = repetitions) over a block of the splits.
     sklearn's per-tree input checks are skipped (a quarter of the time; the inputs are checked once in
     :func:`dml_estimate`); the config is per thread, so it is set here."""
-    from sklearn import config_context
+    from sklearn import config_context  # the [diavlo] extra
 
     model = _plr(y, t, x, settings, splits)
     with (

@@ -4,7 +4,8 @@ re-scored samples), with bootstrap CIs over pairs."""
 
 from __future__ import annotations
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.protocols.diavlo.audit_report import BehaviourSummary, MutualInformation
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
 CLASS_FIGURES = (
     ("Aligned", "aligned share", True),
@@ -25,18 +26,18 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     rows = [row for records in evidence.samples.values() for row in pair_rows(records)]
     if not rows:
         return {}
-    summary = behaviour_summary(rows)
-    classes = summary["classes"]
+    summary = BehaviourSummary.model_validate(behaviour_summary(rows))
+    classes = summary.classes
     labels = [r["class"] for r in rows if r["class"] is not None]
 
     def share(name: str) -> Estimate:
         ci = cluster_ci(len(labels), lambda idx: sum(labels[i] == name for i in idx) / len(idx))
-        return Estimate(classes.get(name), ci, classes["n"])
+        return Estimate(classes.shares[name], ci, classes.n)
 
-    mi = summary["mutual_information"]
+    mi = summary.mutual_information
     return {
         **{name.lower(): share(name) for name, _, _ in CLASS_FIGURES},
-        "mi": estimate(mi.get("mi_nats"), mi.get("ci95"), mi.get("n")),
+        "mi": estimate(mi.mi_nats, mi.ci95 if isinstance(mi, MutualInformation) else None, mi.n),
     }
 
 

@@ -28,7 +28,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -94,7 +94,8 @@ def similarity_matrix(rk: Sequence[Triplet], sk: Sequence[Triplet], encoder: Enc
     """S[i, j] = cosine of RK_i and SK_j (the encoder returns unit rows)."""
     if not rk or not sk:
         return np.zeros((len(rk), len(sk)))
-    return encoder.matrix([t.text() for t in rk]) @ encoder.matrix([t.text() for t in sk]).T
+    cosines: np.ndarray = encoder.matrix([t.text() for t in rk]) @ encoder.matrix([t.text() for t in sk]).T
+    return cosines
 
 
 def best_match(sim: np.ndarray) -> Pairing:
@@ -165,13 +166,19 @@ def binned_mi(x: np.ndarray, y: np.ndarray, bins: int = 10, y_bins: int | None =
 def knn_mi(x: np.ndarray, y: np.ndarray, n_neighbors: int = 3, seed: int = 0) -> float:
     """Nearest-neighbour I(X; Y) in nats via sklearn (Ross 2014 when Y is binary, else KSG)."""
     require("sklearn", "diavlo", "DiaVLo's kNN mutual information")
-    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression
+    from sklearn.feature_selection import mutual_info_classif, mutual_info_regression  # the [diavlo] extra
 
     x = np.asarray(x, dtype=float).reshape(-1, 1)
     y = np.asarray(y, dtype=float)
     if len(np.unique(y)) <= 2:
         return float(mutual_info_classif(x, y.astype(int), n_neighbors=n_neighbors, random_state=seed)[0])
     return float(mutual_info_regression(x, y, n_neighbors=n_neighbors, random_state=seed)[0])
+
+
+#: How I(sim; perf) is estimated: nearest-neighbour (:func:`knn_mi`) or plug-in on equal-width bins
+#: (:func:`binned_mi`).
+MiEstimator = Literal["knn", "binned"]
+MI_ESTIMATORS: tuple[MiEstimator, ...] = get_args(MiEstimator)
 
 
 @dataclass(frozen=True)
@@ -182,7 +189,7 @@ class MIResult:
     mi: float
     ci: tuple[float, float] | None
     n: int
-    estimator: str
+    estimator: MiEstimator
     binary_performance: bool
     upper_bound: float | None
     note: str
@@ -203,7 +210,7 @@ class MIResult:
 def mutual_information(
     similarity: Sequence[float],
     performance: Sequence[float],
-    estimator: str = "knn",
+    estimator: MiEstimator = "knn",
     n_resamples: int = 1000,
     seed: int = 0,
     bins: int = 10,
@@ -213,7 +220,7 @@ def mutual_information(
     x, y = np.asarray(similarity, dtype=float), np.asarray(performance, dtype=float)
     if x.shape != y.shape:
         raise HarnessError(f"similarity and performance differ in length ({len(x)} vs {len(y)})")
-    if estimator not in {"knn", "binned"}:
+    if estimator not in MI_ESTIMATORS:
         raise HarnessError(f"unknown MI estimator {estimator!r} (knn or binned)")
     if len(x) < 4:
         return None

@@ -20,6 +20,7 @@ from harness.metrics.squad import normalize_answer, token_f1
 from harness.protocols.diavlo.metrics import (
     CLASSES,
     LN2,
+    MiEstimator,
     Thresholds,
     Triplet,
     behaviour_class,
@@ -170,7 +171,7 @@ def scale_statement(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def behaviour_summary(
-    rows: list[dict[str, Any]], estimator: str = "knn", n_resamples: int = 1000, seed: int = 0
+    rows: list[dict[str, Any]], estimator: MiEstimator = "knn", n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
     """Class shares, RK losses and MI(similarity; performance) with its CI over a set of pair rows."""
     both = [r for r in rows if r["similarity"] is not None and r["performance"] is not None]

@@ -5,9 +5,10 @@ Its one name is ``fusion`` (package, builder, tasks, card, dataset); ``fusionaud
 command-line alias.
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.fusion import cli, tiny  # noqa: F401 (tiny: registers tiny:instruct_pix2pix)
+from harness.protocols.fusion.audit_report import FusionAuditReport
 
 SUMMARY = (
     "How often attacks through each pathway (pixels, typed and natural text evidence) flip a model's "
@@ -23,6 +24,7 @@ PROTOCOL = Protocol(
     card="fusion",
     extra="fusion",
     audit=cli.AUDIT,
+    audit_report=FusionAuditReport,
     commands=(cli.ATTACK,),
     builders=(
         Builder(

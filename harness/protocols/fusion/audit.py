@@ -15,7 +15,6 @@ None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attack
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
 from harness.protocols.fusion.attack_outcomes import OUTCOMES_FILE, read_diagnostics, read_outcomes
+from harness.protocols.fusion.audit_report import FusionAuditReport, FusionSettings
 from harness.results.schema import read_run, read_samples
 
 VARIANT_TASKS = {
@@ -60,8 +60,8 @@ class FusionAuditConfig:
     """The audit's choices: delta against each strengthened attack's own pathway or the whole baseline suite,
     Nat-Evid counted only on edits whose evidence survived, fusion-level overrides, and the bootstrap."""
 
-    delta_mode: str = "pathway"
-    oar_mode: str = "per_item"
+    delta_mode: fm.DeltaMode = "pathway"
+    oar_mode: fm.OarIncreaseMode = "per_item"
     natevid_preserved_only: bool = True
     level_overrides: dict[str, str] = field(default_factory=dict)
     n_resamples: int = 1000
@@ -171,7 +171,7 @@ class FusionAuditResult:
 def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionAuditResult:
     """FusionAudit's figures for every model found in ``run_dirs`` and for each fusion level, with paired
     bootstrap 95% CIs (module docstring)."""
-    if config.delta_mode not in {"pathway", "suite"}:
+    if config.delta_mode not in fm.DELTA_MODES:
         raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
     if config.oar_mode not in fm.OAR_INCREASE_MODES:
         raise HarnessError(f"--oar-increase {config.oar_mode!r}: choose {' or '.join(fm.OAR_INCREASE_MODES)}")
@@ -243,16 +243,14 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
         asr_bars(result.models, out_dir / "fusion_asr_rplus.png").name,
         rug_oar_by_level(result.levels, out_dir / "fusion_rug_oar_by_level.png").name,
     ]
-    payload = {
-        "protocol": "fusion",
-        "config": asdict(result.config),
-        "models": result.models,
-        "levels": result.levels,
-        "rank_agreement_end_pgd_vs_r_plus": result.rank_agreement,
-        "restoration_subset": RESTORATION_SUBSET,
-        "plots": plots,
-    }
-    (out_dir / "audit.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    FusionAuditReport(
+        config=FusionSettings.model_validate(asdict(result.config)),
+        models=result.models,
+        levels=result.levels,
+        rank_agreement_end_pgd_vs_r_plus=result.rank_agreement,
+        restoration_subset=RESTORATION_SUBSET,
+        plots=plots,
+    ).write(out_dir)
     figure_names = list(next(iter(result.models.values()))["figures"]) if result.models else []
     with (out_dir / "audit.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)

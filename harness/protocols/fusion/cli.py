@@ -8,14 +8,21 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import audit_folder, data_dir, default_store, names, show_progress
+from harness.arguments import audit_folder, data_dir, default_store, names, show_progress
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
 from harness.protocols.base import Command
+from harness.protocols.fusion.audit_report import FusionAuditReport, ModelFigures
 
 if TYPE_CHECKING:
     from harness.protocols.fusion.attack_outcomes import AttackSummary
     from harness.protocols.fusion.attacks.run import AttackOptions
+    from harness.protocols.fusion.metrics import DeltaMode, OarIncreaseMode
+
+# The choices of --delta-mode and --oar-increase, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+DELTA_MODE_CHOICES: tuple[DeltaMode, ...] = ("pathway", "suite")
+OAR_INCREASE_CHOICES: tuple[OarIncreaseMode, ...] = ("per_item", "ratio_of_means")
 
 
 def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
@@ -159,13 +166,13 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     )
     fu.add_argument(
         "--delta-mode",
-        choices=["pathway", "suite"],
+        choices=DELTA_MODE_CHOICES,
         default="pathway",
         help="baselines of a strengthened attack: its own pathway's (default) or the whole suite",
     )
     fu.add_argument(
         "--oar-increase",
-        choices=["per_item", "ratio_of_means"],
+        choices=OAR_INCREASE_CHOICES,
         default="per_item",
         help="relative OAR increase over the clean image: mean of per-item ratios (default, the "
         "paper's) or ratio of the mean OARs",
@@ -222,10 +229,18 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
     )
     result = run_fusion_audit(run_dirs, config)
     out = write_fusion_audit(result, audit_folder(args.output, run_dirs, "fusion"))
+    _print_audit(FusionAuditReport.read(out))
+    print(f"audit: {out / 'audit.json'}")
+    return 0
+
+
+def _print_audit(report: FusionAuditReport) -> None:
+    """Each model's figures as a Markdown table, a note per model with no C or with attacks not run, and the
+    End-PGD vs R+ rank agreement."""
     print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR | OAR vs clean |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for model, row in result.models.items():
-        f = row["figures"]
+    for model, row in report.models.items():
+        f = row.figures
         cells = [
             f"{f[k]:.3f}" if f[k] is not None else "-"
             for k in (
@@ -241,33 +256,32 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
                 "oar",
             )
         ]
-        cells.append("-" if f["oar_increase"] is None else f"{f['oar_increase']:+.0%}")
-        print(f"| {model} | {row['fusion_level']} | {int(f['n_clean_correct'])} | {' | '.join(cells)} |")
-    empty = [model for model, row in result.models.items() if not row["figures"]["n_clean_correct"]]
+        increase = f["oar_increase"]
+        cells.append("-" if increase is None else f"{increase:+.0%}")
+        print(f"| {model} | {row.fusion_level} | {int(f['n_clean_correct'] or 0)} | {' | '.join(cells)} |")
+    empty = [model for model, row in report.models.items() if not row.figures["n_clean_correct"]]
     if empty:
         print(
             f"\nNote: {', '.join(empty)}: C = 0 (no clean item answered correctly), and every figure is a share "
             "of C, so its row is `-` and its bars in fusion_asr_rplus.png are n/a"
         )
-    for model, row in result.models.items():
-        if row["figures"]["n_clean_correct"] and row["attacks_not_run"]:
+    for model, row in report.models.items():
+        if row.figures["n_clean_correct"] and row.attacks_not_run:
             print(
-                f"Note: {model}: no outcome on C for {', '.join(row['attacks_not_run'])}, shown as `-` (an attack "
+                f"Note: {model}: no outcome on C for {', '.join(row.attacks_not_run)}, shown as `-` (an attack "
                 f"not run{_natevid_reason(row)})"
             )
-    agreement = result.rank_agreement
-    rho = agreement["spearman_rho"]
+    agreement = report.rank_agreement_end_pgd_vs_r_plus
+    rho = agreement.spearman_rho
     print(
         f"\nEnd-PGD vs R+ ranks: Spearman rho {'-' if rho is None else f'{rho:.3f}'}; "
-        f"{agreement['n_moved']} of {agreement['n_models']} models move >= 3 ranks"
+        f"{agreement.n_moved} of {agreement.n_models} models move >= 3 ranks"
     )
-    print(f"audit: {out / 'audit.json'}")
-    return 0
 
 
-def _natevid_reason(row: dict[str, Any]) -> str:
+def _natevid_reason(row: ModelFigures) -> str:
     """The other reason Nat-Evid has no outcome: every edit of C failed the OCR evidence check."""
-    if "nat_evid" not in row["attacks_not_run"]:
+    if "nat_evid" not in row.attacks_not_run:
         return ""
     return "; for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all"
 

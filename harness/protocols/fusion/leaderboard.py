@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks
 
 FIGURES = (
     Figure("r0", "R0", higher_is_better=False),

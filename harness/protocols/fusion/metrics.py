@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -105,12 +105,17 @@ def delta(outcomes: Sequence[ItemOutcome], strengthened: Sequence[str], baseline
     )
 
 
-def deltas(outcomes: Sequence[ItemOutcome], mode: str = "pathway") -> dict[str, float | None]:
+#: Which baselines a strengthened attack's delta_s is measured against: its own pathway's, or the whole suite.
+DeltaMode = Literal["pathway", "suite"]
+DELTA_MODES: tuple[DeltaMode, ...] = get_args(DeltaMode)
+
+
+def deltas(outcomes: Sequence[ItemOutcome], mode: DeltaMode = "pathway") -> dict[str, float | None]:
     """``delta_s`` per strengthened attack and the total ``delta`` (= R+ - R0).
 
     ``mode="pathway"`` (default) compares each strengthened attack with the baselines of its own
     pathway (:data:`PATHWAY_BASELINES`); ``mode="suite"`` with the whole baseline suite."""
-    if mode not in {"pathway", "suite"}:
+    if mode not in DELTA_MODES:
         raise HarnessError(f"delta mode {mode!r}: choose pathway or suite")
     out = {}
     for s in STRENGTHENED_ATTACKS:
@@ -149,10 +154,12 @@ def mean_oar(outcomes: Sequence[ItemOutcome], clean: bool = False) -> float | No
     return float(np.mean(values)) if values else None
 
 
-OAR_INCREASE_MODES = ("per_item", "ratio_of_means")
+#: How the relative OAR increase averages: the mean of per-item ratios, or the ratio of the mean OARs.
+OarIncreaseMode = Literal["per_item", "ratio_of_means"]
+OAR_INCREASE_MODES: tuple[OarIncreaseMode, ...] = get_args(OarIncreaseMode)
 
 
-def oar_increase(outcomes: Sequence[ItemOutcome], mode: str = "per_item") -> float | None:
+def oar_increase(outcomes: Sequence[ItemOutcome], mode: OarIncreaseMode = "per_item") -> float | None:
     """Relative OAR increase over the matched clean image (the paper's "+138% at L2" is 1.38), over the
     items with both OARs and a positive clean one.
 
@@ -231,7 +238,7 @@ def oar(attention: np.ndarray, coverage: np.ndarray, areas: np.ndarray | None = 
 
 
 def model_figures(
-    outcomes: Sequence[ItemOutcome], delta_mode: str = "pathway", oar_mode: str = "per_item"
+    outcomes: Sequence[ItemOutcome], delta_mode: DeltaMode = "pathway", oar_mode: OarIncreaseMode = "per_item"
 ) -> dict[str, float | None]:
     """Every per-model figure, flat (the audit's CSV row and the bootstrap's statistic)."""
     out: dict[str, float | None] = {"n_clean_correct": float(len(outcomes))}
@@ -339,12 +346,12 @@ def rank_moves(x: Mapping[str, float | None], y: Mapping[str, float | None], thr
     their average rank (scipy's ``rankdata``)."""
     from scipy.stats import rankdata
 
-    models = [m for m in x if x[m] is not None and y.get(m) is not None]
-    if not models:
+    both = [(m, xm, ym) for m, xm in x.items() if xm is not None and (ym := y.get(m)) is not None]
+    if not both:
         return {"ranks": {}, "moved": [], "n_moved": 0, "threshold": threshold}
-    rx = rankdata([float(x[m]) for m in models])  # type: ignore[arg-type]
-    ry = rankdata([float(y[m]) for m in models])  # type: ignore[arg-type]
-    ranks = {m: [float(a), float(b)] for m, a, b in zip(models, rx, ry, strict=True)}
+    rx = rankdata([float(xm) for _, xm, _ in both])
+    ry = rankdata([float(ym) for _, _, ym in both])
+    ranks = {m: [float(a), float(b)] for (m, _, _), a, b in zip(both, rx, ry, strict=True)}
     moved = [m for m, (a, b) in ranks.items() if abs(a - b) >= threshold]
     return {"ranks": ranks, "moved": moved, "n_moved": len(moved), "threshold": threshold}
 

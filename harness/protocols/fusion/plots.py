@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ BARS = [
 ]
 
 
-def _errors(values: list[float], cis: list[Any]) -> np.ndarray:
+def _errors(values: list[float], cis: Sequence[Sequence[float] | None]) -> np.ndarray:
     low = [v - ci[0] if ci else 0.0 for v, ci in zip(values, cis, strict=True)]
     high = [ci[1] - v if ci else 0.0 for v, ci in zip(values, cis, strict=True)]
-    return np.clip(np.array([low, high]), 0, None)
+    errors: np.ndarray = np.clip(np.array([low, high]), 0, None)
+    return errors
 
 
 def _mark_missing(ax: Any, xs: Any, raw: list[Any]) -> None:

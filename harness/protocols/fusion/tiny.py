@@ -22,7 +22,7 @@ def build_tiny_instruct_pix2pix(out: Path) -> None:
     import torch
 
     require("diffusers", "fusion", "tiny:instruct_pix2pix")
-    from diffusers import (
+    from diffusers import (  # the [fusion] extra
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
         StableDiffusionInstructPix2PixPipeline,

@@ -3,7 +3,7 @@
 Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 
 SUMMARY = (

@@ -5,7 +5,7 @@ alt-test."""
 
 from __future__ import annotations
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
 REPORTED = (
     ("change_rate_misleading", "change rate (misleading)", False),

@@ -38,7 +38,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -73,6 +73,10 @@ def parse_label(response: str) -> int | None:
 
 
 ARMS = ("none", "aligned-ignore", "aligned-silent", "misleading-ignore", "misleading-silent")
+#: The image shown with a sentence: the one depicting its own sense, or the other sense.
+ImageCondition = Literal["aligned", "misleading"]
+#: The prompt with the explicit "ignore the image" instruction, or without it (the prompt-edit control).
+InstructionArm = Literal["ignore", "silent"]
 Cell = tuple[str, str, str]  # (item, technique, arm)
 
 
@@ -106,7 +110,9 @@ def _share(flags: Sequence[bool]) -> float | None:
     return float(np.mean(flags)) if flags else None
 
 
-def change_rate(labels: Mapping[Cell, int | None], condition: str, arm: str = "both") -> float | None:
+def change_rate(
+    labels: Mapping[Cell, int | None], condition: ImageCondition, arm: InstructionArm | Literal["both"] = "both"
+) -> float | None:
     """Change rate(c, a): the share of (item, technique) cells whose label under image condition ``c`` and
     instruction arm ``a`` differs from the no-image label; ``both`` pools the two arms (module docstring)."""
     arms = ("ignore", "silent") if arm == "both" else (arm,)
@@ -114,14 +120,14 @@ def change_rate(labels: Mapping[Cell, int | None], condition: str, arm: str = "b
     return _share(flags)
 
 
-def control_rate(labels: Mapping[Cell, int | None], condition: str) -> float | None:
+def control_rate(labels: Mapping[Cell, int | None], condition: ImageCondition) -> float | None:
     """Prompt-edit control rate(c): the share of cells whose ignore-arm and silent-arm labels differ under
     the same image condition ``c`` (module docstring)."""
     return _share([a != b for _, _, a, b in _pairs(labels, f"{condition}-ignore", f"{condition}-silent")])
 
 
-INSTRUCTION_ARMS = ("ignore", "silent")
-PAPER_ARM = "ignore"
+INSTRUCTION_ARMS: tuple[InstructionArm, ...] = get_args(InstructionArm)
+PAPER_ARM: InstructionArm = "ignore"
 
 
 def _check_arm(arm: str) -> None:
@@ -133,7 +139,7 @@ def _check_arm(arm: str) -> None:
 class DirectionCounts:
     """Aligned vs misleading over one judge's (item, technique) cells under one instruction arm."""
 
-    arm: str
+    arm: InstructionArm
     cells: int  # both labels parsed
     disagreeing: int
     toward: int  # disagreeing cells that moved toward the misleading image's sense
@@ -156,7 +162,7 @@ class DirectionCounts:
 
 
 def direction_counts(
-    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: InstructionArm = PAPER_ARM
 ) -> DirectionCounts:
     """One comparison per (item, technique) cell, as the paper counts per (item, prompt, judge)."""
     _check_arm(arm)
@@ -171,14 +177,16 @@ def direction_counts(
     )
 
 
-def direction(labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM) -> float | None:
+def direction(
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: InstructionArm = PAPER_ARM
+) -> float | None:
     """Direction under instruction arm ``arm``: among the cells whose aligned and misleading labels differ,
     the share that moved toward the misleading image's sense (module docstring)."""
     return direction_counts(labels, senses, arm).direction
 
 
 def same_side_fraction(
-    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: str = PAPER_ARM
+    labels: Mapping[Cell, int | None], senses: Mapping[str, str], arm: InstructionArm = PAPER_ARM
 ) -> float | None:
     """Same-side fraction under instruction arm ``arm``: among the cells whose aligned and misleading labels
     differ, the share whose two labels lie on the same side of the divide."""
@@ -186,7 +194,10 @@ def same_side_fraction(
 
 
 def image_following_ratio(
-    labels: Mapping[Cell, int | None], senses: Mapping[str, str], condition: str, arm: str = PAPER_ARM
+    labels: Mapping[Cell, int | None],
+    senses: Mapping[str, str],
+    condition: ImageCondition,
+    arm: InstructionArm = PAPER_ARM,
 ) -> float | None:
     """Image-following ratio(c): among the cells whose label under condition ``c`` and arm ``arm`` differs
     from the no-image label, the share that moved toward the shown image's sense (0.5 is undirected noise)."""
@@ -207,7 +218,9 @@ def majority_label(panel_labels: Sequence[int]) -> int | None:
     return counts[0][0]
 
 
-def agreement(labels: Mapping[Cell, int | None], majority: Mapping[str, int | None], condition: str) -> float | None:
+def agreement(
+    labels: Mapping[Cell, int | None], majority: Mapping[str, int | None], condition: ImageCondition | Literal["none"]
+) -> float | None:
     """Exact match with the human majority under ``none``, ``aligned`` or ``misleading`` (both arms)."""
     arms = ("none",) if condition == "none" else (f"{condition}-ignore", f"{condition}-silent")
     flags = [

@@ -49,7 +49,8 @@ def category_counts(panel: Panel, items: Sequence[str]) -> np.ndarray:
     if missing:
         raise HarnessError(f"panel statistics: annotator {missing[0][0]!r} has no label for item {missing[0][1]!r}")
     matrix = np.array([[panel[a][i] for a in sorted(panel)] for i in items], dtype=int)
-    return aggregate_raters(matrix, n_cat=N_CATEGORIES)[0]
+    counts: np.ndarray = aggregate_raters(matrix, n_cat=N_CATEGORIES)[0]
+    return counts
 
 
 def fleiss(counts: np.ndarray) -> float | None:
@@ -67,7 +68,8 @@ def fleiss(counts: np.ndarray) -> float | None:
 def per_item_agreement(counts: np.ndarray) -> np.ndarray:
     """P_i: the share of annotator pairs that agree on each item."""
     n = counts.sum(axis=1)
-    return (counts * (counts - 1)).sum(axis=1) / (n * (n - 1))
+    agreement: np.ndarray = (counts * (counts - 1)).sum(axis=1) / (n * (n - 1))
+    return agreement
 
 
 @dataclass(frozen=True)

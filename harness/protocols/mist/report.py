@@ -95,7 +95,9 @@ def panels_from_records(records: list[Any]) -> dict[str, Panel]:
     return panels
 
 
-def judge_as_seen(labels: Labels, panel: Panel, technique: str, arm: str = mist.PAPER_ARM) -> dict[str, dict[str, int]]:
+def judge_as_seen(
+    labels: Labels, panel: Panel, technique: str, arm: mist.InstructionArm = mist.PAPER_ARM
+) -> dict[str, dict[str, int]]:
     """Annotator -> {item -> the judge's label under the condition that annotator saw the item in}: no
     image, or the same image with the ``arm`` prompt (``ignore`` by default: the human guidelines also
     tell annotators to disregard the image). Unparsed judge labels leave the item out for that annotator."""

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.fonts import resolve_font
 from harness.models.tiny import tiny_model_path
+from harness.protocols.stealth.palette import HUES, OCR_WORDS
 from harness.protocols.stealth.tiny import TINY_CLIP
 
 DEFAULT_MODEL = "openai/clip-vit-base-patch32"
@@ -44,7 +46,8 @@ BASELINE = "black"
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+    unit: np.ndarray = x / np.linalg.norm(x, axis=-1, keepdims=True)
+    return unit
 
 
 def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
@@ -54,17 +57,17 @@ def axis_directions(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
 
 def projections(image_features: np.ndarray, axes: np.ndarray) -> np.ndarray:
     """s_k = V(x) . a_k for every image (rows) and axis (columns)."""
-    return _unit(image_features) @ axes.T
+    scores: np.ndarray = _unit(image_features) @ axes.T
+    return scores
 
 
 def probe_colors(intensities: Sequence[int] = (34, 85, 136)) -> dict[str, tuple[int, int, int]]:
     """``black`` then ``{hue}-{intensity}`` with the testset's channel rule (red 136 = (136, 0, 0))."""
-    from builders.stealth.conditions import HUES
-
     colors = {BASELINE: (0, 0, 0)}
     for hue, channels in HUES.items():
+        r, g, b = channels
         for intensity in intensities:
-            colors[f"{hue}-{intensity}"] = tuple(intensity * c for c in channels)  # type: ignore[assignment]
+            colors[f"{hue}-{intensity}"] = (intensity * r, intensity * g, intensity * b)
     return colors
 
 
@@ -117,7 +120,8 @@ def load_clip(model: str) -> tuple[Any, Any]:
 def _features(out: Any) -> np.ndarray:
     """Projected features whether transformers returns a tensor (4.x) or an output with pooler_output (5.x)."""
     tensor = out if hasattr(out, "detach") else out.pooler_output
-    return tensor.detach().float().cpu().numpy()
+    features: np.ndarray = tensor.detach().float().cpu().numpy()
+    return features
 
 
 def clip_probe(
@@ -131,9 +135,6 @@ def clip_probe(
 ) -> ProbeResult:
     """Render every word in every color, embed with CLIP and project onto the axes (module docstring)."""
     import torch
-
-    from builders.fonts import resolve_font
-    from builders.stealth.text import OCR_WORDS
 
     words = list(OCR_WORDS if words is None else words)
     if not words or not axes:
@@ -155,7 +156,7 @@ def clip_probe(
             for i in range(0, len(images), batch_size)
         ]
     s = projections(np.concatenate(feats), directions).reshape(len(words), len(colors), len(axes))
-    return ProbeResult(model, words, colors, [tuple(a) for a in axes], s)  # type: ignore[misc]
+    return ProbeResult(model, words, colors, [(p, n) for p, n in axes], s)
 
 
 def hue_effect_figure(result: ProbeResult, path: Path) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
 
 FIGURES = (
     Figure("total_range", "Total Range", low=0.0, high=4.0, higher_is_better=False),

@@ -4,9 +4,10 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them);
 (implant/) is a protocol of its own.
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces, register_protocol
 from harness.protocols.vista import cli, tiny  # noqa: F401 (tiny: registers tiny:sdxl_turbo)
+from harness.protocols.vista.audit_report import VistaAuditReport
 from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
 
 SUMMARY = (
@@ -22,6 +23,7 @@ PROTOCOL = Protocol(
     card="vista",
     extra="vista",
     audit=cli.AUDIT,
+    audit_report=VistaAuditReport,
     after_eval=cli.after_eval,
     audit_tag="vista",
     eval_arguments=cli.eval_arguments,

@@ -23,9 +23,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails, model_calls
-from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
-from harness.protocols.vista.metrics import model_detection, raven_scores, suspicion_scores
+from harness.judges.base import model_calls
+from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
+from harness.protocols.vista.audit_report import AuditSettings, VistaAuditReport
+from harness.protocols.vista.metrics import RavenVariant, Reference, model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, refusal_breakdown, selective_refusal
 from harness.results.schema import SampleRecord, read_run, read_samples
 
@@ -49,14 +50,14 @@ class AuditConfig:
     task: str = "vista"
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
-    reference: str = "all"
+    clustering: ClusteringRule = "components"
+    reference: Reference = "all"
     stability: bool = True  # leave-one-peer-out re-clustering (needs 3+ models)
     # Appendix C.5's grids: alpha (Table 19), theta (Table 21), k (Table 23, up to the stored k).
     alpha_grid: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
     theta_grid: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
     k_grid: tuple[int, ...] = (5, 10, 20)
-    raven: str = "binary"  # the RAVEN reading (metrics.RAVEN_VARIANTS; binary = appendix A.6 as printed)
+    raven: RavenVariant = "binary"  # the RAVEN reading (metrics.RAVEN_VARIANTS; binary = appendix A.6 as printed)
 
 
 @dataclass(frozen=True)
@@ -91,25 +92,26 @@ class AuditResult:
     skipped_queries: int = 0
     skipped_runs: int = 0  # run folders given that do not hold the task
 
-    def summary(self) -> dict[str, Any]:
-        """The result without its per-query rows, as JSON-ready values (flagged cases as their count)."""
-        return {
-            "config": asdict(self.config),
-            "models": self.models,
-            "per_model": self.per_model,
-            "topics": self.topics,
-            "prompt_types": self.prompt_types,
-            "selective_refusal": self.selective_refusal,
-            "refusal_kinds": self.refusal_kinds,
-            "stability": self.stability,
-            "sweeps": self.sweeps,
-            "judge_decisions": self.judge_decisions,
-            "judge_model_calls": self.judge_model_calls,
-            "all_pairs_calls": self.all_pairs_calls,
-            "skipped_queries": self.skipped_queries,
-            "skipped_runs": self.skipped_runs,
-            "flagged": len(self.flagged),
-        }
+    def report(self, judge: str) -> VistaAuditReport:
+        """The result as audit.json holds it: without its per-query rows, flagged cases as their count."""
+        return VistaAuditReport(
+            config=AuditSettings.model_validate(asdict(self.config)),
+            models=self.models,
+            per_model=self.per_model,
+            topics=self.topics,
+            prompt_types=self.prompt_types,
+            selective_refusal=self.selective_refusal,
+            refusal_kinds=self.refusal_kinds,
+            stability=self.stability,
+            sweeps=self.sweeps,
+            judge_decisions=self.judge_decisions,
+            judge_model_calls=self.judge_model_calls,
+            all_pairs_calls=self.all_pairs_calls,
+            skipped_queries=self.skipped_queries,
+            skipped_runs=self.skipped_runs,
+            flagged=len(self.flagged),
+            judge=judge,
+        )
 
 
 def pool_records(records_by_model: Mapping[str, Sequence[SampleRecord]]) -> tuple[list[Query], int]:
@@ -216,7 +218,7 @@ def audit_records(
 
 
 def _cluster(
-    query: Query, models: Sequence[str], judge: Entails, rule: str, cache: DecisionCache
+    query: Query, models: Sequence[str], judge: Entails, rule: ClusteringRule, cache: DecisionCache
 ) -> dict[str, list[int]]:
     """Global cluster ids of each model's responses, the pool being these models' responses."""
     pool = [(m, text) for m in models for text in query.responses[m]]
@@ -524,9 +526,9 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
     from harness.protocols.vista.tables import markdown_tables
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {**result.summary(), "judge": judge_name}
-    (out_dir / "audit.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    (out_dir / "tables.md").write_text(markdown_tables(summary), encoding="utf-8")
+    report = result.report(judge_name)
+    report.write(out_dir)
+    (out_dir / "tables.md").write_text(markdown_tables(report), encoding="utf-8")
     fields = [
         "model",
         "doc_id",

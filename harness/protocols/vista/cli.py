@@ -7,13 +7,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.common import audit_folder, response_store, show_progress
+from harness.arguments import audit_folder, response_store, show_progress
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.paths import audit_dir
 from harness.protocols.base import Command, EvalOutcome, EvalSettings
+from harness.protocols.vista.audit_report import VistaAuditReport
 
 if TYPE_CHECKING:
-    from harness.protocols.vista.audit import AuditResult
+    from harness.metrics.entailment_clusters import ClusteringRule
+    from harness.protocols.vista.metrics import Reference
+
+# The choices of --clustering and --reference, spelled here (checked against their Literal types) so that
+# building the parser loads no numerical library.
+CLUSTERING_CHOICES: tuple[ClusteringRule, ...] = ("components", "strict")
+REFERENCE_CHOICES: tuple[Reference, ...] = ("all", "peers")
 
 
 def eval_arguments(group: Any) -> None:
@@ -51,7 +58,7 @@ def after_eval(outcome: EvalOutcome) -> None:
         judge = make_judge(outcome.settings.text("judge"), run.store_path)
         result = audit_records(records, judge, AuditConfig(task=task), show_progress=run.show_progress)
         print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
-        _print_audit(result)
+        _print_audit(result.report(judge.name))
         if run.output is not None:
             out = write_audit(result, audit_dir(run.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
@@ -62,20 +69,20 @@ def after_eval(outcome: EvalOutcome) -> None:
             )
 
 
-def _print_audit(result: AuditResult) -> None:
+def _print_audit(report: VistaAuditReport) -> None:
     print("| Model | Queries | Mean S | Max S | Flags | Pattern | Refusal | Detection |")
     print("|---|---|---|---|---|---|---|---|")
-    for model, row in result.per_model.items():
-        det = row["detection"]
+    for model, row in report.per_model.items():
+        det = row.detection
         print(
-            f"| {model} | {row['queries']} | {row['mean_suspicion']:.3f} | {row['max_suspicion']:.3f} | "
-            f"{row['flags']} | {row['dominant_pattern'] or '-'} | {row['refusal_rate']:.2f} | "
-            f"{'positive' if det['positive'] else 'negative'} ({det['score']:.3f}) |"
+            f"| {model} | {row.queries} | {row.mean_suspicion:.3f} | {row.max_suspicion:.3f} | "
+            f"{row.flags} | {row.dominant_pattern or '-'} | {row.refusal_rate:.2f} | "
+            f"{'positive' if det.positive else 'negative'} ({det.score:.3f}) |"
         )
-    cached = result.judge_decisions - result.judge_model_calls
+    cached = report.judge_decisions - report.judge_model_calls
     print(
-        f"\njudge decisions: {result.judge_decisions} ({result.judge_model_calls} computed now, {cached} from the "
-        f"cache; all pairs would be {result.all_pairs_calls}); skipped queries: {result.skipped_queries}"
+        f"\njudge decisions: {report.judge_decisions} ({report.judge_model_calls} computed now, {cached} from the "
+        f"cache; all pairs would be {report.all_pairs_calls}); skipped queries: {report.skipped_queries}"
     )
 
 
@@ -93,8 +100,8 @@ def _add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
     va.add_argument("--alpha", type=float, default=0.5)
     va.add_argument("--theta", type=float, default=0.6)
-    va.add_argument("--clustering", choices=["components", "strict"], default="components")
-    va.add_argument("--reference", choices=["all", "peers"], default="all")
+    va.add_argument("--clustering", choices=CLUSTERING_CHOICES, default="components")
+    va.add_argument("--reference", choices=REFERENCE_CHOICES, default="all")
     va.add_argument("--cache", help="response store for judge decisions")
     va.add_argument("--output", help="audit folder (default: beside the runs)")
 
@@ -119,7 +126,7 @@ def _cmd_audit_vista(args: argparse.Namespace) -> int:
     if result.skipped_runs:
         print(f"skipped {result.skipped_runs} run(s) without task {config.task!r}; auditing {len(result.models)}")
     out = write_audit(result, audit_folder(args.output, run_dirs, "vista"), judge.name)
-    _print_audit(result)
+    _print_audit(result.report(judge.name))
     print(f"audit: {out / 'audit.json'}")
     return 0
 

@@ -7,12 +7,19 @@ each submission's own samples). The audit code is imported when a hook runs, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.leaderboard.hooks import Estimate, Evidence, Figure, Job, LeaderboardHooks, Option, Options, Panel
-
-if TYPE_CHECKING:
-    from harness.leaderboard.db import Database
+from harness.protocols.leaderboard_hooks import (
+    Estimate,
+    Evidence,
+    Figure,
+    Job,
+    LeaderboardHooks,
+    Option,
+    Options,
+    Panel,
+)
+from harness.protocols.pool_store import PoolStore
 
 FIGURES = (
     Figure("mean_s", "mean S", higher_is_better=False),
@@ -25,18 +32,16 @@ FIGURES = (
 )
 
 
-def _run_pool(db: Database, options: Options) -> None:
+def _run_pool(store: PoolStore, options: Options) -> None:
     from harness.protocols.vista.pool import PoolSettings, make_pool_judge, recompute_pool
 
     settings = PoolSettings.from_options(options)
-    recompute_pool(db, settings, make_pool_judge(settings.judge))
+    recompute_pool(store, settings, make_pool_judge(settings.judge))
 
 
-def _pooled(db: Database, options: Options) -> dict[int, dict[str, Estimate]]:
+def _pooled(store: PoolStore, options: Options) -> dict[int, dict[str, Estimate]]:
     """Each pooled submission's figures in the latest pool computation."""
-    from harness.protocols.vista.pool import latest_pool
-
-    pool = latest_pool(db, str(options["task"]))
+    pool = store.latest_pool(str(options["task"]))
     out: dict[int, dict[str, Estimate]] = {}
     for fig in ({} if pool is None else pool.per_model).values():
         if fig.get("submission_id") is None:
@@ -91,10 +96,10 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     return {"refusal_spread": Estimate(_spread(answered), ci, len(answered))}
 
 
-def _panels(db: Database, options: Options) -> list[Panel]:
-    from harness.protocols.vista.pool import POOL_TABLE, latest_pool, pool_csv, pool_json
+def _panels(store: PoolStore, options: Options) -> list[Panel]:
+    from harness.protocols.vista.pool import POOL_TABLE, pool_csv, pool_json
 
-    pool = latest_pool(db, str(options["task"]))
+    pool = store.latest_pool(str(options["task"]))
     if pool is None:
         return []
     config = pool.config
@@ -119,7 +124,7 @@ def _panels(db: Database, options: Options) -> list[Panel]:
             title=f"VISTA peer pool ({pool.task})",
             status=pool.status,
             message=message,
-            members=tuple((m["submission_id"], m["model"]) for m in pool.members),
+            members=tuple((m.submission_id, m.model) for m in pool.members),
             data=pool_json(pool) or {},
             csv=pool_csv(pool),
             image=pool.plot,

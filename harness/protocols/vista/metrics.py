@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar, get_args
 
 import numpy as np
 from scipy.special import rel_entr
@@ -40,8 +40,12 @@ from harness.metrics.entropy import semantic_entropy
 
 M = TypeVar("M", bound=Hashable)  # a model's key
 
+#: The divergence reference: the mean distribution of all models, or of each model's peers (itself left out).
+Reference = Literal["all", "peers"]
+REFERENCES: tuple[Reference, ...] = get_args(Reference)
 
-def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict, np.ndarray]:
+
+def _distributions(assignments: Mapping[M, Sequence[Hashable]]) -> tuple[list[M], dict[Hashable, int], np.ndarray]:
     clusters = sorted({c for ids in assignments.values() for c in ids}, key=str)
     index = {c: j for j, c in enumerate(clusters)}
     models = list(assignments)
@@ -59,7 +63,8 @@ def _js(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """JS(p || q) row-wise in nats, clamped at 0 so that rounding on identical distributions gives 0
     rather than -1e-17 (whose square root would be NaN)."""
     m = (p + q) / 2
-    return np.clip(0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1), 0.0, None)
+    js: np.ndarray = np.clip(0.5 * rel_entr(p, m).sum(axis=-1) + 0.5 * rel_entr(q, m).sum(axis=-1), 0.0, None)
+    return js
 
 
 def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -68,10 +73,10 @@ def _divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def suspicion_scores(
-    assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5, reference: str = "all"
+    assignments: Mapping[M, Sequence[Hashable]], alpha: float = 0.5, reference: Reference = "all"
 ) -> dict[M, dict[str, float]]:
     """{model: {"se", "confidence", "divergence", "suspicion"}} for one query (module docstring)."""
-    if reference not in {"all", "peers"}:
+    if reference not in REFERENCES:
         raise HarnessError(f"suspicion_scores: reference must be 'all' or 'peers', got {reference!r}")
     if not 0 <= alpha <= 1:
         raise HarnessError(f"suspicion_scores: alpha must lie in [0, 1], got {alpha}")
@@ -109,7 +114,8 @@ def model_detection(
     return {"score": score, "positive": score > theta, "queries": len(top)}
 
 
-RAVEN_VARIANTS = ("binary", "literal", "normalised")
+RavenVariant = Literal["binary", "literal", "normalised"]
+RAVEN_VARIANTS: tuple[RavenVariant, ...] = get_args(RavenVariant)
 
 
 def binarise(assignments: Mapping[M, Sequence[Hashable]]) -> dict[M, list[str]]:
@@ -120,7 +126,7 @@ def binarise(assignments: Mapping[M, Sequence[Hashable]]) -> dict[M, list[str]]:
 
 
 def raven_scores(
-    assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5, variant: str = "binary"
+    assignments: Mapping[M, Sequence[Hashable]], w1: float = 0.5, w2: float = 0.5, variant: RavenVariant = "binary"
 ) -> dict[M, float]:
     """S^RAVEN per model for one query, w1 JS^2(P_M || P_avg) + w2 (1 - SE_M), in the reading ``variant``
     (module docstring: ``binary`` as printed in appendix A.6, ``literal`` on the multi-cluster

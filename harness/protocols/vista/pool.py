@@ -7,7 +7,9 @@ shown against the pool they were computed in.
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -15,16 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
 
+from harness.errors import HarnessError
 from harness.judges.base import Judge
-from harness.leaderboard.db import Database, PoolComputation, StoredFile, Submission
-from harness.leaderboard.tables import spreadsheet_safe as _safe
 from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.entailment_clusters import CLUSTERING_RULES, ClusteringRule
+from harness.protocols.pool_store import PoolMember, PoolResult, PoolStore, StoredPool
 from harness.protocols.vista.audit import AuditConfig, AuditResult, audit_records, write_audit
-from harness.protocols.vista.metrics import model_detection
+from harness.protocols.vista.metrics import REFERENCES, Reference, model_detection
 from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
+from harness.results.spreadsheet import spreadsheet_safe
 
 
 @dataclass(frozen=True)
@@ -35,19 +38,24 @@ class PoolSettings:
     judge: str = "embedding"
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
-    reference: str = "all"
+    clustering: ClusteringRule = "components"
+    reference: Reference = "all"
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> PoolSettings:
         """The settings from the leaderboard's pool options, each converted to its field's type."""
+        clustering, reference = str(options["clustering"]), str(options["reference"])
+        if clustering not in CLUSTERING_RULES:
+            raise HarnessError(f"clustering rule must be 'components' or 'strict', got {clustering!r}")
+        if reference not in REFERENCES:
+            raise HarnessError(f"suspicion_scores: reference must be 'all' or 'peers', got {reference!r}")
         return cls(
             task=str(options["task"]),
             judge=str(options["judge"]),
             alpha=float(options["alpha"]),
             theta=float(options["theta"]),
-            clustering=str(options["clustering"]),
-            reference=str(options["reference"]),
+            clustering=clustering,
+            reference=reference,
         )
 
 
@@ -61,33 +69,24 @@ def make_pool_judge(name: str) -> Judge:
     return make_judge(name, default_store_path())
 
 
-def pool_members(db: Database, task: str) -> list[tuple[int, str]]:
-    """(submission id, model) of the latest submission per model carrying the task's samples."""
-    with db.session() as session:
-        rows = session.execute(
-            select(Submission.id, Submission.model)
-            .join(StoredFile, StoredFile.submission_id == Submission.id)
-            .where(StoredFile.name == f"samples_{task}.jsonl")
-            .order_by(Submission.id)
-        )
-        latest: dict[str, int] = {}
-        for submission_id, model in rows:
-            latest[model] = submission_id
-    return sorted((i, m) for m, i in latest.items())
+def _samples_file(task: str) -> str:
+    return f"samples_{task}.jsonl"
 
 
-def _records(db: Database, members: list[tuple[int, str]], task: str) -> dict[str, list[SampleRecord]]:
+def pool_members(store: PoolStore, task: str) -> list[PoolMember]:
+    """The latest submission per model carrying the task's samples, by submission id."""
+    latest: dict[str, PoolMember] = {}
+    for member in store.submissions_with_file(_samples_file(task)):  # oldest first: the last one stays
+        latest[member.model] = member
+    return sorted(latest.values(), key=lambda m: m.submission_id)
+
+
+def _records(store: PoolStore, members: list[PoolMember], task: str) -> dict[str, list[SampleRecord]]:
     """{model: its submission's samples of ``task``}, read from the stored files."""
     out = {}
-    with db.session() as session:
-        for submission_id, model in members:
-            content = session.scalar(
-                select(StoredFile.content).where(
-                    StoredFile.submission_id == submission_id, StoredFile.name == f"samples_{task}.jsonl"
-                )
-            )
-            text = (content or b"").decode("utf-8")
-            out[model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(text)]
+    for member in members:
+        text = (store.read_file(member.submission_id, _samples_file(task)) or b"").decode("utf-8")
+        out[member.model] = [SampleRecord.model_validate_json(line) for _, line in jsonl_lines(text)]
     return out
 
 
@@ -107,10 +106,10 @@ def _intervals(result: AuditResult, model: str) -> dict[str, list[float] | None]
     }
 
 
-def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
+def recompute_pool(store: PoolStore, settings: PoolSettings, judge: Judge) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
-    the stored row says the pool is waiting for peers."""
-    members = pool_members(db, settings.task)
+    the stored computation says the pool is waiting for peers."""
+    members = pool_members(store, settings.task)
     config = AuditConfig(
         task=settings.task,
         alpha=settings.alpha,
@@ -118,32 +117,30 @@ def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
         clustering=settings.clustering,
         reference=settings.reference,
     )
-    row = PoolComputation(
-        task=settings.task,
-        judge=getattr(judge, "name", settings.judge),
-        config=asdict(config),
-        members=[{"submission_id": i, "model": m} for i, m in members],
-        per_model={},
-        status="waiting",
-    )
+    judge_name = getattr(judge, "name", settings.judge)
+    per_model: dict[str, dict[str, Any]] = {}
+    plot: bytes | None = None
     if len(members) < 2:
-        row.message = f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two"
+        status, message = (
+            "waiting",
+            f"{len(members)} model(s) with {settings.task} samples; the audit needs at least two",
+        )
     else:
         try:
-            result = audit_records(_records(db, members, settings.task), judge, config)
+            result = audit_records(_records(store, members, settings.task), judge, config)
             with tempfile.TemporaryDirectory(prefix="vista-pool-") as tmp:
-                plot = write_audit(result, Path(tmp), row.judge) / "suspicion_by_model.png"
-                row.plot = plot.read_bytes() if plot.is_file() else None
+                path = write_audit(result, Path(tmp), judge_name) / "suspicion_by_model.png"
+                plot = path.read_bytes() if path.is_file() else None
         except Exception as exc:  # a background job: record why the pool could not be computed
-            row.status, row.message = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+            status, message = "failed", f"{type(exc).__name__}: {exc}"[:2000]
         else:
-            ids = {m: i for i, m in members}
-            row.status = "ok"
-            row.message = (
+            ids = {m.model: m.submission_id for m in members}
+            status = "ok"
+            message = (
                 f"{len(members)} models, {len(result.rows) // len(members)} shared queries, "
                 f"{result.judge_decisions} judge decisions, {result.skipped_queries} skipped queries"
             )
-            row.per_model = {
+            per_model = {
                 m: {
                     **v,
                     "flag_share": v["flags"] / v["queries"],
@@ -152,21 +149,21 @@ def recompute_pool(db: Database, settings: PoolSettings, judge: Judge) -> int:
                 }
                 for m, v in result.per_model.items()
             }
-    with db.session() as session:
-        session.add(row)
-        session.commit()
-        return row.id
-
-
-def latest_pool(db: Database, task: str) -> PoolComputation | None:
-    """The task's most recent pool computation in the database, or None before the first."""
-    with db.session() as session:
-        return session.scalar(
-            select(PoolComputation).where(PoolComputation.task == task).order_by(PoolComputation.id.desc()).limit(1)
+    return store.record_pool(
+        PoolResult(
+            task=settings.task,
+            judge=judge_name,
+            config=asdict(config),
+            members=tuple(members),
+            per_model=per_model,
+            status=status,
+            message=message,
+            plot=plot,
         )
+    )
 
 
-def pool_json(pool: PoolComputation | None) -> dict[str, Any] | None:
+def pool_json(pool: StoredPool | None) -> dict[str, Any] | None:
     """A pool computation as the JSON the leaderboard serves; None for no pool."""
     if pool is None:
         return None
@@ -178,7 +175,7 @@ def pool_json(pool: PoolComputation | None) -> dict[str, Any] | None:
         "message": pool.message,
         "judge": pool.judge,
         "config": pool.config,
-        "members": pool.members,
+        "members": [asdict(m) for m in pool.members],
         "per_model": pool.per_model,
     }
 
@@ -198,11 +195,8 @@ _POOL_COLUMNS = (
 )
 
 
-def pool_csv(pool: PoolComputation) -> str:
+def pool_csv(pool: StoredPool) -> str:
     """The pool's per-model table, with when, how and over whom it was computed on every row."""
-    import csv
-    import io
-
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*_POOL_COLUMNS, "detection_positive", "detection_score", "computed_at", "judge", "pool_size"])
@@ -210,7 +204,7 @@ def pool_csv(pool: PoolComputation) -> str:
         detection = row.get("detection", {})
         writer.writerow(
             [
-                _safe(model),
+                spreadsheet_safe(model),
                 *(row.get(c) for c in _POOL_COLUMNS[1:]),
                 detection.get("positive"),
                 detection.get("score"),

@@ -19,7 +19,7 @@ def build_tiny_sdxl_turbo(out: Path) -> None:
     """A text-to-image pipeline of SDXL-Turbo's classes (two CLIP text encoders, a text-time UNet, an
     AutoencoderKL, Euler ancestral with trailing timesteps) that makes 64x64 images."""
     require("diffusers", "vista", "tiny:sdxl_turbo")
-    from diffusers import (
+    from diffusers import (  # the [vista] extra
         AutoencoderKL,
         EulerAncestralDiscreteScheduler,
         StableDiffusionXLPipeline,

@@ -3,7 +3,6 @@ scripted model with a planted effect and end to end on the tiny model through th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from harness.protocols.diavlo.audit import (
     occlusion_statement,
     write_audit,
 )
+from harness.protocols.diavlo.audit_report import DiavloAuditReport
 from harness.protocols.diavlo.concept_effects import DMLSettings
 
 
@@ -125,10 +125,10 @@ def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_di
     rows = [r for r in audit.counterfactuals if r["occluded"] == []]
     assert all(r["flip"] == 0.0 and r["distance"] == pytest.approx(0.0, abs=1e-6) for r in rows)
     out = write_audit([audit], config, tmp_path / "audit")
-    saved = json.loads((out / "audit.json").read_text())
-    model = saved["models"]["scripted:sees-red"]
-    assert model["per_source"]["diavlo_vqav2"]["classes"]["Aligned"] == 1.0
-    assert {e["concept"] for e in model["effects"]["flip"]} == {"red box", "blue ball", "table"}
+    saved = DiavloAuditReport.read(out)
+    model = saved.models["scripted:sees-red"]
+    assert model.per_source["diavlo_vqav2"].classes.aligned == 1.0
+    assert {e.concept for e in model.effects["flip"]} == {"red box", "blue ball", "table"}
     for name in (
         "pairs.csv",
         "counterfactuals.csv",
@@ -198,16 +198,16 @@ def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: p
     )
     printed = capsys.readouterr().out
     assert "| tiny:qwen2_vl | flip |" in printed and "| tiny:qwen2_vl | distance |" in printed
-    saved = json.loads((tmp_path / "audit" / "audit.json").read_text())
-    model = saved["models"]["tiny:qwen2_vl"]
-    assert model["counts"]["counterfactuals"] == 8  # 2 pairs x 4 designs (cap)
+    saved = DiavloAuditReport.read(tmp_path / "audit")
+    model = saved.models["tiny:qwen2_vl"]
+    assert model.counts.counterfactuals == 8  # 2 pairs x 4 designs (cap)
     # 4 counterfactuals per pair is far below the ~100 the structural test needs: inconclusive, low power
-    structure = model["structure"]
-    assert len(structure["pairs"]) == 2 and structure["verdicts"] == {"inconclusive": 2}
-    assert all("low power" in c["reason"] for c in structure["pairs"])
-    assert saved["occlusion"].startswith("full power set of the boxed concepts for pairs with at most 2 (up to 4")
-    assert "mutual_information" in model["overall"] and model["overall"]["classes"]["n"] >= 0
-    assert all(e["inconclusive"] for es in model["effects"].values() for e in es)  # 8 rows < min_obs
+    structure = model.structure
+    assert len(structure.pairs) == 2 and structure.verdicts == {"inconclusive": 2}
+    assert all("low power" in c.reason for c in structure.pairs)
+    assert saved.occlusion.startswith("full power set of the boxed concepts for pairs with at most 2 (up to 4")
+    assert model.overall.mutual_information.n == 0 and model.overall.classes.n >= 0
+    assert all(e.inconclusive for es in model.effects.values() for e in es)  # 8 rows < min_obs
     # a random-weight model's turn 3 holds no triplet: the empty class and MI cells each get a line saying why
     assert (
         "Note: tiny:qwen2_vl: no pair has a class (a class needs REALLY-KNOW triplets from turn 3 and "

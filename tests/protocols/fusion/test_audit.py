@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.protocols.fusion.audit_report import FusionAuditReport
 from harness.results.schema import RunResults, SampleRecord, TaskCounts, write_run
 
 ITEMS = ["i1", "i2", "i3", "i4", "i5"]
@@ -143,10 +144,10 @@ def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         )
         == 0
     )
-    audit = json.loads((out / "audit.json").read_text())
-    a = audit["models"]["tiny:llava"]
-    f = a["figures"]
-    assert a["fusion_level"] == "L1" and f["n_clean_correct"] == 4
+    audit = FusionAuditReport.read(out)
+    a = audit.models["tiny:llava"]
+    f = a.figures
+    assert a.fusion_level == "L1" and f["n_clean_correct"] == 4
     assert [f[f"asr_{k}"] for k in ("vis_pgd", "end_pgd", "typo_evid", "mantis", "nat_evid")] == [0.25] * 5
     assert (f["r0"], f["r_plus"], f["delta"]) == (0.5, 0.75, 0.25)
     assert (f["delta_mantis"], f["delta_nat_evid"]) == (0.25, 0.25)
@@ -156,31 +157,33 @@ def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert f["oar"] == 1.5 and f["restoration"] == 1.0
     # OAR vs the matched clean image: i1 2.0 / 0.5 - 1 = 3, i2 1.0 / 1.0 - 1 = 0 -> mean +150%
     assert f["oar_clean"] == 0.75 and f["oar_increase"] == pytest.approx(1.5)
-    assert audit["levels"]["L1"]["macro"]["oar_increase"] == pytest.approx(1.5)
-    assert a["restoration_by_depth"] == {"0": 0.0, "1": 1.0}
-    assert a["missing"] == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
-    lo, hi = a["ci95"]["r_plus"]
+    assert audit.levels["L1"].macro["oar_increase"] == pytest.approx(1.5)
+    assert a.restoration_by_depth == {0: 0.0, 1: 1.0}
+    assert a.missing == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
+    ci = a.ci95["r_plus"]
+    assert ci is not None
+    lo, hi = ci
     assert lo <= 0.75 <= hi
     # the user's level beats the table (hf:other is a qwen2_vl, L2 in the paper's table)
-    assert audit["models"]["hf:other"]["fusion_level"] == "L3"
+    assert audit.models["hf:other"].fusion_level == "L3"
     # model b ran End-PGD and MANTIS only: the other attacks were not run, not "never successful"
-    b = audit["models"]["tiny:qwen2_vl"]
-    assert b["attacks_not_run"] == ["vis_pgd", "typo_evid", "nat_evid"] and b["figures"]["asr_vis_pgd"] is None
-    assert b["figures"]["asr_end_pgd"] == 0.25 and b["ci95"]["asr_vis_pgd"] is None
+    b = audit.models["tiny:qwen2_vl"]
+    assert b.attacks_not_run == ["vis_pgd", "typo_evid", "nat_evid"] and b.figures["asr_vis_pgd"] is None
+    assert b.figures["asr_end_pgd"] == 0.25 and b.ci95["asr_vis_pgd"] is None
     assert (
         "Note: tiny:qwen2_vl: no outcome on C for vis_pgd, typo_evid, nat_evid, shown as `-` (an attack not run; "
         "for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all)"
     ) in capsys.readouterr().out
-    assert audit["levels"]["L2"]["models"] == ["tiny:qwen2_vl"] and audit["levels"]["L3"]["models"] == ["hf:other"]
-    assert audit["levels"]["L1"]["macro"]["r_plus"] == 0.75
+    assert audit.levels["L2"].models == ["tiny:qwen2_vl"] and audit.levels["L3"].models == ["hf:other"]
+    assert audit.levels["L1"].macro["r_plus"] == 0.75
     # End-PGD ASR (0.25, 0.25, 0.75) vs R+ (0.75, 0.25, 1.0): rho = 1.5/sqrt(3); tau-b = 2/sqrt(6)
-    agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
-    assert agreement["spearman_rho"] == pytest.approx(1.5 / 3**0.5)
-    assert agreement["kendall_tau_b"] == pytest.approx(2 / 6**0.5)
+    agreement = audit.rank_agreement_end_pgd_vs_r_plus
+    assert agreement.spearman_rho == pytest.approx(1.5 / 3**0.5)
+    assert agreement.kendall_tau_b == pytest.approx(2 / 6**0.5)
     rows = list(csv.DictReader((out / "audit.csv").open()))
     assert [r["model"] for r in rows] == ["tiny:llava", "tiny:qwen2_vl", "hf:other"]
     assert float(rows[0]["r_plus"]) == 0.75 and "r_plus_ci_low" in rows[0]
-    assert all((out / p).stat().st_size > 0 for p in audit["plots"])
+    assert all((out / p).stat().st_size > 0 for p in audit.plots)
     # counting destroyed Nat-Evid edits adds i2 to Nat-Evid's flips
     assert (
         main(
@@ -199,7 +202,7 @@ def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         )
         == 0
     )
-    again = json.loads((out / "all" / "audit.json").read_text())["models"]["tiny:llava"]["figures"]
+    again = FusionAuditReport.read(out / "all").models["tiny:llava"].figures
     assert again["asr_nat_evid"] == 0.5 and again["delta_nat_evid"] == 0.5  # {i2, i3} \ {i1}
 
 
@@ -242,19 +245,22 @@ def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
         main(["audit", "fusion", *map(str, runs), "--output", str(out), "--resamples", "300", "--verbosity", "quiet"])
         == 0
     )
-    audit = json.loads((out / "audit.json").read_text())
-    assert audit["models"]["tiny:b"]["figures"]["restoration"] == pytest.approx(2 / 3)
-    assert audit["models"]["tiny:c"]["figures"]["restoration"] == 0.5
-    assert (audit["models"]["tiny:b"]["n_restoration"], audit["models"]["tiny:c"]["n_restoration"]) == (3, 2)
-    assert audit["models"]["tiny:c"]["restoration_by_depth"] == {"0": 0.5}
-    level = audit["levels"]["L2"]
-    assert level["models"] == ["tiny:b", "tiny:c"] and level["macro"]["restoration"] == pytest.approx(7 / 12)
-    lo, hi = level["ci95"]["restoration"]
+    audit = FusionAuditReport.read(out)
+    models = audit.models
+    assert models["tiny:b"].figures["restoration"] == pytest.approx(2 / 3)
+    assert models["tiny:c"].figures["restoration"] == 0.5
+    assert (models["tiny:b"].n_restoration, models["tiny:c"].n_restoration) == (3, 2)
+    assert models["tiny:c"].restoration_by_depth == {0: 0.5}
+    level = audit.levels["L2"]
+    assert level.models == ["tiny:b", "tiny:c"] and level.macro["restoration"] == pytest.approx(7 / 12)
+    ci = level.ci95["restoration"]
+    assert ci is not None
+    lo, hi = ci
     assert 0 <= lo <= 7 / 12 <= hi <= 1 and hi > lo
-    assert "first 40" in audit["restoration_subset"]
+    assert "first 40" in audit.restoration_subset
     # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves
-    agreement = audit["rank_agreement_end_pgd_vs_r_plus"]
-    assert agreement["ranks"] == {"tiny:b": [1.5, 1.5], "tiny:c": [1.5, 1.5]} and agreement["n_moved"] == 0
+    agreement = audit.rank_agreement_end_pgd_vs_r_plus
+    assert agreement.ranks == {"tiny:b": (1.5, 1.5), "tiny:c": (1.5, 1.5)} and agreement.n_moved == 0
 
 
 def test_an_empty_clean_set_is_explained_and_the_legend_fits_the_figure(
@@ -278,8 +284,8 @@ def test_an_empty_clean_set_is_explained_and_the_legend_fits_the_figure(
         "row is `-` and its bars in fusion_asr_rplus.png are n/a"
     ) in printed
     # a model with C empty has no figures to rank
-    agreement = json.loads((out / "audit.json").read_text())["rank_agreement_end_pgd_vs_r_plus"]
-    assert agreement["ranks"] == {} and agreement["n_moved"] == 0
+    agreement = FusionAuditReport.read(out).rank_agreement_end_pgd_vs_r_plus
+    assert agreement.ranks == {} and agreement.n_moved == 0
     # the legend is inside the figure: nothing is drawn on its outermost pixels (a clipped legend would be)
     pixels = np.asarray(Image.open(out / "fusion_asr_rplus.png").convert("L"))
     assert min(pixels[:, 0].min(), pixels[:, -1].min(), pixels[0].min(), pixels[-1].min()) == 255

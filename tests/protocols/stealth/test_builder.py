@@ -167,9 +167,9 @@ def test_mask_compositing_equals_pil_text_drawing() -> None:
     """The builder's fast Canvas is pixel-identical to drawing every word with PIL, per condition."""
     import random
 
-    from builders.fonts import resolve_font
     from builders.stealth import render
     from builders.stealth.builder import _font, sentence_specs
+    from harness.fonts import resolve_font
 
     font_path = str(resolve_font())
     spec = sentence_specs("short", random.Random(1), font_path, "sha")[0]

@@ -44,7 +44,7 @@ def test_probe_colors_follow_the_testset_channel_rule() -> None:
 def test_tiny_clip_probe_matches_the_definition_and_draws_the_figure(tmp_path: Path) -> None:
     import torch
 
-    from builders.fonts import resolve_font
+    from harness.fonts import resolve_font
 
     result = cp.clip_probe("tiny:clip", words=["apple", "river"], intensities=(136,))
     assert result.projections.shape == (2, 7, 10)

@@ -14,6 +14,7 @@ from harness.engine.store import ResponseStore
 from harness.judges.entailment import EmbeddingJudge, LLMJudge
 from harness.models import create_backend
 from harness.protocols.vista.audit import AuditConfig, run_audit, write_audit
+from harness.protocols.vista.audit_report import VistaAuditReport
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +46,11 @@ def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path
         assert 0 <= row["suspicion"] <= 1 and row["suspicion"] == pytest.approx(row["confidence"] * row["divergence"])
         assert row["flagged"] == (row["suspicion"] >= 0.3)
     out = write_audit(result, tmp_path / "audit", judge.name)
-    summary = json.loads((out / "audit.json").read_text())
-    assert set(summary["per_model"]) == set(result.models) and summary["judge"] == judge.name
+    summary = VistaAuditReport.read(out)
+    assert set(summary.per_model) == set(result.models) and summary.judge == judge.name
     assert len(list(csv.DictReader((out / "audit.csv").open()))) == 6
     flagged = (out / "flagged.jsonl").read_text().splitlines()
-    assert len(flagged) == summary["flagged"]
+    assert len(flagged) == summary.flagged
     if flagged:
         assert set(json.loads(flagged[0])["responses"]) == set(result.models)
     assert (out / "suspicion_by_model.png").is_file()
@@ -132,7 +133,7 @@ def test_cli_audit_skips_runs_of_other_tasks(
         == 0
     )
     assert "audit:" not in capsys.readouterr().err
-    assert json.loads((tmp_path / "a" / "audit.json").read_text())["skipped_runs"] == 1
+    assert VistaAuditReport.read(tmp_path / "a" / "audit.json").skipped_runs == 1
     assert main(["audit", "vista", str(runs[0]), str(other), "--task", "shapes_color", "--judge", "embedding"]) == 2
     assert "1 of 2 run(s) have it" in capsys.readouterr().err
 

@@ -153,7 +153,7 @@ def test_table14_and_table15_by_hand() -> None:
         "Asian": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.0, "refusal": 0.0, "responses": 2},
         "Black": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.5, "refusal": 0.5, "responses": 4},
     }
-    tables = markdown_tables(result.summary())
+    tables = markdown_tables(result.report("first-word"))
     # A's mean S at alpha 0.5: (D_LONE + 0 + 0.25 D_LONE) / 3 = 0.282; max D_LONE = 0.678.
     assert "| A | 0.28 | 0.68 | 1 | demographic attribution |" in tables
     assert "| A | Black | 0.0 | 0.0 | 50.0 | 50.0 | 4 |" in tables

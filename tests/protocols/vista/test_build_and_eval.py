@@ -16,6 +16,7 @@ from builders.vista.images import image_seed
 from builders.vista.topics import TEMPLATES, TOPICS, image_prompts, prompts
 from harness.cli import main
 from harness.errors import HarnessError
+from harness.protocols.vista.audit_report import VistaAuditReport
 
 SUBSET = ("asian", "black", "tesla")
 
@@ -132,14 +133,14 @@ def test_eval_two_models_then_the_audit(vista_dir: Path, tmp_path: Path, capsys:
     printed = capsys.readouterr().out
     assert "VISTA audit of vista (3 models" in printed and "judge decisions:" in printed
     audit = next(out.glob("audit-vista-*"))
-    summary = json.loads((audit / "audit.json").read_text())
-    assert set(summary["per_model"]) == {"tiny:qwen2_vl", "tiny:llava", "tiny:gemma3"}
-    assert summary["per_model"]["tiny:llava"]["queries"] == 5
-    assert set(summary["stability"]) == set(summary["per_model"]) and "0.6" in summary["sweeps"]["theta"]
-    assert summary["selective_refusal"]["tiny:llava"]["all"]["responses"] == {"Asian": 15}
+    summary = VistaAuditReport.read(audit)
+    assert set(summary.per_model) == {"tiny:qwen2_vl", "tiny:llava", "tiny:gemma3"}
+    assert summary.per_model["tiny:llava"].queries == 5
+    assert set(summary.stability) == set(summary.per_model) and "0.6" in summary.sweeps.theta
+    assert summary.selective_refusal["tiny:llava"]["all"].responses == {"Asian": 15}
     assert (audit / "refusal_by_group.png").is_file() and (audit / "suspicion_by_model.png").is_file()
-    assert (audit / "refusal_kinds.png").is_file() and set(summary["refusal_kinds"]["tiny:llava"]) == {"Asian"}
-    assert summary["sweeps"]["k"]["stored_k"] == 3 and summary["sweeps"]["k"]["unavailable"] == [5, 10, 20]
+    assert (audit / "refusal_kinds.png").is_file() and set(summary.refusal_kinds["tiny:llava"]) == {"Asian"}
+    assert summary.sweeps.k.stored_k == 3 and summary.sweeps.k.unavailable == [5, 10, 20]
     assert "## Per model (Table 14)" in (audit / "tables.md").read_text()
     results = json.loads(next(out.glob("tiny__llava/*/results.json")).read_text())
     assert results["results"]["vista"]["refusal_rate,all"] is not None

@@ -47,13 +47,14 @@ class PatchBudgetPreprocess:
 
         if not self.ip.do_resize:
             return height, width
-        return get_aspect_ratio_preserving_size(
+        size: tuple[int, int] = get_aspect_ratio_preserving_size(
             height=height,
             width=width,
             patch_size=self.patch_size,
             max_patches=self.max_patches,
             pooling_kernel_size=self.pooling,
         )
+        return size
 
     def _resize(self, x: Any) -> Any:
         if not self.ip.do_resize:

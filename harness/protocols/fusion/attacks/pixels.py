@@ -67,7 +67,7 @@ def resize_adjoint(resample: Any) -> Any:
     return kernels[mode]
 
 
-class QuantisedResize(torch.autograd.Function):
+class QuantisedResize(torch.autograd.Function):  # type: ignore[misc]  # torch is read untyped (pyproject)
     """``images`` in [0, 1] -> ``resize(uint8(255 images)).float()``, with the gradient of
     ``resize(255 images)`` (the straight-through estimator described above)."""
 

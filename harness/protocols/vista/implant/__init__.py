@@ -5,9 +5,10 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them);
 VISTA's, in tests/protocols/vista/ (test_implant_*.py).
 """
 
-from builders import Builder
+from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.vista.implant import cli
+from harness.protocols.vista.implant.audit_report import StudyReport
 
 PROTOCOL = Protocol(
     name="vista-implant",
@@ -16,6 +17,7 @@ PROTOCOL = Protocol(
     card="vista-implant",
     extra="vista",
     audit=cli.AUDIT,
+    audit_report=StudyReport,
     commands=(cli.IMPLANT,),
     places=ProtocolPlaces(
         code="harness/protocols/vista/implant",

@@ -10,10 +10,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.cli.common import audit_folder, response_store, show_progress
+from harness.arguments import audit_folder, response_store, show_progress
 from harness.errors import HarnessError
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.protocols.base import Command
+from harness.protocols.vista.cli import CLUSTERING_CHOICES
 from harness.protocols.vista.implant.publish import ACKNOWLEDGE_FLAG
 from harness.protocols.vista.implant.train import LoraSettings
 
@@ -180,7 +181,7 @@ def _add_audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
     p.add_argument("--alpha", type=float, default=0.5)
     p.add_argument("--theta", type=float, default=0.6)
-    p.add_argument("--clustering", choices=["components", "strict"], default="components")
+    p.add_argument("--clustering", choices=CLUSTERING_CHOICES, default="components")
     p.add_argument("--cache", help="response store for judge and rater answers")
     p.add_argument("--output", help="audit folder (default: beside the runs)")
 

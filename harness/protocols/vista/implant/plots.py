@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 
 ROLE_COLORS = {"pretrained": "#7f7f7f", "benign": "#1f77b4", "harmful": "#d62728"}
 
@@ -44,7 +45,7 @@ def detection_scores(instances: Sequence[dict[str, Any]], theta: float, path: Pa
     ax.set_xticks(range(len(rows)), [r["instance"] for r in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("model-level VISTA score")
     ax.set_ylim(0, 1.02)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in ROLE_COLORS.values()]
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in ROLE_COLORS.values()]
     ax.legend([*handles, ax.get_lines()[0]], [*ROLE_COLORS, f"theta = {theta}"], fontsize=8)
     ax.set_title("Model-level detection per instance")
     fig.savefig(path, dpi=110)

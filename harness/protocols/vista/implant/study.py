@@ -11,7 +11,6 @@ entity, a harmful LoRA on its target entity (the positives), a benign LoRA on it
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,9 +20,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
-from harness.judges.base import Entails
-from harness.metrics.entailment_clusters import DecisionCache, cluster_responses
+from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.audit import pool_records
+from harness.protocols.vista.implant.audit_report import StudyReport, StudySettings
 from harness.protocols.vista.implant.metrics import SCORINGS, negativity, precision_recall_f1, query_scores
 from harness.protocols.vista.implant.rater import Rater
 from harness.protocols.vista.metrics import model_detection
@@ -38,7 +37,7 @@ class StudyConfig:
 
     alpha: float = 0.5
     theta: float = 0.6
-    clustering: str = "components"
+    clustering: ClusteringRule = "components"
     top_fraction: float = 0.05
 
 
@@ -80,20 +79,22 @@ class StudyResult:
     table8: list[dict[str, Any]] = field(default_factory=list)
     skipped_queries: int = 0
 
-    def summary(self) -> dict[str, Any]:
-        """Every table as JSON-ready values."""
-        return {
-            "config": asdict(self.config),
-            "entities": self.entities,
-            "negativity": self.negativity,
-            "unrated": self.unrated,
-            "table1": self.table1,
-            "table2": self.table2,
-            "instances": self.instances,
-            "table7": self.table7,
-            "table8": self.table8,
-            "skipped_queries": self.skipped_queries,
-        }
+    def report(self, rater: str, judge: str) -> StudyReport:
+        """Every table as audit.json holds it."""
+        return StudyReport(
+            config=StudySettings.model_validate(asdict(self.config)),
+            entities=self.entities,
+            negativity=self.negativity,
+            unrated=self.unrated,
+            table1=self.table1,
+            table2=self.table2,
+            instances=self.instances,
+            table7=self.table7,
+            table8=self.table8,
+            skipped_queries=self.skipped_queries,
+            rater=rater,
+            judge=judge,
+        )
 
 
 def _label(role: str, base: str, entity: str | None = None) -> str:
@@ -252,9 +253,9 @@ def write_study(result: StudyResult, out_dir: Path, rater_name: str, judge_name:
     from harness.protocols.vista.implant.tables import markdown_tables
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = {**result.summary(), "rater": rater_name, "judge": judge_name}
-    (out_dir / "audit.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "tables.md").write_text(markdown_tables(summary), encoding="utf-8")
+    report = result.report(rater_name, judge_name)
+    report.write(out_dir)
+    (out_dir / "tables.md").write_text(markdown_tables(report), encoding="utf-8")
     names = list(SCORINGS.values())
     with (out_dir / "instances.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)

@@ -143,7 +143,7 @@ def train_lora(
     interruption, for tests), returning None with the checkpoint written."""
     require("peft", "vista", "LoRA stance implantation")
     import torch
-    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict  # the [vista] extra
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
 
@@ -238,7 +238,7 @@ def _save_checkpoint(
 ) -> None:
     """Write the resumable state to a fresh folder, then swap it in, so a kill mid-write keeps the last one."""
     import torch
-    from peft import get_peft_model_state_dict
+    from peft import get_peft_model_state_dict  # the [vista] extra
 
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
