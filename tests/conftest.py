@@ -102,7 +102,7 @@ def fusion_dir(data_dir: Path) -> Path:
     """The FusionAudit demo set (ChartQA/DocVQA/MME formats, 2 per source) with the tiny editor."""
     from builders import build_dataset
 
-    return build_dataset("fusionaudit", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", demo=True)
+    return build_dataset("fusion", None, seed=0, per_source=2, editor="tiny,steps=1,size=32", demo=True)
 
 
 def run_harness(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:

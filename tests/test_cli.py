@@ -124,7 +124,7 @@ def test_tasks_checks_the_split_a_task_reads(capsys: pytest.CaptureFixture, tmp_
     """A Stealth build without its vqa split: stealth_short is local, stealth_vqa is not."""
     from datasets import Dataset
 
-    folder = tmp_path / "vlm-audit" / "stealth-prompt-testset"
+    folder = tmp_path / "vlm-audit" / "stealth"
     (folder / "data").mkdir(parents=True)
     Dataset.from_dict({"text": ["a"]}).to_parquet(str(folder / "data" / "short-00000-of-00001.parquet"))
     (folder / "README.md").write_text(
@@ -135,9 +135,9 @@ def test_tasks_checks_the_split_a_task_reads(capsys: pytest.CaptureFixture, tmp_
     state = {
         lines[k].split()[0]: lines[k + 1].strip() for k in range(len(lines) - 1) if lines[k].startswith("  stealth_")
     }
-    assert state["stealth_short"] == f"dataset vlm-audit/stealth-prompt-testset: local ({folder})"
+    assert state["stealth_short"] == f"dataset vlm-audit/stealth: local ({folder})"
     assert state["stealth_vqa"] == (
-        f"dataset vlm-audit/stealth-prompt-testset: split 'vqa' not built (the local "
+        f"dataset vlm-audit/stealth: split 'vqa' not built (the local "
         f"copy {folder} has short; build: harness build stealth [--squad FILE])"
     )
 
@@ -218,14 +218,16 @@ def test_kill_9_halfway_then_resume_matches_an_uninterrupted_run(tmp_path: Path,
     [
         ("owlv2", "detector for diavlo"),
         ("sdxl_turbo", "generator for vista"),
-        ("instruct_pix2pix", "editor for fusionaudit"),
+        ("instruct_pix2pix", "editor for fusion"),
     ],
 )
 def test_non_chat_tiny_models_are_refused_as_models(
     capsys: pytest.CaptureFixture, arch: str, purpose: str, data_dir: Path
 ) -> None:
     from harness.models.base import create_backend
+    from harness.protocols.base import protocols
 
+    protocols()  # the protocols register their non-chat tiny models, as the CLI's parser does
     with pytest.raises(HarnessError, match=purpose):
         create_backend(f"tiny:{arch}")
     err = one_line_error(capsys, ["eval", "--model", f"tiny:{arch}", "--tasks", "shapes_color", "--limit", "1"])

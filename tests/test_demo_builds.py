@@ -32,7 +32,8 @@ def test_mist_and_diavlo_demo_builds_load(tmp_path: Path, harness_cache: Path) -
     assert diavlo["vqav2"][0]["sk_triplets"][0]["subject"] == "red box"
 
 
-def test_fusionaudit_demo_without_editor(tmp_path: Path) -> None:
+def test_fusion_demo_without_editor(tmp_path: Path) -> None:
+    """Built by its command-line alias, ``fusionaudit``: the paper's name answers as ``fusion`` does."""
     argv = ["build", "fusionaudit", "--demo", "--editor", "none", "--per-source", "1", "--out", str(tmp_path / "f")]
     assert main([*argv, "--verbosity", "quiet"]) == 0
     rows = _load(tmp_path / "f", tmp_path / "hf")["test"]
@@ -44,7 +45,7 @@ def test_fusionaudit_demo_without_editor(tmp_path: Path) -> None:
     ("argv", "flags"),
     [
         (["mist", "--humans", "h.json"], "--humans"),
-        (["fusionaudit", "--chartqa", "c.json", "--mme", "m"], "--chartqa, --mme"),
+        (["fusion", "--chartqa", "c.json", "--mme", "m"], "--chartqa, --mme"),
         (["diavlo", "--scene-graphs", "g.json"], "--scene-graphs"),
     ],
 )

@@ -5,6 +5,7 @@ builder, an audit command, an after-eval hook with its own eval flag), a task fo
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import io
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli import build_parser, main
+from harness.cli.eval import eval_options, eval_settings
+from harness.errors import HarnessError
 from harness.protocols import base
 from tests.conftest import ROOT, write
 
@@ -57,7 +60,7 @@ def after_eval(outcome: EvalOutcome) -> None:
     SEEN.append(outcome)
     for task, records in outcome.samples.items():
         sizes = [len(samples) for samples in records.values()]
-        print(f"toy after eval: {outcome.args.toy_greeting} {task} {sorted(records)} {sizes}")
+        print(f"toy after eval: {outcome.settings.text('toy_greeting')} {task} {sorted(records)} {sizes}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,7 +173,9 @@ def test_registered_protocol_builds_evaluates_and_audits(
     assert "built toy:" in out
     assert "toy after eval: hi toy_color ['tiny:qwen2_vl'] [3]" in out
     (outcome,) = toy.SEEN
-    assert outcome.output == tmp_path / "runs" and list(outcome.samples) == ["toy_color"]
+    assert outcome.settings.run.output == tmp_path / "runs" and list(outcome.samples) == ["toy_color"]
+    # typed settings, not the command line's Namespace: the models, and the toy's own flag values only
+    assert outcome.settings.models == ("tiny:qwen2_vl",) and outcome.settings.flags == {"toy_greeting": "hi"}
     assert "toy audit:" in out and "['toy_color']" in out
     # the builder's options, generated from its Options class; a wrong one is one line naming them
     with pytest.raises(SystemExit):
@@ -204,7 +209,7 @@ def test_entry_point_plugin_is_found(
 
 
 PROTOCOL_NAME = re.compile(r"vista|diavlo|stealth|(?<!dif)fusion|mist(?!ake|ral)", re.IGNORECASE)
-GENERIC = ("harness/cli", "harness/engine", "harness/taskspec", "harness/results")
+GENERIC = ("harness/cli", "harness/engine", "harness/taskspec", "harness/results", "harness/models")
 
 
 def _code_tokens(path: Path) -> list[tuple[int, str]]:
@@ -239,7 +244,29 @@ def test_generic_layers_name_no_protocol(package: str) -> None:
 
 
 def test_a_name_another_protocol_holds_is_refused(fresh_registry: None) -> None:
-    from harness.errors import HarnessError
-
     with pytest.raises(HarnessError, match="protocol name 'fusionaudit' is taken by 'fusion'"):
         base.register_protocol(base.Protocol(name="fusionaudit", title="x", summary="x"))
+
+
+def test_eval_settings_hand_a_protocol_its_own_flags_typed(fresh_registry: None) -> None:
+    """The eval command's Namespace becomes ``EvalSettings``: the models, the engine's options and only the
+    flags the protocol added, a repeatable one's list as a tuple of text and a typed one's value as text."""
+
+    def flags(group: argparse.ArgumentParser) -> None:
+        group.add_argument("--toy-name", default="x")
+        group.add_argument("--toy-extra", action="append", type=int)
+        group.add_argument("--toy-file", type=Path)
+        group.add_argument("--toy-dry", action="store_true")
+
+    toy = base.register_protocol(
+        base.Protocol(name="toy2", title="t", summary="s", audit_tag="toy2", after_eval=print, eval_arguments=flags)
+    )
+    argv = ["eval", "--model", "tiny:a", "--model", "tiny:b", "--tasks", "shapes_color", "--verbosity", "quiet"]
+    args = build_parser().parse_args([*argv, "--toy-extra", "3", "--toy-extra", "4", "--toy-file", "f.txt"])
+    settings = eval_settings(args, eval_options(args), toy)
+    assert settings.models == ("tiny:a", "tiny:b") and settings.run.tasks == ["shapes_color"]
+    assert settings.run.show_progress is False
+    assert settings.flags == {"toy_name": "x", "toy_extra": ("3", "4"), "toy_file": "f.txt", "toy_dry": False}
+    assert settings.text("toy_name") == "x"
+    with pytest.raises(HarnessError, match=r"^harness eval: the protocol flag 'toy_dry' holds False, not text$"):
+        settings.text("toy_dry")

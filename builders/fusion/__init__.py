@@ -1,1 +1,1 @@
-"""The FusionAudit dataset builder (``harness build fusionaudit``); see :mod:`builders.fusion.build`."""
+"""The FusionAudit dataset builder (``harness build fusion``); see :mod:`builders.fusion.build`."""

@@ -1,4 +1,4 @@
-"""``harness build fusionaudit``: the FusionAudit item set with its two rendered-text variants.
+"""``harness build fusion``: the FusionAudit item set with its two rendered-text variants.
 
 Selection: each source's rows are sorted by their source id and ``random.Random(seed).sample`` picks
 ``per_source`` of them (all, when fewer exist), so the three sources are balanced. MME is drawn per
@@ -29,7 +29,7 @@ from builders.publish import write_hub_folder
 from harness.errors import HarnessError
 from harness.protocols.fusion.rows import FusionRow
 
-REPO_ID = "vlm-audit/fusionaudit"
+REPO_ID = "vlm-audit/fusion"
 SOURCES = ("chartqa", "docvqa", "mme")
 
 
@@ -89,7 +89,7 @@ def select_mme(
         taken[cat] = min(n, len(pool))
         if len(pool) < n:
             print(
-                f"fusionaudit: the MME source has {len(pool)} {cat} items, fewer than the {n} wanted; "
+                f"fusion: the MME source has {len(pool)} {cat} items, fewer than the {n} wanted; "
                 "all are taken (the card records it)",
                 file=sys.stderr,
             )
@@ -134,28 +134,28 @@ def build(out: Path, options: Options) -> Path:
         with demo_folder("fusion", **given) as tmp:
             dataset, card_vars = _items(replace(options, demo=False, **write_sources(tmp)))
             if options.answers_from is None:
-                return write_hub_folder(dataset, out, "fusionaudit", card_vars)
+                return write_hub_folder(dataset, out, "fusion", card_vars)
             return _matched(dataset, out, card_vars, options.answers_from)
     if options.answers_from is not None:
         raise HarnessError(
             "--answers-from goes with --demo only: it replaces the references with a model's own answers"
         )
     dataset, card_vars = _items(options)
-    return write_hub_folder(dataset, out, "fusionaudit", card_vars)
+    return write_hub_folder(dataset, out, "fusion", card_vars)
 
 
 def _matched(dataset: Any, out: Path, card_vars: dict[str, Any], spec: str) -> Path:
     """The build written once, answered by ``spec``, and written again with those answers as references."""
     from builders.fusion.matched import clean_answers, match_answers
 
-    write_hub_folder(dataset, out, "fusionaudit", card_vars)
+    write_hub_folder(dataset, out, "fusion", card_vars)
     answers = clean_answers(out, spec)
     matched = dataset.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True)
     references = (
         f"`{spec}`'s own greedy answers on the clean images (--answers-from), every item scored as "
         "DocVQA (ANLS): a check that the attack and audit pipeline works, not a measurement"
     )
-    return write_hub_folder(matched, out, "fusionaudit", {**card_vars, "references": references})
+    return write_hub_folder(matched, out, "fusion", {**card_vars, "references": references})
 
 
 def _items(options: Options) -> tuple[Any, dict[str, Any]]:
@@ -185,7 +185,7 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
     has_ocr = ocr_available()
     records: list[FusionRow] = []
     counters: dict[str, int] = {}
-    for row in tqdm(chosen, desc="fusionaudit items", unit="item"):
+    for row in tqdm(chosen, desc="fusion items", unit="item"):
         k = counters[row["source"]] = counters.get(row["source"], -1) + 1
         item_id = f"{row['source']}-{k:04d}"
         image = open_row_image(row)

@@ -1,4 +1,4 @@
-"""The FusionAudit demo source (``harness build fusionaudit --demo``): small ChartQA, DocVQA and MME
+"""The FusionAudit demo source (``harness build fusion --demo``): small ChartQA, DocVQA and MME
 sources in their published formats, rendered with PIL so every answer is true of its image: bar charts
 with value labels, one-page forms, and shape scenes."""
 

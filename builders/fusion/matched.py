@@ -1,4 +1,4 @@
-"""``harness build fusionaudit --demo --answers-from MODEL``: the demo items with MODEL's own clean answers
+"""``harness build fusion --demo --answers-from MODEL``: the demo items with MODEL's own clean answers
 as their references.
 
 A random-weight model is almost never right on real questions, so on the plain demo build ``harness
@@ -30,7 +30,7 @@ def clean_answers(folder: Path, spec: str, batch_size: int = 8) -> dict[int, str
     """``spec``'s greedy answer to each item of the build in ``folder`` (doc id -> answer), asked exactly as
     ``harness eval --tasks fusion_clean`` asks, through the response store (so that eval reuses them)."""
     with tempfile.TemporaryDirectory(prefix="fusion-matched-") as tmp:
-        link = Path(tmp) / "vlm-audit" / "fusionaudit"  # where the task's dataset_path finds the build
+        link = Path(tmp) / "vlm-audit" / "fusion"  # where the task's dataset_path finds the build
         link.parent.mkdir(parents=True)
         link.symlink_to(folder.resolve(), target_is_directory=True)
         opts = EvalOptions(

@@ -3,7 +3,7 @@ image editor run through diffusers (``StableDiffusionInstructPix2PixPipeline`` b
 
 ``--editor SPEC`` is ``MODEL[,key=value...]``: ``MODEL`` a Hub id or a local pipeline folder
 (``timbrooks/instruct-pix2pix`` by default), ``tiny`` for the offline random-weight pipeline of
-``tiny_model_path("instruct_pix2pix")`` (at ``steps=1,size=32`` unless given), or ``none`` to build
+``tiny:instruct_pix2pix`` (harness/protocols/fusion/tiny.py) (at ``steps=1,size=32`` unless given), or ``none`` to build
 without Nat-Evid images; keys ``steps`` (20),
 ``guidance`` (7.5, text guidance), ``image_guidance`` (1.5), ``size`` (512: the longer side the editor
 works at, rounded to a multiple of 8), ``seed`` (0), ``device`` (auto) and ``dtype`` (auto). The
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.models.tiny import tiny_model_path
+from harness.protocols.fusion.tiny import TINY_EDITOR
 
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
 # the tiny pipeline's random weights make its edits meaningless: at the real defaults it takes minutes
@@ -96,9 +98,7 @@ class Editor:
         self.spec = spec
         model = spec.model
         if model == "tiny":
-            from harness.models.tiny import tiny_model_path
-
-            model = str(tiny_model_path("instruct_pix2pix"))
+            model = str(tiny_model_path(TINY_EDITOR))
         self.device = _auto_device() if spec.device == "auto" else spec.device
         dtype = _auto_dtype(self.device) if spec.dtype == "auto" else spec.dtype
         try:

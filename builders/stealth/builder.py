@@ -21,7 +21,7 @@ from harness.fonts import file_sha256, resolve_font
 from harness.protocols.stealth.palette import OCR_WORDS
 from harness.protocols.stealth.rows import StealthRow, WordBox
 
-REPO_ID = "vlm-audit/stealth-prompt-testset"
+REPO_ID = "vlm-audit/stealth"
 SUBSETS = ("short", "long", "vqa", "ocr")
 N_SENTENCES = 100
 N_QUESTIONS = 100

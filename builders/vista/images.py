@@ -15,6 +15,8 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.hashing import derive_seed
+from harness.models.tiny import tiny_model_path
+from harness.protocols.vista.tiny import TINY_GENERATOR
 
 log = logging.getLogger(__name__)
 DEFAULT_GENERATOR = "stabilityai/sdxl-turbo"
@@ -59,8 +61,6 @@ class Text2ImageGenerator:
 
         path: str | Path = spec
         if spec.startswith("tiny:"):
-            from harness.models.tiny import tiny_model_path
-
             path = tiny_model_path(spec.removeprefix("tiny:"))
         from harness.models.hf import _auto_device, _auto_dtype
 
@@ -71,7 +71,7 @@ class Text2ImageGenerator:
         except (OSError, ValueError) as exc:
             raise HarnessError(
                 f"image generator {spec!r} cannot be loaded ({str(exc).splitlines()[0]}); offline, pass "
-                "a local pipeline folder, tiny:sdxl_turbo, or --images with --generator none"
+                f"a local pipeline folder, tiny:{TINY_GENERATOR}, or --images with --generator none"
             ) from None
         self.pipeline.set_progress_bar_config(disable=True)
         logging.getLogger(type(self.pipeline).__module__).addFilter(_drop_clip_truncation)

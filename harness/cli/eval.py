@@ -12,7 +12,7 @@ from harness.arguments import data_dir, names, response_store, show_progress
 from harness.cli.common import parse_gen_kwargs
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
-from harness.protocols.base import EvalOutcome, Protocol, check_audit_tag, protocols
+from harness.protocols.base import EvalOutcome, EvalSettings, FlagValue, Protocol, check_audit_tag, protocols
 
 if TYPE_CHECKING:
     from harness.engine.runner import EvalOptions
@@ -49,10 +49,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the response store")
     ev.add_argument("--refresh", action="store_true", help="regenerate everything and overwrite the store")
     add_ray_arguments(ev)
+    flags: dict[str, tuple[str, ...]] = {}  # protocol -> the dests of the flags its eval_arguments added
     for protocol in protocols():
         if protocol.after_eval is not None and protocol.eval_arguments is not None:
-            protocol.eval_arguments(ev.add_argument_group(f"{protocol.name} (after the models have run)"))
-    ev.set_defaults(func=_cmd_eval)
+            group = ev.add_argument_group(f"{protocol.name} (after the models have run)")
+            protocol.eval_arguments(group)
+            flags[protocol.name] = tuple(a.dest for a in group._group_actions)  # argparse's only record of them
+    ev.set_defaults(func=_cmd_eval, protocol_flags=flags)
 
 
 def eval_options(args: argparse.Namespace) -> EvalOptions:
@@ -82,6 +85,23 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
     )
 
 
+def eval_settings(args: argparse.Namespace, opts: EvalOptions, protocol: Protocol) -> EvalSettings:
+    """What ``protocol``'s eval hooks see of the command line: its models, the run's options and the values
+    of its own flags, converted from the Namespace here so that no hook reads one."""
+    dests = args.protocol_flags.get(protocol.name, ())
+    return EvalSettings(tuple(args.model), opts, {d: _flag_value(getattr(args, d)) for d in dests})
+
+
+def _flag_value(value: object) -> FlagValue:
+    """A parsed flag value as a ``FlagValue``: a repeatable flag's list becomes a tuple of text, and a value of
+    any other type (a ``type=Path`` flag's) its text."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    return str(value)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     """Evaluates the tasks on each ``--model`` in turn (status 1 as soon as one model's samples all failed),
     then hands each hooked protocol its tasks' samples of every model."""
@@ -91,13 +111,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from harness.taskspec.registry import TaskRegistry
 
     opts = eval_options(args)
-    ray = ray_options(args)
+    ray = ray_options(args.ray, args.workers, args.worker_cpus, args.worker_gpus)
     model_args = parse_model_args(args.model_args)
     datasets = validate_tasks(opts)
     hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
+    settings = {protocol.name: eval_settings(args, opts, protocol) for protocol, tasks in hooked if tasks}
     for protocol, tasks in hooked:
         if tasks and protocol.check_eval is not None:
-            protocol.check_eval(args, len(args.model))
+            protocol.check_eval(settings[protocol.name])
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
         spec_args = lmms_model_args(spec, model_args, opts.lmms_model)
@@ -111,7 +132,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             return 1
     for protocol, tasks in hooked:
         if tasks and protocol.after_eval is not None:
-            protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, args, opts.output))
+            protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, settings[protocol.name]))
     return 0
 
 

@@ -301,23 +301,24 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def ray_options(args: argparse.Namespace) -> RayOptions | None:
-    """The Ray settings of a command line, or None for a single-process run; checked before any model loads."""
-    if args.ray is None:
-        if args.workers is not None:
+def ray_options(
+    ray: str | None, workers: int | None = None, worker_cpus: float = 1.0, worker_gpus: float | None = None
+) -> RayOptions | None:
+    """The Ray settings of ``add_ray_arguments``' flags (``ray``: None without ``--ray``, "" for a local
+    cluster, else its address), or None for a single-process run; checked before any model loads."""
+    if ray is None:
+        if workers is not None:
             raise HarnessError("--workers needs --ray (data-parallel replicas run on a Ray cluster)")
         return None
-    workers = 1 if args.workers is None else args.workers
+    workers = 1 if workers is None else workers
     if workers < 1:
         raise HarnessError(f"--workers must be at least 1, got {workers}")
-    if args.worker_cpus < 0 or (args.worker_gpus is not None and args.worker_gpus < 0):
+    if worker_cpus < 0 or (worker_gpus is not None and worker_gpus < 0):
         raise HarnessError("--worker-cpus and --worker-gpus must not be negative")
     _ray()
-    if args.ray:
-        _check_reachable(args.ray)
-    return RayOptions(
-        address=args.ray or None, workers=workers, worker_cpus=args.worker_cpus, worker_gpus=args.worker_gpus
-    )
+    if ray:
+        _check_reachable(ray)
+    return RayOptions(address=ray or None, workers=workers, worker_cpus=worker_cpus, worker_gpus=worker_gpus)
 
 
 def _check_reachable(address: str) -> None:

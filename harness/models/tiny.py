@@ -3,20 +3,25 @@
 Each recipe builds a real config, a real processor and a byte-level BPE tokenizer trained locally,
 saves them to a cache folder once, and from then on the ``hf`` backend loads that folder exactly as it
 loads a user's model. Outputs are meaningless by design: these models exist to exercise code paths.
+
+``RECIPES`` are the chat models. A protocol that needs a tiny model of another kind (an image generator,
+editor, detector or encoder) owns its recipe and adds it with ``register_tiny_recipe``, building it from
+the helpers here (``bpe_tokenizer``, ``clip_tokenizer``, ``save_tiny``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError
-from harness.extras import require
-from harness.models.tiny_clip import build_tiny_clip
+from harness.extras import require_listed
 from harness.paths import cache_root
 
 RECIPE_VERSION = "2"
@@ -74,7 +79,7 @@ GEMMA_TEMPLATE = _gemma_template("<start_of_turn>", "<end_of_turn>", "<start_of_
 GEMMA4_TEMPLATE = _gemma_template("<|turn>", "<turn|>", "<|image|>")
 
 
-def _tokenizer(specials: list[str], template: str | None, **special_kwargs: Any) -> Any:
+def bpe_tokenizer(specials: list[str], template: str | None, **special_kwargs: Any) -> Any:
     """Train a byte-level BPE on a small fixed corpus and wrap it with the architecture's tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -124,7 +129,7 @@ def _build_qwen_vl(out: Path, generation: str, hd32: bool = False) -> None:
         "<|image_pad|>",
         "<|video_pad|>",
     ]
-    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = bpe_tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
     pixels = {"min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16}
     vision: dict[str, Any] = {
@@ -169,7 +174,7 @@ def _build_qwen_vl(out: Path, generation: str, hd32: bool = False) -> None:
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
 
 
 def _build_qwen3_vl(out: Path, generation: str) -> None:
@@ -189,7 +194,7 @@ def _build_qwen3_vl(out: Path, generation: str) -> None:
         "<|image_pad|>",
         "<|video_pad|>",
     ]
-    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = bpe_tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
     pixels = {"min_pixels": 32 * 32 * 4, "max_pixels": 32 * 32 * 16, "patch_size": 16, "merge_size": 2}
     processor = Qwen3VLProcessor(
@@ -245,7 +250,7 @@ def _build_qwen3_vl(out: Path, generation: str) -> None:
         vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"],
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
 
 
 def _build_llava(out: Path, next_gen: bool = False, hd32: bool = False) -> None:
@@ -254,7 +259,9 @@ def _build_llava(out: Path, next_gen: bool = False, hd32: bool = False) -> None:
     import transformers
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
-    tok = _tokenizer(specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
+    tok = bpe_tokenizer(
+        specials, LLAVA_TEMPLATE, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
+    )
     image_size, patch = 28, 14
     sizes = {"size": {"shortest_edge": image_size}, "crop_size": {"height": image_size, "width": image_size}}
     extra: dict[str, Any] = {}
@@ -305,7 +312,7 @@ def _build_llava(out: Path, next_gen: bool = False, hd32: bool = False) -> None:
         vision_feature_select_strategy="default",
         **extra,
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
     if hd32:
         hub_llava_layout(out)
 
@@ -333,7 +340,7 @@ def hub_llava_layout(folder: Path) -> None:
 def _gemma_tokenizer(template: str, specials: list[str], **tokens: str) -> Any:
     """Gemma's ``<pad> <eos> <bos> <unk>`` (ids 0-3, as in the real vocabulary), then the generation's
     turn and media tokens, named for its processor (``boi_token``, ``image_token``, ...)."""
-    return _tokenizer(
+    return bpe_tokenizer(
         ["<pad>", "<eos>", "<bos>", "<unk>", *specials],
         template,
         bos_token="<bos>",
@@ -399,7 +406,7 @@ def _build_gemma3(out: Path) -> None:
     with torch.no_grad():
         model.model.multi_modal_projector.mm_input_projection_weight.normal_(0.0, 0.02)
     model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]
-    _save(model, processor, out)
+    save_tiny(model, processor, out)
 
 
 def _build_gemma4(out: Path) -> None:
@@ -471,7 +478,7 @@ def _build_gemma4(out: Path) -> None:
     with torch.no_grad():
         model.model.vision_tower.patch_embedder.position_embedding_table.normal_(0.0, 0.02)
     model.generation_config.eos_token_id = [tok.eos_token_id, end_of_turn]
-    _save(model, processor, out)
+    save_tiny(model, processor, out)
 
 
 def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
@@ -489,7 +496,7 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
         "<global-img>",
         "<pad>",
     ]
-    tok = _tokenizer(
+    tok = bpe_tokenizer(
         specials,
         IDEFICS3_TEMPLATE,
         bos_token="<|im_start|>",
@@ -507,7 +514,7 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
         image_size = 28
         names = ("Idefics3Config", "Idefics3ForConditionalGeneration", "Idefics3ImageProcessor", "Idefics3Processor")
     else:
-        require("num2words", "fusion", "tiny:smolvlm (transformers' SmolVLMProcessor)")
+        require_listed("num2words", "tiny:smolvlm (transformers' SmolVLMProcessor)")
         image_size = 56
         names = ("SmolVLMConfig", "SmolVLMForConditionalGeneration", "SmolVLMImageProcessor", "SmolVLMProcessor")
     config_cls, model_cls, image_processor_cls, processor_cls = (getattr(transformers, n) for n in names)
@@ -544,7 +551,7 @@ def _build_idefics3(out: Path, generation: str = "idefics3") -> None:
         image_token_id=tok.convert_tokens_to_ids("<image>"),
         pad_token_id=tok.pad_token_id,
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
 
 
 def _build_blip(out: Path, instruct: bool = False) -> None:
@@ -554,7 +561,7 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
     from transformers import BlipImageProcessor
 
     specials = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
-    tok = _tokenizer(
+    tok = bpe_tokenizer(
         specials,
         None,
         bos_token="</s>" if not instruct else "<s>",
@@ -573,7 +580,7 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
         "cross_attention_frequency": 1,
     }
     if instruct:
-        qformer_tok = _tokenizer(
+        qformer_tok = bpe_tokenizer(
             ["[PAD]", "[CLS]", "[SEP]"], None, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]"
         )
         qformer_tok.padding_side = "right"  # as BERT's: the Q-Former's absolute positions assume it
@@ -614,7 +621,7 @@ def _build_blip(out: Path, instruct: bool = False) -> None:
         num_query_tokens=queries,
         image_token_index=tok.convert_tokens_to_ids("<image>"),
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
 
 
 #: DeepSeek-VL's chat format: a system line, then ``User:`` / ``Assistant:`` turns split by blank lines.
@@ -638,7 +645,7 @@ def _build_deepseek_vl(out: Path, hybrid: bool = False) -> None:
         "<image_placeholder>",
         "<pad>",
     ]
-    tok = _tokenizer(
+    tok = bpe_tokenizer(
         specials,
         DEEPSEEK_VL_TEMPLATE,
         bos_token=specials[0],
@@ -706,7 +713,7 @@ def _build_deepseek_vl(out: Path, hybrid: bool = False) -> None:
         image_token_id=tok.convert_tokens_to_ids("<image_placeholder>"),
         **extra,
     )
-    _save(model_cls(config), processor, out)
+    save_tiny(model_cls(config), processor, out)
 
 
 def _build_qwen3(out: Path, hd32: bool = False) -> None:
@@ -714,133 +721,16 @@ def _build_qwen3(out: Path, hd32: bool = False) -> None:
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    tok = _tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = bpe_tokenizer(specials, QWEN_TEMPLATE, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     heads: dict[str, Any] = {**VLLM_CPU_HEADS, "head_dim": 32} if hd32 else {"head_dim": 16}
     config = Qwen3Config(
         **_text_config(len(tok), **heads), eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
     )
-    _save(Qwen3ForCausalLM(config), tok, out)
+    save_tiny(Qwen3ForCausalLM(config), tok, out)
 
 
-def _build_sdxl_turbo(out: Path) -> None:
-    """A text-to-image pipeline of SDXL-Turbo's classes (two CLIP text encoders, a text-time UNet, an
-    AutoencoderKL, Euler ancestral with trailing timesteps) that makes 64x64 images."""
-    require("diffusers", "vista", "tiny:sdxl_turbo")
-    from diffusers import (  # the [vista] extra
-        AutoencoderKL,
-        EulerAncestralDiscreteScheduler,
-        StableDiffusionXLPipeline,
-        UNet2DConditionModel,
-    )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
-
-    tok = _tokenizer(
-        ["<|startoftext|>", "<|endoftext|>"],
-        None,
-        bos_token="<|startoftext|>",
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-        model_max_length=77,
-    )
-    tok.padding_side = "right"
-    text = CLIPTextConfig(
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        hidden_size=32,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        vocab_size=len(tok),
-        projection_dim=32,
-        max_position_embeddings=77,
-    )
-    unet = UNet2DConditionModel(
-        block_out_channels=(32, 64),
-        layers_per_block=1,
-        sample_size=32,
-        in_channels=4,
-        out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        attention_head_dim=(2, 4),
-        use_linear_projection=True,
-        addition_embed_type="text_time",
-        addition_time_embed_dim=8,
-        transformer_layers_per_block=(1, 1),
-        projection_class_embeddings_input_dim=6 * 8 + 32,
-        cross_attention_dim=64,
-        norm_num_groups=8,
-    )
-    vae = AutoencoderKL(
-        block_out_channels=[8, 16],
-        in_channels=3,
-        out_channels=3,
-        latent_channels=4,
-        sample_size=64,
-        down_block_types=["DownEncoderBlock2D"] * 2,
-        up_block_types=["UpDecoderBlock2D"] * 2,
-        norm_num_groups=8,
-    )
-    scheduler = EulerAncestralDiscreteScheduler(
-        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", timestep_spacing="trailing"
-    )
-    pipeline = StableDiffusionXLPipeline(
-        vae=vae,
-        text_encoder=CLIPTextModel(text),
-        tokenizer=tok,
-        tokenizer_2=tok,
-        text_encoder_2=CLIPTextModelWithProjection(text),
-        unet=unet,
-        scheduler=scheduler,
-    )
-    pipeline.save_pretrained(out)
-    _mark(out)
-
-
-def _build_owlv2(out: Path) -> None:
-    """An OWLv2 open-vocabulary detector (CLIP-style text and vision towers, box and class heads)."""
-    from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor, Owlv2Processor
-
-    tok = _tokenizer(
-        ["<|startoftext|>", "<|endoftext|>"],
-        "",
-        bos_token="<|startoftext|>",
-        eos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
-    )
-    tok.model_max_length = 16
-    tok.chat_template = None
-    processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 56, "width": 56}), tokenizer=tok)
-    config = Owlv2Config(
-        text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 16,
-            "bos_token_id": tok.bos_token_id,
-            "eos_token_id": tok.eos_token_id,
-            "pad_token_id": tok.pad_token_id,
-        },
-        vision_config={
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "image_size": 56,
-            "patch_size": 14,
-        },
-        projection_dim=32,
-    )
-    _save(Owlv2ForObjectDetection(config), processor, out)
-
-
-def _clip_tokenizer(folder: Path) -> Any:
+def clip_tokenizer(folder: Path) -> Any:
     """A byte-level CLIP tokenizer with one token per byte (no merges), written to ``folder``."""
-    import json
-
     from transformers import CLIPTokenizer
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -855,84 +745,21 @@ def _clip_tokenizer(folder: Path) -> Any:
     return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=256)
 
 
-def _build_instruct_pix2pix(out: Path) -> None:
-    """An InstructPix2Pix image editor (UNet with 8 input channels, VAE, CLIP text encoder, a CLIP
-    tokenizer written locally, Euler ancestral): FusionAudit's Nat-Evid path; its edits are noise."""
-    import torch
-
-    require("diffusers", "fusion", "tiny:instruct_pix2pix")
-    from diffusers import (  # the [fusion] extra
-        AutoencoderKL,
-        EulerAncestralDiscreteScheduler,
-        StableDiffusionInstructPix2PixPipeline,
-        UNet2DConditionModel,
-    )
-    from transformers import CLIPTextConfig, CLIPTextModel
-
-    torch.manual_seed(0)
-    with tempfile.TemporaryDirectory() as tok_dir:
-        tokenizer = _clip_tokenizer(Path(tok_dir))
-    unet = UNet2DConditionModel(
-        block_out_channels=(16, 32),
-        layers_per_block=1,
-        sample_size=16,
-        in_channels=8,
-        out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=32,
-        norm_num_groups=8,
-        attention_head_dim=4,
-    )
-    vae = AutoencoderKL(
-        block_out_channels=[16, 32],
-        in_channels=3,
-        out_channels=3,
-        latent_channels=4,
-        norm_num_groups=8,
-        down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-        up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
-    )
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            hidden_size=32,
-            intermediate_size=37,
-            num_attention_heads=4,
-            num_hidden_layers=2,
-            vocab_size=len(tokenizer),
-            projection_dim=32,
-            max_position_embeddings=256,
-        )
-    )
-    pipe = StableDiffusionInstructPix2PixPipeline(
-        vae=vae,
-        text_encoder=text_encoder,
-        tokenizer=tokenizer,
-        unet=unet,
-        scheduler=EulerAncestralDiscreteScheduler(beta_schedule="scaled_linear"),
-        safety_checker=None,
-        feature_extractor=None,
-        requires_safety_checker=False,
-    )
-    pipe.save_pretrained(out)
-    _mark(out)
-
-
-def _save(model: Any, processor: Any, out: Path) -> None:
+def save_tiny(model: Any, processor: Any, out: Path) -> None:
+    """Save a recipe's model and processor (or tokenizer) to ``out`` and mark the folder as a tiny model."""
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    _mark(out)
+    mark_tiny(out)
 
 
-def _mark(out: Path) -> None:
+def mark_tiny(out: Path) -> None:
+    """Mark a recipe's saved folder as a tiny random-weight model (``tiny_model_path`` builds it only once)."""
     (out / "SMOKE_TEST_MODEL.txt").write_text(
         "Tiny random-weight model built by the harness for offline tests; its outputs are meaningless.\n"
     )
 
 
+#: The chat models: what ``--model tiny:ARCH`` evaluates.
 RECIPES: dict[str, Callable[[Path], None]] = {
     "qwen2_vl": lambda out: _build_qwen_vl(out, "qwen2_vl"),
     "qwen2_5_vl": lambda out: _build_qwen_vl(out, "qwen2_5_vl"),
@@ -954,33 +781,54 @@ RECIPES: dict[str, Callable[[Path], None]] = {
     "qwen2_5_vl_hd32": lambda out: _build_qwen_vl(out, "qwen2_5_vl", hd32=True),
     "llava_hd32": lambda out: _build_llava(out, hd32=True),
     "qwen3_hd32": lambda out: _build_qwen3(out, hd32=True),
-    "sdxl_turbo": _build_sdxl_turbo,  # text-to-image (VISTA's image builder), not a VLM
-    "instruct_pix2pix": _build_instruct_pix2pix,  # an image editor (FusionAudit's Nat-Evid), not a VLM
-    "owlv2": _build_owlv2,  # a detector (harness.protocols.diavlo.detector), not a chat model
-    "clip": build_tiny_clip,  # an image-text encoder (the Stealth CLIP probe), not a chat model
 }
-# Tiny models that are not chat models, with what they are for: offered to --model they are refused by name.
-NOT_CHAT = {
-    "sdxl_turbo": "a text-to-image generator for vista builds (harness build vista --generator tiny:sdxl_turbo)",
-    "instruct_pix2pix": "an image editor for fusionaudit builds (harness build fusionaudit --editor tiny)",
-    "owlv2": "an open-vocabulary detector for diavlo builds and audits (--detector tiny:owlv2)",
-    "clip": "an image-text encoder for the Stealth CLIP probe (harness.protocols.stealth.clip_probe)",
-}
+
+
+@dataclass(frozen=True)
+class NonChatRecipe:
+    """A tiny model that is not a chat model (a protocol's image generator, editor, detector or encoder)."""
+
+    build: Callable[[Path], None]
+    purpose: str  # what it is for, named when it is offered to --model
+
+
+_NOT_CHAT: dict[str, NonChatRecipe] = {}
+
+
+def register_tiny_recipe(name: str, build: Callable[[Path], None], purpose: str) -> None:
+    """Add a non-chat tiny model that ``tiny_model_path`` builds like the chat ones and ``--model`` refuses
+    with its ``purpose``. The protocol that uses one owns its recipe and registers it when its package is
+    imported (loading the protocol registry imports them all); this layer names no protocol."""
+    if name in RECIPES:
+        raise ModelSpecError(f"tiny architecture {name!r} is a chat model's; a non-chat recipe needs a name of its own")
+    _NOT_CHAT[name] = NonChatRecipe(build, purpose)
+
+
+def tiny_archs() -> list[str]:
+    """Every tiny architecture known here: the chat models and the registered non-chat ones."""
+    return sorted({*RECIPES, *_NOT_CHAT})
 
 
 def require_chat_arch(arch: str) -> None:
     """Refuse a non-chat tiny model as ``--model`` before transformers fails on its configuration class."""
-    if arch in NOT_CHAT:
+    if arch in _NOT_CHAT:
         raise ModelSpecError(
-            f"tiny:{arch} is not a chat model to evaluate: it is {NOT_CHAT[arch]}; "
-            f"chat models: {', '.join('tiny:' + a for a in sorted(set(RECIPES) - set(NOT_CHAT)))}"
+            f"tiny:{arch} is not a chat model to evaluate: it is {_NOT_CHAT[arch].purpose}; "
+            f"chat models: {', '.join('tiny:' + a for a in sorted(RECIPES))}"
         )
+
+
+def _recipe(arch: str) -> Callable[[Path], None]:
+    if arch in RECIPES:
+        return RECIPES[arch]
+    if arch in _NOT_CHAT:
+        return _NOT_CHAT[arch].build
+    raise ModelSpecError(f"unknown tiny architecture {arch!r}; choose from {', '.join(tiny_archs())}")
 
 
 def tiny_model_path(arch: str) -> Path:
     """Build (once, under a lock) and return the folder of the tiny ``arch`` model."""
-    if arch not in RECIPES:
-        raise ModelSpecError(f"unknown tiny architecture {arch!r}; choose from {', '.join(sorted(RECIPES))}")
+    build = _recipe(arch)
     import torch
     from filelock import FileLock
 
@@ -998,7 +846,7 @@ def tiny_model_path(arch: str) -> Path:
         try:
             with torch.random.fork_rng():
                 torch.manual_seed(int(hashlib.sha256(arch.encode()).hexdigest()[:8], 16))
-                RECIPES[arch](tmp)
+                build(tmp)
             shutil.rmtree(out, ignore_errors=True)
             tmp.rename(out)
         finally:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.builder_spec import Builder
+    from harness.engine.runner import EvalOptions
     from harness.protocols.audit_report import AuditReport
     from harness.taskspec.config import TaskConfig
     from harness.taskspec.registry import TaskRegistry
@@ -48,13 +49,33 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
+#: The value of one flag a protocol's ``eval_arguments`` added, as parsed (a repeatable one's: a tuple).
+FlagValue = str | int | float | bool | tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What ``harness eval`` hands a protocol's eval hooks, typed: the model specs it runs, the run's
+    settings, and the values of the flags the protocol's ``eval_arguments`` added, by their ``dest``."""
+
+    models: tuple[str, ...]
+    run: EvalOptions
+    flags: Mapping[str, FlagValue] = field(default_factory=dict)
+
+    def text(self, dest: str) -> str:
+        """The protocol's flag ``dest`` as text: what a flag without a ``type`` holds."""
+        value = self.flags.get(dest)
+        if not isinstance(value, str):
+            raise HarnessError(f"harness eval: the protocol flag {dest!r} holds {value!r}, not text")
+        return value
+
+
 @dataclass(frozen=True)
 class EvalOutcome:
     """What ``harness eval`` hands a protocol's after-eval hook: each task's samples per model spec."""
 
     samples: Mapping[str, Mapping[str, Sequence[Any]]]  # task -> model spec -> sample records
-    args: argparse.Namespace  # the eval command's, with the flags the protocol's eval_arguments added
-    output: Path | None  # the --output folder
+    settings: EvalSettings
 
 
 @dataclass(frozen=True)
@@ -116,9 +137,9 @@ class Protocol:
     after_eval: Callable[[EvalOutcome], None] | None = None  # once, after every model of a run
     audit_tag: str | None = None  # tasks whose metadata says ``harness_audit: <tag>`` feed after_eval
     eval_arguments: Callable[[argparse.ArgumentParser], None] | None = None  # after_eval's ``harness eval`` flags
-    # before any model runs: refuses (HarnessError) what after_eval would fail on, given the eval's args and
-    # the number of models, so a bad audit flag costs seconds, not a whole run
-    check_eval: Callable[[argparse.Namespace, int], None] | None = None
+    # before any model runs: refuses (HarnessError) what after_eval would fail on, given the eval's settings
+    # (its models and flags), so a bad audit flag costs seconds, not a whole run
+    check_eval: Callable[[EvalSettings], None] | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
     places: ProtocolPlaces = field(default_factory=ProtocolPlaces)  # its files, for listings and checks
 

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from harness.errors import HarnessError
 from harness.protocols.audit_report import AUDIT_FILE, AuditReport
@@ -35,6 +36,8 @@ FIXTURES = [
     ("diavlo", HERE / "diavlo" / "audit_v1.json"),
     ("fusion", HERE / "fusion" / "audit_v1.json"),
 ]
+# What reading a fixture as its report's current version changes: FusionAudit's version 2 names it "fusion"
+UPGRADED = {"fusion": {"schema_version": 2, "protocol": "fusion"}}
 
 
 def protocol(name: str) -> Protocol:
@@ -51,16 +54,18 @@ def test_every_built_in_audit_declares_its_report() -> None:
 
 
 @pytest.mark.parametrize(("name", "fixture"), FIXTURES, ids=[n for n, _ in FIXTURES])
-def test_an_unversioned_audit_reads_as_version_1_and_writes_back_its_keys_and_values(
+def test_an_unversioned_audit_reads_as_its_current_version_and_writes_back_its_keys_and_values(
     name: str, fixture: Path, tmp_path: Path
 ) -> None:
+    """Read as its report's current version: version 1 itself, or what ``UPGRADED`` says a bump changed."""
     proto = protocol(name)
     report = proto.read_audit(fixture)
-    assert type(report) is proto.audit_report and report.schema_version == 1
+    upgrade = UPGRADED.get(name, {"schema_version": 1})
+    assert type(report) is proto.audit_report and report.schema_version == upgrade["schema_version"]
     old = json.loads(fixture.read_text())
     assert "schema_version" not in old
     written = json.loads(report.to_json())
-    assert written == {"schema_version": 1, **old}  # same keys and values, nested ones included
+    assert written == {"schema_version": 1, **old, **upgrade}  # same keys and values, nested ones included
     assert list(written) == ["schema_version", *old]  # in the same order
     path = report.write(tmp_path)
     assert path == tmp_path / AUDIT_FILE and proto.read_audit(tmp_path) == report
@@ -185,3 +190,14 @@ def test_a_newer_report_reads_its_older_versions() -> None:
     # a figure that is not a number is written as json.dumps wrote it, and read back
     assert '"figure": NaN' in Toy(figure=float("nan")).to_json()
     assert math.isnan(Toy.parse(json.loads(Toy(figure=float("nan")).to_json())).figure)
+
+
+def test_fusion_reports_name_it_fusion_from_version_2() -> None:
+    """Version 1 named the protocol ``fusionaudit`` (read as ``fusion``); version 2 holds its one name only."""
+    old = json.loads((HERE / "fusion" / "audit_v1.json").read_text())
+    fusion = protocol("fusion").audit_report
+    assert fusion is not None and fusion.SCHEMA_VERSION == 2
+    assert fusion.parse({**old, "schema_version": 1}).protocol == "fusion"
+    assert fusion.parse({**old, "schema_version": 2, "protocol": "fusion"}).schema_version == 2
+    with pytest.raises(ValidationError, match="protocol"):
+        fusion.parse({**old, "schema_version": 2})  # a version 2 report that calls it fusionaudit

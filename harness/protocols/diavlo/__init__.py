@@ -5,7 +5,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
-from harness.protocols.diavlo import cli
+from harness.protocols.diavlo import cli, tiny  # noqa: F401 (tiny: registers tiny:owlv2)
 from harness.protocols.diavlo.audit_report import DiavloAuditReport
 
 SUMMARY = (

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError
+from harness.models.tiny import tiny_model_path
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
 
@@ -30,8 +31,6 @@ class OpenVocabDetector:
     def __init__(self, spec: str, threshold: float = 0.1, device: str = "cpu") -> None:
         prefix, _, name = spec.partition(":")
         if prefix == "tiny":
-            from harness.models.tiny import tiny_model_path
-
             path = str(tiny_model_path(name))
         elif prefix == "hf" and name:
             path = name

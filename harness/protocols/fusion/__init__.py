@@ -1,12 +1,13 @@
 """FusionAudit: pathway-conditioned robustness.
 
 Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
-Its one name is ``fusion``; ``fusionaudit`` (the dataset's and card's name) is an alias.
+Its one name is ``fusion`` (package, builder, tasks, card, dataset); ``fusionaudit``, the paper's, is a
+command-line alias.
 """
 
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
-from harness.protocols.fusion import cli
+from harness.protocols.fusion import cli, tiny  # noqa: F401 (tiny: registers tiny:instruct_pix2pix)
 from harness.protocols.fusion.audit_report import FusionAuditReport
 
 SUMMARY = (
@@ -20,7 +21,7 @@ PROTOCOL = Protocol(
     title="FusionAudit",
     summary=SUMMARY,
     tasks=("fusion",),
-    card="fusionaudit",
+    card="fusion",
     extra="fusion",
     audit=cli.AUDIT,
     audit_report=FusionAuditReport,
@@ -36,5 +37,5 @@ PROTOCOL = Protocol(
         ),
     ),
     extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
-    places=ProtocolPlaces.standard("fusion", card="fusionaudit", benchmarks=("fusion_pgd.py",)),
+    places=ProtocolPlaces.standard("fusion", benchmarks=("fusion_pgd.py",)),
 )

@@ -21,9 +21,9 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
+from harness.protocols.fusion.attack_outcomes import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.protocols.fusion.audit_report import FusionAuditReport, FusionSettings
 from harness.protocols.fusion.rows import FusionRow
-from harness.results.attacks import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.results.schema import read_run, read_samples
 
 VARIANT_TASKS = {

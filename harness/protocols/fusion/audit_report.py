@@ -4,7 +4,7 @@ beside it. The figures are keyed by name (``metrics.model_figures``; ``audit.CI_
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal, Self
 
 from harness.protocols.audit_report import AuditReport, ReportPart
 
@@ -62,12 +62,24 @@ class RankAgreement(ReportPart):
 
 
 class FusionAuditReport(AuditReport):
-    """audit.json of ``harness audit fusion``."""
+    """audit.json of ``harness audit fusion``. Version 2 names the protocol ``fusion``, its one name;
+    version 1 (and a file without a version) named it ``fusionaudit`` and is read as version 2."""
 
-    protocol: Literal["fusionaudit"] = "fusionaudit"
+    SCHEMA_VERSION: ClassVar[int] = 2
+    READABLE_VERSIONS: ClassVar[tuple[int, ...]] = (1, 2)
+
+    schema_version: int = 2
+    protocol: Literal["fusion"] = "fusion"
     config: FusionSettings
     models: dict[str, ModelFigures]
     levels: dict[str, LevelFigures]
     rank_agreement_end_pgd_vs_r_plus: RankAgreement
     restoration_subset: str  # how the layer-restoration subset was chosen
     plots: list[str]  # file names beside audit.json
+
+    @classmethod
+    def parse(cls, raw: Any) -> Self:
+        """A report of any readable version; version 1's ``fusionaudit`` is version 2's ``fusion``."""
+        if isinstance(raw, dict) and raw.get("schema_version", 1) == 1 and raw.get("protocol") == "fusionaudit":
+            raw = {**raw, "protocol": "fusion"}
+        return super().parse(raw)

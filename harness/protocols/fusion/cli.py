@@ -15,9 +15,9 @@ from harness.protocols.base import Command
 from harness.protocols.fusion.audit_report import FusionAuditReport, ModelFigures
 
 if TYPE_CHECKING:
+    from harness.protocols.fusion.attack_outcomes import AttackSummary
     from harness.protocols.fusion.attacks.run import AttackOptions
     from harness.protocols.fusion.metrics import DeltaMode, OarIncreaseMode
-    from harness.results.attacks import AttackSummary
 
 # The choices of --delta-mode and --oar-increase, spelled here (checked against their Literal types) so that
 # building the parser loads no numerical library.
@@ -124,7 +124,7 @@ def _cmd_attack(args: argparse.Namespace) -> int:
     from harness.protocols.fusion.attacks.run import clean_correct_items, run_attacks, white_box_replica
 
     opts = attack_options(args)
-    ray = ray_options(args)
+    ray = ray_options(args.ray, args.workers, args.worker_cpus, args.worker_gpus)
     model_args = parse_model_args(args.model_args)
     for spec in args.model:
         backend = create_backend(spec, model_args)

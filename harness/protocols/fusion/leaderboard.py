@@ -48,6 +48,4 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     return out
 
 
-HOOKS = LeaderboardHooks(
-    figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/fusionaudit"
-)
+HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/fusion")

@@ -25,10 +25,10 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.protocols.fusion import metrics as fm
+from harness.protocols.fusion.attack_outcomes import AttackName
 from harness.protocols.fusion.attacks.pgd import PGDConfig
 from harness.protocols.fusion.attacks.run import ATTACKS, AttackOptions, CleanItem
 from harness.protocols.fusion.rows import FusionRow
-from harness.results.attacks import AttackName
 
 PAPER_SEEDS = (0, 1, 2)
 PAPER_STEPS = (10, 20, 30, 40, 50)

@@ -5,6 +5,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
+from harness.protocols.stealth import tiny  # noqa: F401 (registers tiny:clip)
 
 SUMMARY = "How much the color and contrast of rendered text shift a model's sentiment ratings and answers."
 

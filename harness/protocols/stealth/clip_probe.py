@@ -25,7 +25,9 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.fonts import resolve_font
+from harness.models.tiny import tiny_model_path
 from harness.protocols.stealth.palette import HUES, OCR_WORDS
+from harness.protocols.stealth.tiny import TINY_CLIP
 
 DEFAULT_MODEL = "openai/clip-vit-base-patch32"
 AXES: tuple[tuple[str, str], ...] = (
@@ -107,10 +109,8 @@ def load_clip(model: str) -> tuple[Any, Any]:
     from transformers import CLIPModel, CLIPProcessor
 
     path: str | Path = model
-    if model == "tiny:clip":
-        from harness.models.tiny import tiny_model_path
-
-        path = tiny_model_path("clip")
+    if model == f"tiny:{TINY_CLIP}":
+        path = tiny_model_path(TINY_CLIP)
     try:
         return CLIPModel.from_pretrained(path).eval(), CLIPProcessor.from_pretrained(path)
     except OSError as exc:

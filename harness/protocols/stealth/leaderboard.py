@@ -71,6 +71,4 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     return out
 
 
-HOOKS = LeaderboardHooks(
-    figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/stealth-prompt-testset"
-)
+HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/stealth")

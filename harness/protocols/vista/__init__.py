@@ -6,7 +6,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them);
 
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces, register_protocol
-from harness.protocols.vista import cli
+from harness.protocols.vista import cli, tiny  # noqa: F401 (tiny: registers tiny:sdxl_turbo)
 from harness.protocols.vista.audit_report import VistaAuditReport
 from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.arguments import audit_folder, response_store, show_progress
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.paths import audit_dir
-from harness.protocols.base import Command, EvalOutcome
+from harness.protocols.base import Command, EvalOutcome, EvalSettings
 from harness.protocols.vista.audit_report import VistaAuditReport
 
 if TYPE_CHECKING:
@@ -33,12 +33,12 @@ def eval_arguments(group: Any) -> None:
     )
 
 
-def check_eval(args: argparse.Namespace, models: int) -> None:
+def check_eval(settings: EvalSettings) -> None:
     """Refuse a ``--judge`` that cannot load before the models run: the audit that needs it comes last."""
     from harness.judges.entailment import check_judge
 
-    if models >= 2:
-        check_judge(args.judge)
+    if len(settings.models) >= 2:
+        check_judge(settings.text("judge"))
 
 
 def after_eval(outcome: EvalOutcome) -> None:
@@ -47,7 +47,7 @@ def after_eval(outcome: EvalOutcome) -> None:
     from harness.judges.entailment import make_judge
     from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
 
-    args = outcome.args
+    run = outcome.settings.run
     for task, records in outcome.samples.items():
         if len(records) < 2:
             print(
@@ -55,12 +55,12 @@ def after_eval(outcome: EvalOutcome) -> None:
                 "cross-model audit"
             )
             continue
-        judge = make_judge(args.judge, response_store(args))
-        result = audit_records(records, judge, AuditConfig(task=task), show_progress=show_progress(args))
+        judge = make_judge(outcome.settings.text("judge"), run.store_path)
+        result = audit_records(records, judge, AuditConfig(task=task), show_progress=run.show_progress)
         print(f"\nVISTA audit of {task} ({len(records)} models, judge {judge.name})")
         _print_audit(result.report(judge.name))
-        if outcome.output is not None:
-            out = write_audit(result, audit_dir(outcome.output, task), judge.name)
+        if run.output is not None:
+            out = write_audit(result, audit_dir(run.output, task), judge.name)
             print(f"audit: {out / 'audit.json'}")
         else:
             print(

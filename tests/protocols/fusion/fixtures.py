@@ -24,7 +24,7 @@ def prompt_image_tokens(processor: Any, image: Image.Image) -> int:
 
 def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     """A copy of a FusionAudit build whose reference answers are ``spec``'s own greedy clean answers,
-    saved where ``harness eval --data-dir data_dir`` finds it: what ``harness build fusionaudit --demo
+    saved where ``harness eval --data-dir data_dir`` finds it: what ``harness build fusion --demo
     --answers-from SPEC`` makes (:mod:`builders.fusion.matched`), without building the demo again."""
     import pyarrow.parquet as pq
     from datasets import Dataset
@@ -40,7 +40,7 @@ def model_matched_copy(dataset_dir: Path, spec: str, data_dir: Path) -> Path:
     answers = {r.doc_id: r.responses[0] for r in samples["fusion_clean"]}
     # read the parquet file itself: load_dataset may serve a cached copy of an earlier build
     ds = Dataset(pq.read_table(dataset_dir / "data" / "test-00000-of-00001.parquet"))
-    out = data_dir / "vlm-audit" / "fusionaudit"
+    out = data_dir / "vlm-audit" / "fusion"
     # items the model answers with something first: an empty answer matches no reference, so it is never clean-correct
     order = sorted(range(len(ds)), key=lambda i: not answers[i].strip())
     ds = ds.map(lambda row, idx: match_answers(row, answers[idx]), with_indices=True).select(order)

@@ -291,8 +291,8 @@ def test_layer_restoration_counts_only_reproduced_flips() -> None:
 
 
 def test_attack_table_has_no_none_and_explains_an_empty_clean_set() -> None:
+    from harness.protocols.fusion.attack_outcomes import AttackSummary
     from harness.protocols.fusion.cli import attack_table
-    from harness.results.attacks import AttackSummary
     from harness.results.schema import ModelInfo
 
     def summary(n: int, asr: float | None, rate: float | None) -> AttackSummary:

@@ -161,7 +161,7 @@ def test_build_without_editor(tmp_path: Path) -> None:
     from builders.fusion.demo import write_sources
 
     sources = write_sources(tmp_path / "src", n=1)
-    out = build_dataset("fusionaudit", tmp_path / "fa", seed=3, per_source=1, editor="none", **sources)
+    out = build_dataset("fusion", tmp_path / "fa", seed=3, per_source=1, editor="none", **sources)
     ds = load_dataset(str(out), download_mode="force_redownload")["test"]
     assert ds.num_rows == 3 and set(ds["natevid_status"]) == {"not_built"}
     assert all(r["natevid_image"] is None for r in ds)
@@ -169,7 +169,7 @@ def test_build_without_editor(tmp_path: Path) -> None:
     assert "none (no Nat-Evid images)" in card and "artwork 1/1, celebrity 0/0, code_reasoning 0/0" in card
     assert ds.filter(lambda r: r["source"] == "mme")["category"] == ["artwork"]
     with pytest.raises(HarnessError, match="per-source"):
-        build_dataset("fusionaudit", tmp_path / "fb", per_source=0, **sources)
+        build_dataset("fusion", tmp_path / "fb", per_source=0, **sources)
 
 
 def test_task_process_results_uses_judge() -> None:
@@ -195,14 +195,14 @@ def test_demo_matched_to_a_model_gives_a_clean_correct_set(tmp_path: Path, capsy
     from harness.cli import main
 
     out = build_dataset(
-        "fusionaudit",
-        tmp_path / "data" / "vlm-audit" / "fusionaudit",
+        "fusion",
+        tmp_path / "data" / "vlm-audit" / "fusion",
         per_source=1,
         editor="none",
         demo=True,
         answers_from="tiny:qwen2_vl",
     )
-    # the parquet file itself: load_dataset would record this 3-item "fusionaudit" in the shared datasets cache
+    # the parquet file itself: load_dataset would record this 3-item "fusion" in the shared datasets cache
     rows = pq.read_table(out / "data" / "test-00000-of-00001.parquet", columns=["source", "answers"]).to_pylist()
     assert len(rows) == 3 and {r["source"] for r in rows} == {"docvqa"} and all(len(r["answers"]) == 1 for r in rows)
     assert "`tiny:qwen2_vl`'s own greedy answers on the clean images" in (out / "README.md").read_text()
@@ -251,7 +251,7 @@ def test_demo_matched_to_a_model_gives_a_clean_correct_set(tmp_path: Path, capsy
     assert "clean-correct items |C| = 2" in printed and "nothing to attack" not in printed
     assert "| end_pgd | - |" not in printed and "None" not in printed
     with pytest.raises(HarnessError, match="--answers-from goes with --demo only"):
-        build_dataset("fusionaudit", tmp_path / "x", answers_from="tiny:qwen2_vl")
+        build_dataset("fusion", tmp_path / "x", answers_from="tiny:qwen2_vl")
 
 
 def test_matching_a_reference_that_equals_the_wrong_answer_renders_a_new_overlay() -> None:

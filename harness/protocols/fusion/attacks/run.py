@@ -24,6 +24,14 @@ from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import GenerationParams, WhiteBoxBackend
+from harness.protocols.fusion.attack_outcomes import (
+    AttackName,
+    AttackOutcome,
+    AttackSummary,
+    Diagnostic,
+    DiagnosticName,
+    write_attack,
+)
 from harness.protocols.fusion.attacks.diagnostics import (
     RESTORATION_ITEMS,
     layer_restoration,
@@ -34,7 +42,6 @@ from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
 from harness.protocols.fusion.rows import FusionRow
-from harness.results.attacks import AttackName, AttackOutcome, AttackSummary, Diagnostic, DiagnosticName, write_attack
 from harness.results.schema import ModelInfo
 
 Name = TypeVar("Name", bound=str)

@@ -1,8 +1,9 @@
 """A tiny random-weight CLIP (``tiny:clip``) for the Stealth CLIP semantic-projection probe's tests.
 
-Real classes (``CLIPModel``, ``CLIPProcessor``) built from configs, with the byte-level CLIP tokenizer
-the diffusers recipes use; saved like every tiny model, so the probe loads it exactly as it loads a
-user's checkpoint (``openai/clip-vit-base-patch32``). Its projections are meaningless by design.
+Real classes (``CLIPModel``, ``CLIPProcessor``) built from configs, with the tiny models' byte-level CLIP
+tokenizer; registered with the tiny models when this package is imported and saved like every tiny model,
+so the probe loads it exactly as it loads a user's checkpoint (``openai/clip-vit-base-patch32``). Its
+projections are meaningless by design.
 """
 
 from __future__ import annotations
@@ -10,15 +11,18 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from harness.models.tiny import clip_tokenizer, register_tiny_recipe, save_tiny
+
+#: The architecture name: ``tiny:clip`` as the probe's model.
+TINY_CLIP = "clip"
+
 
 def build_tiny_clip(out: Path) -> None:
     """Text tower hidden 32, vision tower hidden 32 with patch 14 at 56 px, projection 16."""
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
-    from harness.models.tiny import _clip_tokenizer, _save
-
     with tempfile.TemporaryDirectory() as tok_dir:
-        tokenizer = _clip_tokenizer(Path(tok_dir))
+        tokenizer = clip_tokenizer(Path(tok_dir))
     config = CLIPConfig(
         text_config={
             "vocab_size": len(tokenizer),
@@ -45,4 +49,11 @@ def build_tiny_clip(out: Path) -> None:
         image_processor=CLIPImageProcessor(size={"shortest_edge": 56}, crop_size={"height": 56, "width": 56}),
         tokenizer=tokenizer,
     )
-    _save(CLIPModel(config), processor, out)
+    save_tiny(CLIPModel(config), processor, out)
+
+
+register_tiny_recipe(
+    TINY_CLIP,
+    build_tiny_clip,
+    "an image-text encoder for the Stealth CLIP probe (harness.protocols.stealth.clip_probe)",
+)
