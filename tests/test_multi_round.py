@@ -13,6 +13,7 @@ from harness.engine.requests import make_request
 from harness.engine.runner import EvalOptions, evaluate
 from harness.errors import TaskConfigError, UnsupportedRequestError
 from harness.models import GenerationParams, create_backend
+from harness.results.sample_error import SampleError
 from harness.taskspec.config import TaskConfig
 from tests.conftest import write
 
@@ -111,14 +112,17 @@ def test_a_bad_round_is_that_docs_error(data_dir: Path, tmp_path: Path, monkeypa
     _, samples, _ = evaluate(backend, "tiny:llava", opts)
     (bad,), (endless,) = samples["rounds_bad"], samples["rounds_endless"]
     assert (
-        bad.error
+        str(bad.error)
         == (
             "bad input: doc_to_text: round 1 returned str, not (visuals, context, terminal_signal, "
             "round_results, round_info)"
         )
         and bad.metrics == {}
     )
-    assert endless.error == "bad input: doc_to_text gave no terminal signal in 3 rounds" and len(endless.turns) == 3
+    assert (
+        endless.error == SampleError("bad input", "doc_to_text gave no terminal signal in 3 rounds")
+        and len(endless.turns) == 3
+    )
     twice = EvalOptions(
         tasks=["rounds"],
         include_paths=opts.include_paths,

@@ -12,6 +12,7 @@ from harness.errors import UnsupportedRequestError
 from harness.hashing import stable_hash
 from harness.models.base import Backend, Message
 from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend, StreamingScorer
+from harness.results.sample_error import SampleError
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ def choice_request(messages: Sequence[Message], continuations: Sequence[str]) ->
 
 def answer_choices(
     backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore, batch_size: int = 1
-) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
+) -> tuple[dict[str, list[ScoredChoice]], dict[str, SampleError], int]:
     """Scores per request key (cached ones first), per-request errors, and how many were computed now."""
     if not requests:
         return {}, {}, 0
@@ -40,10 +41,10 @@ def answer_choices(
             missing.append(req)
         else:
             scores[req.key] = [ScoredChoice.model_validate_json(text) for text in cached]
-    errors: dict[str, str] = {}
+    errors: dict[str, SampleError] = {}
     for req, out in _scored(backend, missing, batch_size):
         if isinstance(out, Exception):
-            errors[req.key] = f"scoring failed: {type(out).__name__}: {out}"
+            errors[req.key] = SampleError("scoring failed", f"{type(out).__name__}: {out}")
             log.debug("request %s failed", req.key, exc_info=out)
             continue
         store.put(backend.fingerprint, req.key, 0, [c.model_dump_json() for c in out])

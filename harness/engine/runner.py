@@ -34,6 +34,8 @@ from harness.models.base import SCORING_TYPES, Backend, GenerationParams, Genera
 from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.paths import new_run_dir
 from harness.provenance import environment
+from harness.results.metric_key import MetricKey
+from harness.results.sample_error import SampleError
 from harness.results.schema import (
     DatasetFingerprint,
     GenerationSettings,
@@ -130,7 +132,7 @@ def _prepare(
                     doc_id=doc_id,
                     doc_hash="",
                     doc={},
-                    error=f"bad input: cannot decode row: {type(doc).__name__}: {doc}",
+                    error=SampleError("bad input", f"cannot decode row: {type(doc).__name__}: {doc}"),
                 )
             )
             kept_docs.append({})
@@ -146,7 +148,7 @@ def _prepare(
                 choice_request(messages, runtime.continuations(doc)) if config.output_type in SCORING_TYPES else None
             )
         except BadInputError as exc:
-            records.append(SampleRecord(**base, error=f"bad input: {exc}"))
+            records.append(SampleRecord(**base, error=SampleError("bad input", str(exc))))
             continue
         if scored is not None:
             scoring.append(scored)
@@ -175,7 +177,7 @@ def _prepare(
 
 def _generate(
     backend: Backend, requests: list[GenerationRequest], store: ResponseStore, opts: EvalOptions, desc: str = "generate"
-) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+) -> tuple[dict[str, list[str]], dict[str, SampleError], RequestCounts]:
     """Answer every request from the store or the backend; returns responses, errors and counts. The
     progress bar (labelled ``desc``) shows only when something is left to generate."""
     unique: dict[str, GenerationRequest] = {}
@@ -189,13 +191,13 @@ def _generate(
             missing.append(req)
         else:
             responses[req.key] = cached
-    errors: dict[str, str] = {}
+    errors: dict[str, SampleError] = {}
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
     bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc=desc, disable=not opts.show_progress or not missing)
     try:
         for req, out in backend.answer(missing, opts.batch_size):
             if isinstance(out, Exception):
-                errors[req.key] = f"generation failed: {type(out).__name__}: {out}"
+                errors[req.key] = SampleError("generation failed", f"{type(out).__name__}: {out}")
                 log.debug("request %s failed", req.key, exc_info=out)
             else:
                 store.put(backend.fingerprint, req.key, req.seed, out)
@@ -214,7 +216,7 @@ def answer_requests(
     store: ResponseStore,
     batch_size: int = 1,
     show_progress: bool = False,
-) -> tuple[dict[str, list[str]], dict[str, str]]:
+) -> tuple[dict[str, list[str]], dict[str, SampleError]]:
     """Responses (and per-request errors) for requests built outside a task (audits, builders), through
     the same store, deduplication and batching as ``harness eval``."""
     opts = EvalOptions(tasks=[], batch_size=batch_size, show_progress=show_progress)
@@ -302,7 +304,9 @@ def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, 
     """The generate step of a multi-round task: each call is the next round, its progress bar labelled so."""
     rounds = itertools.count(2)
 
-    def generate(requests: list[GenerationRequest]) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+    def generate(
+        requests: list[GenerationRequest],
+    ) -> tuple[dict[str, list[str]], dict[str, SampleError], RequestCounts]:
         return _generate(backend, requests, store, opts, f"{task} round {next(rounds)}")
 
     return generate
@@ -328,17 +332,18 @@ def group_results(
         for agg in spec.aggregate_metric_list:
             metric = agg.metric
             for filt in agg.filter_list:
-                key = f"{metric},{filt}"
+                figure = MetricKey(metric, filt)
+                key, stderr_key = figure.encoded, figure.stderr.encoded
                 have = [t for t in members if results[t].get(key) is not None]
                 if not have:
                     continue
                 sizes = [counts[t].scored for t in have]
                 weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
-                stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
+                stderrs = [results[t].get(stderr_key) for t in have]
                 floats = [s for s in stderrs if isinstance(s, float)]
                 ok = len(floats) == len(stderrs) and sum(sizes) > len(sizes)
-                out[f"{metric}_stderr,{filt}"] = pooled_stderr(floats, sizes) if ok else "N/A"
+                out[stderr_key] = pooled_stderr(floats, sizes) if ok else "N/A"
         groups[name] = out
     return groups, subtasks
 

@@ -23,6 +23,8 @@ from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
 from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
 from harness.models.base import SCORING_TYPES, Message
+from harness.results.metric_key import MetricKey
+from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef, ModuleScope
@@ -37,7 +39,6 @@ class BadInputError(Exception):
     """A doc could not be turned into a prompt or scored (an undecodable image, a null or missing field)."""
 
 
-SCORING_ERROR = "scoring failed: "
 # A task's harness_report: (its records, the run folder or None, its metadata) -> a JSON-able summary.
 ReportFunction = Callable[[list[SampleRecord], Path | None, dict[str, Any]], dict[str, Any] | None]
 
@@ -339,13 +340,13 @@ class TaskRuntime:
         fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
         empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
         answered = record.choices if self.config.output_type in SCORING_TYPES else record.responses
-        if not answered or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
+        if not answered or (record.error is not None and record.error.kind != "scoring failed"):
             return record.model_copy(update=empty)
         try:
             with doc_step("process_results"):
                 scored = self._score(record, doc)
         except BadInputError as exc:
-            return record.model_copy(update={**empty, "error": f"{SCORING_ERROR}{exc}"})
+            return record.model_copy(update={**empty, "error": SampleError("scoring failed", str(exc))})
         return record.model_copy(update={**scored, "error": None})
 
     def _score(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
@@ -374,7 +375,7 @@ class TaskRuntime:
             if not isinstance(values, dict):
                 raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
             for spec in self.config.metric_list:
-                key = f"{spec.metric},{name}"
+                key = MetricKey(spec.metric, name).encoded
                 if spec.metric not in values:
                     continue  # not applicable to this doc (as in lmms-eval); never counted
                 value = to_jsonable(values[spec.metric])
@@ -419,7 +420,7 @@ class TaskRuntime:
             choices = [c.continuation[len(self.config.target_delimiter) :] for c in record.choices]
             values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)
         metrics = {
-            f"{spec.metric},{name}": to_jsonable(values[spec.metric])
+            MetricKey(spec.metric, name).encoded: to_jsonable(values[spec.metric])
             for name, _ in self._pipelines
             for spec in self.config.metric_list
             if spec.metric in values
@@ -435,13 +436,14 @@ class TaskRuntime:
         unparsed: dict[str, int] = {}
         for pipe in self.config.filters:
             for spec in self.config.metric_list:
-                key = f"{spec.metric},{pipe.name}"
+                figure = MetricKey(spec.metric, pipe.name)
+                key = figure.encoded
                 values = [r.metrics[key] for r in scored if key in r.metrics]
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
                 results[key] = self._aggregate(key, spec.metric, present, args) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
-                results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
+                results[figure.stderr.encoded] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
             samples=len(records),
             scored=len(scored),

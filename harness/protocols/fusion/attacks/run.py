@@ -33,6 +33,7 @@ from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
+from harness.protocols.fusion.metrics import CORRECT
 from harness.results.attacks import AttackName, AttackOutcome, AttackSummary, Diagnostic, DiagnosticName, write_attack
 from harness.results.schema import ModelInfo
 
@@ -121,7 +122,7 @@ def clean_correct_items(
     config, runtime, docs = opened.config, opened.runtime, opened.docs
     items = []
     for record in read_samples(run_dir, task):
-        if record.error is not None or record.metrics.get("correct,none") != 1.0:
+        if record.error is not None or record.metrics.get(CORRECT) != 1.0:
             continue
         doc = docs[record.doc_id]
         messages = runtime.build_messages(doc)
