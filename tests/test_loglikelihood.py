@@ -15,6 +15,7 @@ from harness.errors import TaskConfigError
 from harness.metrics.choice import choice_metrics, gold_indices
 from harness.models.hf import HFBackend
 from harness.models.loglikelihood import score_continuations
+from harness.models.messages import ChatMessage
 from harness.models.tiny import tiny_model_path
 from harness.taskspec.config import TaskConfig
 from tests.conftest import ROOT, write
@@ -60,7 +61,7 @@ def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[f
     """Summed log-probability of the continuation from one plain full forward pass (no cache, no batch)."""
     prompt_text, images = backend._render(messages)
     full_text, _ = backend._render(
-        [*messages, {"role": "assistant", "content": [{"type": "text", "text": continuation}]}],
+        [*messages, ChatMessage.of_text("assistant", continuation)],
         add_generation_prompt=False,
     )
     n_prompt = backend.encode([prompt_text], [images])["input_ids"].shape[1]
@@ -77,7 +78,7 @@ def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBack
     """A text prompt: the prefix is shared (qwen3), or each choice runs whole (Qwen2-VL's multimodal rotary
     positions take no cached continuation pass, even without an image)."""
     backend = text_backend if arch == "qwen3" else HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
-    messages = [{"role": "user", "content": [{"type": "text", "text": "What color is the sky? Answer:"}]}]
+    messages = [ChatMessage.of_text("user", "What color is the sky? Answer:")]
     choices = [" blue", " green grass", " a"]
     scores = score_continuations(backend, messages, choices)
     for choice, score in zip(choices, scores, strict=True):

@@ -13,6 +13,7 @@ from harness.engine.requests import make_request
 from harness.engine.runner import EvalOptions, evaluate
 from harness.errors import TaskConfigError, UnsupportedRequestError
 from harness.models import GenerationParams, create_backend
+from harness.models.messages import ChatMessage
 from harness.results.sample_error import SampleError
 from harness.taskspec.config import TaskConfig
 from tests.conftest import write
@@ -88,7 +89,7 @@ def test_rounds_follow_doc_to_text_and_are_cached(data_dir: Path, tmp_path: Path
             zip(record.turns, answers[:-1], answers[1:], strict=True), start=1
         ):
             assert turn.prompt == f"Round {round_idx}: you said {previous!r}. Again?"
-            messages = [{"role": "user", "content": [{"type": "text", "text": turn.prompt}]}]
+            messages = [ChatMessage.of_text("user", turn.prompt)]
             request = make_request(messages, params, 1, 0)  # each round asked on its own, with no image
             assert turn.request_keys == [request.key] and turn.responses == [answer]
             assert backend.generate([request]) == [[answer]]

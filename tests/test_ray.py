@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.engine.distributed import RayBackend, RayOptions, ReplicaPool
 from harness.engine.requests import make_request
 from harness.models import GenerationParams, create_backend
+from harness.models.messages import ChatMessage
 from harness.models.tiny import tiny_model_path
 
 ray = pytest.importorskip("ray")
@@ -31,9 +32,9 @@ def cluster(harness_cache: Path) -> Iterator[None]:
     ray.shutdown()
 
 
-def ask(text: str, colour: tuple[int, int, int]) -> list[dict[str, Any]]:
+def ask(text: str, colour: tuple[int, int, int]) -> list[ChatMessage]:
     image = Image.new("RGB", (48, 40), colour)
-    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": text}]}]
+    return [ChatMessage.user(text, [image])]
 
 
 class KillAfterFirst(ReplicaPool):

@@ -82,6 +82,13 @@ def scores(doc, results):
     return {"exact_match": float(results[0].strip() == doc["color"])}
 
 
+def doc_to_messages(doc):
+    if doc["id"] == "shape-0001":
+        return [{"role": "user", "content": [{"type": "video", "url": "clip.mp4"}]}]
+    image = doc_to_visual(doc)[0]
+    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "What color?"}]}]
+
+
 def report(records, out_dir, metadata):
     return {"n": len(records)}
 
@@ -201,6 +208,29 @@ def test_doc_functions_raising_on_one_doc_are_per_sample_errors(tmp_path: Path, 
     assert errors[2] == SampleError("bad input", "doc_to_text: ValueError: this doc's question is garbled")
     assert [e is None for e in errors] == [False, True, False, True, True]
     assert results.counts["fragile"].errors == 2
+
+
+def test_doc_to_messages_in_lmms_eval_s_format_is_read_typed_and_keyed_as_doc_to_text_s(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The same prompt from doc_to_messages and from doc_to_visual + doc_to_text is one request; an item of
+    a kind no backend takes is that doc's bad input, named by the step."""
+    _, by_text, _ = run(tmp_path / "text", data_dir, task_dir(tmp_path / "text"), limit=3)
+    folder = task_dir(tmp_path / "messages")
+    yaml = folder / "fragile.yaml"
+    yaml.write_text(
+        yaml.read_text().replace(
+            "doc_to_visual: !function utils.doc_to_visual", "doc_to_messages: !function utils.doc_to_messages"
+        )
+    )
+    _, by_messages, _ = run(tmp_path / "messages", data_dir, folder, limit=3)
+    text_records, message_records = by_text["fragile"], by_messages["fragile"]
+    assert [r.request_key for r in message_records] == [text_records[0].request_key, None, text_records[2].request_key]
+    assert message_records[0].prompt == text_records[0].prompt
+    assert message_records[1].error == SampleError(
+        "bad input",
+        "doc_to_messages: ValueError: message 1 item 1: 'video' is not a text or image item (lmms-eval's format)",
+    )
 
 
 @pytest.mark.parametrize("target", ["answer", '"{{ answer }}"'])

@@ -6,21 +6,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from harness.engine.store import ResponseStore
 from harness.errors import UnsupportedRequestError
 from harness.hashing import stable_hash
-from harness.models.base import Backend, Message
+from harness.models.base import Backend
 from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend, StreamingScorer
+from harness.models.messages import ChatMessage, prompt_json
 from harness.results.sample_error import SampleError
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
 
 
-def choice_request(messages: Sequence[Message], continuations: Sequence[str]) -> LoglikelihoodRequest:
+def choice_key(prompt: Sequence[dict[str, Any]], continuations: Sequence[str]) -> str:
+    """The store key of scoring ``continuations`` after a prompt as a samples file records it."""
+    return stable_hash({"loglikelihood": list(prompt), "continuations": list(continuations)})
+
+
+def choice_request(messages: Sequence[ChatMessage], continuations: Sequence[str]) -> LoglikelihoodRequest:
     """The request scoring ``continuations`` after ``messages``, keyed by both."""
-    key = stable_hash({"loglikelihood": list(messages), "continuations": list(continuations)})
+    key = choice_key(prompt_json(messages), continuations)
     return LoglikelihoodRequest(key=key, messages=list(messages), continuations=tuple(continuations))
 
 

@@ -32,6 +32,7 @@ from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import SCORING_TYPES, Backend, GenerationParams, GenerationRequest
 from harness.models.loglikelihood import LoglikelihoodRequest
+from harness.models.messages import ChatMessage, prompt_json
 from harness.paths import new_run_dir
 from harness.provenance import environment
 from harness.results.metric_key import MetricKey
@@ -89,7 +90,7 @@ class _PreparedTask:
     records: list[SampleRecord]
     docs: list[dict[str, Any]]
     # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
-    conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
+    conversations: dict[int, tuple[str, list[ChatMessage], list[str]]] = field(default_factory=dict)
     scoring: list[LoglikelihoodRequest] = field(default_factory=list)  # multiple_choice tasks
     applied_defaults: dict[str, Any] = field(default_factory=dict)  # generation defaults taken from lmms-eval
 
@@ -122,7 +123,7 @@ def _prepare(
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
-    conversations: dict[int, tuple[str, list[Any], list[str]]] = {}
+    conversations: dict[int, tuple[str, list[ChatMessage], list[str]]] = {}
     scoring: list[LoglikelihoodRequest] = []
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
@@ -153,7 +154,7 @@ def _prepare(
         if scored is not None:
             scoring.append(scored)
             records.append(
-                SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages), request_key=scored.key)
+                SampleRecord(**base, target=to_jsonable(target), prompt=prompt_json(messages), request_key=scored.key)
             )
             continue
         request = make_request(messages, params, n, opts.seed)
@@ -162,7 +163,7 @@ def _prepare(
             SampleRecord(
                 **base,
                 target=to_jsonable(target),
-                prompt=to_jsonable(messages),
+                prompt=prompt_json(messages),
                 request_key=request.key,
                 seed=request.seed,
             )
@@ -240,14 +241,14 @@ def _follow_up_turns(
     failed generation is recorded on that turn and ends the doc's conversation.
     Returns (task, doc_id) -> its turns after the first.
     """
-    chains: dict[tuple[str, int], list[list[Any]]] = {}
+    chains: dict[tuple[str, int], list[list[ChatMessage]]] = {}
     prompts: dict[tuple[str, int], list[str]] = {}
     params: dict[tuple[str, int], GenerationParams] = {}
     for task in tasks:
         for doc_id, (key, first, follow_ups) in task.conversations.items():
             if key in responses:
                 at = (task.config.task, doc_id)
-                chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
+                chains[at] = [[*first, ChatMessage.of_text("assistant", r)] for r in responses[key]]
                 prompts[at], params[at] = follow_ups, task.params
     turns: dict[tuple[str, int], list[Turn]] = {at: [] for at in chains}
     last = max((len(p) for p in prompts.values()), default=0)
@@ -258,7 +259,7 @@ def _follow_up_turns(
                 continue
             pending[at] = []
             for conv in convs:
-                conv.append(_text_message("user", prompts[at][t]))
+                conv.append(ChatMessage.of_text("user", prompts[at][t]))
                 pending[at].append(make_request(conv, params[at], 1, opts.seed))
         out, errors, round_stats = _generate(
             backend, [r for reqs in pending.values() for r in reqs], store, opts, f"turn {t + 2} of {last + 1}"
@@ -271,7 +272,7 @@ def _follow_up_turns(
                 Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers, error=failed)
             )
             for conv, answer in zip(chains[at], answers, strict=False):
-                conv.append(_text_message("assistant", answer))
+                conv.append(ChatMessage.of_text("assistant", answer))
     return turns
 
 
@@ -310,10 +311,6 @@ def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, 
         return _generate(backend, requests, store, opts, f"{task} round {next(rounds)}")
 
     return generate
-
-
-def _text_message(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def group_results(

@@ -22,7 +22,8 @@ from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
 from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
-from harness.models.base import SCORING_TYPES, Message
+from harness.models.base import SCORING_TYPES
+from harness.models.messages import ChatMessage, from_lmms
 from harness.results.metric_key import MetricKey
 from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord, TaskCounts
@@ -80,30 +81,21 @@ MULTI_ROUND = "generate_until_multi_round"
 class RoundStep:
     """What a multi-round task's ``doc_to_text`` asks next: the round's messages, or the end and the result."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     context: str
     terminal: bool
     results: list[Any]  # the answers so far as the task keeps them; the doc's result when terminal
     info: Any
 
 
-def _user_message(visuals: Any, text: str) -> list[dict[str, Any]]:
-    """One user message: the images first, then the text."""
-    content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
-    content.append({"type": "text", "text": text})
-    return [{"role": "user", "content": content}]
-
-
-def _decoded(messages: list[dict[str, Any]]) -> list[Message]:
+def _decoded(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The messages, with every image decoded now, so a corrupt file is this doc's error."""
     with doc_step("image"):
         for message in messages:
-            for item in message["content"] if isinstance(message["content"], list) else []:
-                if item.get("type") == "image":
-                    image = item.get("url", item.get("image"))
-                    if not _is_image(image):
-                        raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
-                    image.load()
+            for image in message.images:
+                if not _is_image(image):
+                    raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
+                image.load()
     return messages
 
 
@@ -212,18 +204,18 @@ class TaskRuntime:
         """A column name or a Jinja2 template over the doc (``description``, ``harness_turns``)."""
         return _render_field(spec, doc)
 
-    def build_messages(self, doc: dict[str, Any]) -> list[Message]:
+    def build_messages(self, doc: dict[str, Any]) -> list[ChatMessage]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
         if self._doc_to_messages is not None:
             with doc_step("doc_to_messages"):
-                messages = _call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs)
+                messages = from_lmms(_call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs))
         else:
             with doc_step("doc_to_visual"):
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
             with doc_step("doc_to_text"):
                 shots = self.fewshot.context(doc) if self.fewshot is not None else ""
                 text = shots + self.text(doc)
-            messages = _user_message(visuals, text)
+            messages = [ChatMessage.user(text, visuals or [])]
         return _decoded(messages)
 
     def next_round(self, doc: dict[str, Any], previous_output: list[str], round_idx: int, info: Any) -> RoundStep:
@@ -251,7 +243,11 @@ class TaskRuntime:
         if terminal:
             return RoundStep([], "", True, list(results or []), next_info)
         return RoundStep(
-            _decoded(_user_message(visuals, str(context))), str(context), False, list(results or []), next_info
+            _decoded([ChatMessage.user(str(context), visuals or [])]),
+            str(context),
+            False,
+            list(results or []),
+            next_info,
         )
 
     def choices(self, doc: dict[str, Any]) -> list[str]:
