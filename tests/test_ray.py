@@ -151,7 +151,7 @@ def test_harness_attack_shards_on_ray_and_survives_a_killed_worker(tmp_path: Pat
         messages = ask("what is written here", (60 * i, 200, 30 + 50 * i))
         clean = backend.generate([make_request(messages, greedy)])[0]
         assert isinstance(clean, list)
-        image = messages[0]["content"][0]["url"]
+        image = messages[0].images[0]
         items.append(
             CleanItem(
                 f"item{i}",
