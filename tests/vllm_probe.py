@@ -77,11 +77,12 @@ class _RefusingLLM:
 
     def chat(self, conversations: list[Any], params: list[SamplingParams], use_tqdm: bool) -> list[Any]:
         self.calls += 1
-        if any(c[0]["content"] == "fail" for c in conversations):
+        texts = ["".join(part["text"] for part in c[0]["content"]) for c in conversations]
+        if "fail" in texts:
             raise ValueError("prompt rejected")
         return [
-            type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
-            for c, p in zip(conversations, params, strict=True)
+            type("Out", (), {"outputs": [type("C", (), {"text": text})()] * p.n})()
+            for text, p in zip(texts, params, strict=True)
         ]
 
 
