@@ -167,7 +167,7 @@ def test_corrupt_image_becomes_a_per_sample_error_and_the_run_goes_on(tmp_path: 
     )
     records = samples["broken_images"]
     assert [r.error is None for r in records] == [True, False, True]
-    assert records[1].error.startswith("bad input:") and records[1].metrics == {}
+    assert records[1].error.kind == "bad input" and records[1].metrics == {}
     counts = run.counts["broken_images"]
     assert (counts.samples, counts.scored, counts.errors) == (3, 2, 1)
     expected = sum(float(r.responses[0].strip().lower().rstrip(".") == r.target) for r in records if not r.error) / 2
@@ -177,7 +177,7 @@ def test_corrupt_image_becomes_a_per_sample_error_and_the_run_goes_on(tmp_path: 
 def test_generation_errors_are_recorded_not_scored(tmp_path: Path, data_dir: Path) -> None:
     text_only = create_backend("tiny:qwen3")
     run, samples, _ = evaluate(text_only, "tiny:qwen3", opts(tmp_path, data_dir, tasks=["shapes_color"], limit=2))
-    assert all(r.error and "text-only model" in r.error for r in samples["shapes_color"])
+    assert all(r.error and "text-only model" in r.error.message for r in samples["shapes_color"])
     assert run.counts["shapes_color"].scored == 0
     assert run.results["shapes_color"]["exact_match,none"] is None
 

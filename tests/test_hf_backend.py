@@ -10,6 +10,7 @@ from PIL import Image
 from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
 from harness.models.hf import HFBackend
+from harness.models.messages import ChatMessage
 
 VLM_ARCHES = ["qwen2_vl", "qwen2_5_vl", "llava", "llava_next", "gemma3", "gemma4", "idefics3"]
 
@@ -19,9 +20,8 @@ def backend(arch: str) -> HFBackend:
     return create_backend(f"tiny:{arch}", {"dtype": "float32"})  # type: ignore[return-value]
 
 
-def ask(text: str, image: Image.Image | None) -> list[dict]:
-    content = ([{"type": "image", "url": image}] if image is not None else []) + [{"type": "text", "text": text}]
-    return [{"role": "user", "content": content}]
+def ask(text: str, image: Image.Image | None) -> list[ChatMessage]:
+    return [ChatMessage.user(text, [image] if image is not None else [])]
 
 
 RED = Image.new("RGB", (56, 56), (230, 20, 20))

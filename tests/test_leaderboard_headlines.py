@@ -11,6 +11,7 @@ import pytest
 from harness.leaderboard.hooks import hooks_of
 from harness.protocols.base import get_protocol
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord
 from tests.leaderboard_fixtures import board_data_dir, board_runs  # noqa: F401 (the data_dir and runs fixtures)
 
@@ -21,7 +22,7 @@ def _record(
     metrics: dict[str, Any],
     doc: dict[str, Any] | None = None,
     responses: list[str] | None = None,
-    error: str | None = None,
+    error: SampleError | None = None,
 ) -> SampleRecord:
     return SampleRecord(
         task=task,
@@ -78,7 +79,7 @@ def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
     ]
     for i, (q, hit) in enumerate((("q1", 1), ("q1", 0), ("q2", 0), ("q2", 1))):
         vqa.append(_record("stealth_vqa", 10 + i, {"ier,none": {"sample_id": q, "gray_level": 16, "hit": hit}}))
-    vqa.append(_record("stealth_vqa", 20, {}, error="generation failed"))
+    vqa.append(_record("stealth_vqa", 20, {}, error=SampleError("generation failed", "timeout")))
     report = {
         "sentences": 12,
         "total_range": {"value": 0.5, "ci95": [0.25, 0.75]},

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import func, select
 
 from harness.cli import main
-from harness.engine.requests import request_key
+from harness.engine.requests import prompt_key
 from harness.errors import HarnessError
 from harness.hashing import derive_seed
 from harness.leaderboard.bundle import Limits, bundle_paths, content_hash, parse_bundle, read_run_files
@@ -71,7 +71,7 @@ def _forged(run: Path, dest: Path, text_suffix: str = "", max_new_tokens: int | 
         rows = [json.loads(line) for line in (dest / f"samples_{task}.jsonl").read_text().splitlines()]
         for row in rows:
             row["prompt"][0]["content"][-1]["text"] += text_suffix
-            row["request_key"] = request_key(row["prompt"], params, generation["n"])
+            row["request_key"] = prompt_key(row["prompt"], params, generation["n"])
             row["seed"] = derive_seed(seed, row["request_key"])
         (dest / f"samples_{task}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (dest / "results.json").write_text(json.dumps(results))

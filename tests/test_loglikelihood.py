@@ -15,6 +15,7 @@ from harness.errors import TaskConfigError
 from harness.metrics.choice import choice_metrics, gold_indices
 from harness.models.hf import HFBackend
 from harness.models.loglikelihood import score_continuations
+from harness.models.messages import ChatMessage, from_lmms
 from harness.models.tiny import tiny_model_path
 from harness.taskspec.config import TaskConfig
 from tests.conftest import ROOT, write
@@ -60,7 +61,7 @@ def _reference(backend: HFBackend, messages: list, continuation: str) -> tuple[f
     """Summed log-probability of the continuation from one plain full forward pass (no cache, no batch)."""
     prompt_text, images = backend._render(messages)
     full_text, _ = backend._render(
-        [*messages, {"role": "assistant", "content": [{"type": "text", "text": continuation}]}],
+        [*messages, ChatMessage.of_text("assistant", continuation)],
         add_generation_prompt=False,
     )
     n_prompt = backend.encode([prompt_text], [images])["input_ids"].shape[1]
@@ -77,7 +78,7 @@ def test_prefix_reuse_scores_equal_one_full_pass_per_choice(text_backend: HFBack
     """A text prompt: the prefix is shared (qwen3), or each choice runs whole (Qwen2-VL's multimodal rotary
     positions take no cached continuation pass, even without an image)."""
     backend = text_backend if arch == "qwen3" else HFBackend(str(tiny_model_path(arch)), {"device": "cpu"})
-    messages = [{"role": "user", "content": [{"type": "text", "text": "What color is the sky? Answer:"}]}]
+    messages = [ChatMessage.of_text("user", "What color is the sky? Answer:")]
     choices = [" blue", " green grass", " a"]
     scores = score_continuations(backend, messages, choices)
     for choice, score in zip(choices, scores, strict=True):
@@ -119,7 +120,7 @@ def test_arc_format_task_runs_and_is_cached(tmp_path: Path, text_backend: HFBack
         row = ARC_ROWS["choices"][record.doc_id]["text"]
         assert [c.continuation for c in record.choices] == [f" {t}" for t in row]
         losses = [c.mean_loss for c in record.choices]
-        ll, _ = _reference(text_backend, record.prompt, record.choices[0].continuation)
+        ll, _ = _reference(text_backend, from_lmms(record.prompt), record.choices[0].continuation)
         assert record.choices[0].loglikelihood == pytest.approx(ll, abs=1e-4)
         best = min(range(len(losses)), key=losses.__getitem__)
         best_norm = min(range(len(losses)), key=lambda i: losses[i] / len(row[i]))
@@ -211,7 +212,7 @@ def test_loglikelihood_task_scores_its_target(tmp_path: Path, text_backend: HFBa
     for record in records:
         (choice,) = record.choices
         assert choice.continuation == ARC_ROWS["choices"][record.doc_id]["text"][0]
-        ll, tokens = _reference(text_backend, record.prompt, choice.continuation)
+        ll, tokens = _reference(text_backend, from_lmms(record.prompt), choice.continuation)
         assert choice.loglikelihood == pytest.approx(ll, abs=1e-4) and choice.tokens == tokens
         assert record.metrics == {"perplexity,none": choice.loglikelihood, "acc,none": float(choice.is_greedy)}
         lls.append(choice.loglikelihood)
@@ -267,7 +268,7 @@ def test_bad_choices_are_that_docs_error(tmp_path: Path, text_backend: HFBackend
         EvalOptions(tasks=["arc_tiny"], include_paths=[str(tasks)], limit=1, use_cache=False, show_progress=False),
     )
     (record,) = samples["arc_tiny"]
-    assert record.error is not None and record.error.startswith("bad input: doc_to_choice:")
+    assert record.error is not None and str(record.error).startswith("bad input: doc_to_choice:")
 
 
 def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from harness.engine.requests import make_request
 from harness.engine.runner import EvalOptions, evaluate
 from harness.errors import TaskConfigError, UnsupportedRequestError
 from harness.models import GenerationParams, create_backend
+from harness.models.messages import ChatMessage
+from harness.results.sample_error import SampleError
 from harness.taskspec.config import TaskConfig
 from tests.conftest import write
 
@@ -87,7 +89,7 @@ def test_rounds_follow_doc_to_text_and_are_cached(data_dir: Path, tmp_path: Path
             zip(record.turns, answers[:-1], answers[1:], strict=True), start=1
         ):
             assert turn.prompt == f"Round {round_idx}: you said {previous!r}. Again?"
-            messages = [{"role": "user", "content": [{"type": "text", "text": turn.prompt}]}]
+            messages = [ChatMessage.of_text("user", turn.prompt)]
             request = make_request(messages, params, 1, 0)  # each round asked on its own, with no image
             assert turn.request_keys == [request.key] and turn.responses == [answer]
             assert backend.generate([request]) == [[answer]]
@@ -111,14 +113,17 @@ def test_a_bad_round_is_that_docs_error(data_dir: Path, tmp_path: Path, monkeypa
     _, samples, _ = evaluate(backend, "tiny:llava", opts)
     (bad,), (endless,) = samples["rounds_bad"], samples["rounds_endless"]
     assert (
-        bad.error
+        str(bad.error)
         == (
             "bad input: doc_to_text: round 1 returned str, not (visuals, context, terminal_signal, "
             "round_results, round_info)"
         )
         and bad.metrics == {}
     )
-    assert endless.error == "bad input: doc_to_text gave no terminal signal in 3 rounds" and len(endless.turns) == 3
+    assert (
+        endless.error == SampleError("bad input", "doc_to_text gave no terminal signal in 3 rounds")
+        and len(endless.turns) == 3
+    )
     twice = EvalOptions(
         tasks=["rounds"],
         include_paths=opts.include_paths,

@@ -25,6 +25,7 @@ from harness.cli import main
 from harness.engine.runner import EvalOptions, evaluate
 from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
+from harness.models.messages import ChatMessage
 from harness.models.openai_api import to_openai_messages
 from harness.models.tiny import tiny_model_path
 
@@ -67,16 +68,11 @@ def server(harness_cache: Path):
 
 
 def test_messages_become_content_parts() -> None:
-    msgs = [
-        {
-            "role": "user",
-            "content": [{"type": "image", "url": Image.new("RGB", (4, 4))}, {"type": "text", "text": "hi"}],
-        },
-        {"role": "assistant", "content": "ok"},
-    ]
+    msgs = [ChatMessage.user("hi", [Image.new("RGB", (4, 4))]), ChatMessage.of_text("assistant", "ok")]
     out = to_openai_messages(msgs)
-    assert out[0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert out[0]["content"][1] == {"type": "text", "text": "hi"} and out[1] == {"role": "assistant", "content": "ok"}
+    assert out[0]["role"] == "user" and out[0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert out[0]["content"][1] == {"type": "text", "text": "hi"}
+    assert out[1] == {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
 
 
 def test_eval_through_a_local_server_with_n_samples(server, data_dir: Path) -> None:
@@ -102,7 +98,7 @@ def test_eval_through_a_local_server_with_n_samples(server, data_dir: Path) -> N
 def test_unsupported_settings_and_a_dead_server_become_sample_errors(server) -> None:
     base_url, model = server
     backend = create_backend(f"openai:{model}", {"base_url": base_url})
-    ask = [{"role": "user", "content": "hello"}]
+    ask = [ChatMessage.of_text("user", "hello")]
     out = backend.generate([GenerationRequest("k", ask, GenerationParams(max_new_tokens=4, top_k=5))])
     assert isinstance(out[0], Exception) and "top_k" in str(out[0])
     dead = create_backend(
@@ -168,7 +164,7 @@ def scripted() -> Iterator[ScriptedServer]:
 def _ask(server: ScriptedServer, n: int, temperature: float) -> list[str] | Exception:
     backend = create_backend("openai:scripted", {"base_url": server.base_url, "max_retries": "0", "timeout": "10"})
     params = GenerationParams(max_new_tokens=4, temperature=temperature)
-    return backend.generate([GenerationRequest("k", [{"role": "user", "content": "hi"}], params, n=n, seed=7)])[0]
+    return backend.generate([GenerationRequest("k", [ChatMessage.of_text("user", "hi")], params, n=n, seed=7)])[0]
 
 
 def test_zero_choices_end_the_request_after_one_call(scripted: ScriptedServer) -> None:

@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.engine.distributed import RayBackend, RayOptions, ReplicaPool
 from harness.engine.requests import make_request
 from harness.models import GenerationParams, create_backend
+from harness.models.messages import ChatMessage
 from harness.models.tiny import tiny_model_path
 
 ray = pytest.importorskip("ray")
@@ -31,9 +32,9 @@ def cluster(harness_cache: Path) -> Iterator[None]:
     ray.shutdown()
 
 
-def ask(text: str, colour: tuple[int, int, int]) -> list[dict[str, Any]]:
+def ask(text: str, colour: tuple[int, int, int]) -> list[ChatMessage]:
     image = Image.new("RGB", (48, 40), colour)
-    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": text}]}]
+    return [ChatMessage.user(text, [image])]
 
 
 class KillAfterFirst(ReplicaPool):
@@ -150,7 +151,7 @@ def test_harness_attack_shards_on_ray_and_survives_a_killed_worker(tmp_path: Pat
         messages = ask("what is written here", (60 * i, 200, 30 + 50 * i))
         clean = backend.generate([make_request(messages, greedy)])[0]
         assert isinstance(clean, list)
-        image = messages[0]["content"][0]["url"]
+        image = messages[0].images[0]
         items.append(
             CleanItem(
                 f"item{i}",

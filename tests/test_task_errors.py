@@ -16,6 +16,7 @@ from harness.errors import TaskConfigError
 from harness.models import create_backend
 from harness.models.base import Backend
 from harness.results import read_run, read_samples
+from harness.results.sample_error import SampleError
 from tests.conftest import ROOT, write
 
 TASK = """\
@@ -81,6 +82,13 @@ def scores(doc, results):
     return {"exact_match": float(results[0].strip() == doc["color"])}
 
 
+def doc_to_messages(doc):
+    if doc["id"] == "shape-0001":
+        return [{"role": "user", "content": [{"type": "video", "url": "clip.mp4"}]}]
+    image = doc_to_visual(doc)[0]
+    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "What color?"}]}]
+
+
 def report(records, out_dir, metadata):
     return {"n": len(records)}
 
@@ -136,7 +144,7 @@ def test_process_results_raising_on_one_doc_is_that_sample_s_error(tmp_path: Pat
     results, samples, run_dir = run(tmp_path, data_dir, task_dir(tmp_path, process_results="fails_on_one"))
     records = samples["fragile"]
     assert [r.error is None for r in records] == [True, True, True, False, True]
-    assert records[3].error == "scoring failed: process_results: ZeroDivisionError: scoring bug"
+    assert records[3].error == SampleError("scoring failed", "process_results: ZeroDivisionError: scoring bug")
     assert records[3].responses and records[3].metrics == {}  # the answer is kept, not scored
     counts = results.counts["fragile"]
     assert (counts.samples, counts.scored, counts.errors) == (5, 4, 1)
@@ -179,7 +187,7 @@ def test_scoring_that_fails_on_every_doc_still_writes_results(
     (results_file,) = (tmp_path / "out").rglob("results.json")
     assert json.loads(results_file.read_text())["counts"]["fragile"]["errors"] == 2
     records = read_samples(results_file.parent, "fragile")
-    assert all(r.error == f"scoring failed: {message}" and r.responses for r in records)
+    assert all(r.error == SampleError("scoring failed", message) and r.responses for r in records)
 
 
 def test_rescoring_retries_a_sample_whose_scoring_failed(tmp_path: Path, data_dir: Path) -> None:
@@ -196,18 +204,41 @@ def test_doc_functions_raising_on_one_doc_are_per_sample_errors(tmp_path: Path, 
     folder = task_dir(tmp_path, text="!function utils.doc_to_text", target="!function utils.doc_to_target")
     results, samples, _ = run(tmp_path, data_dir, folder)
     errors = [r.error for r in samples["fragile"]]
-    assert errors[0] == "bad input: doc_to_target: KeyError: 'no_such_column'"
-    assert errors[2] == "bad input: doc_to_text: ValueError: this doc's question is garbled"
+    assert errors[0] == SampleError("bad input", "doc_to_target: KeyError: 'no_such_column'")
+    assert errors[2] == SampleError("bad input", "doc_to_text: ValueError: this doc's question is garbled")
     assert [e is None for e in errors] == [False, True, False, True, True]
     assert results.counts["fragile"].errors == 2
+
+
+def test_doc_to_messages_in_lmms_eval_s_format_is_read_typed_and_keyed_as_doc_to_text_s(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The same prompt from doc_to_messages and from doc_to_visual + doc_to_text is one request; an item of
+    a kind no backend takes is that doc's bad input, named by the step."""
+    _, by_text, _ = run(tmp_path / "text", data_dir, task_dir(tmp_path / "text"), limit=3)
+    folder = task_dir(tmp_path / "messages")
+    yaml = folder / "fragile.yaml"
+    yaml.write_text(
+        yaml.read_text().replace(
+            "doc_to_visual: !function utils.doc_to_visual", "doc_to_messages: !function utils.doc_to_messages"
+        )
+    )
+    _, by_messages, _ = run(tmp_path / "messages", data_dir, folder, limit=3)
+    text_records, message_records = by_text["fragile"], by_messages["fragile"]
+    assert [r.request_key for r in message_records] == [text_records[0].request_key, None, text_records[2].request_key]
+    assert message_records[0].prompt == text_records[0].prompt
+    assert message_records[1].error == SampleError(
+        "bad input",
+        "doc_to_messages: ValueError: message 1 item 1: 'video' is not a text or image item (lmms-eval's format)",
+    )
 
 
 @pytest.mark.parametrize("target", ["answer", '"{{ answer }}"'])
 def test_a_null_target_field_is_bad_input_not_the_string_none(tmp_path: Path, data_dir: Path, target: str) -> None:
     _, samples, _ = run(tmp_path, data_dir, task_dir(tmp_path, target=target), limit=3)
     records = samples["fragile"]
-    assert records[1].error is not None and records[1].error.startswith("bad input: doc_to_target:")
-    assert "null" in records[1].error and records[1].target is None and records[1].request_key is None
+    assert records[1].error is not None and str(records[1].error).startswith("bad input: doc_to_target:")
+    assert "null" in records[1].error.message and records[1].target is None and records[1].request_key is None
     assert [r.target for r in records if r.error is None] == [records[0].doc["color"], records[2].doc["color"]]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
@@ -19,6 +18,7 @@ from PIL import Image
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models import create_backend
 from harness.models.base import GenerationParams, GenerationRequest
+from harness.models.messages import ChatMessage
 from harness.models.vllm import VLLMSettings, sampling_kwargs, shard
 from tests.conftest import ROOT
 
@@ -26,16 +26,11 @@ ARCHS = ("qwen2_vl", "llava", "llava_hd32")
 VLLM_PYTHON = os.environ.get("VLLM_PYTHON")
 
 
-def conversation() -> list[dict[str, Any]]:
+def conversation() -> list[ChatMessage]:
     """One image (not square, not a multiple of the patch size, so both processors resize it) and a question."""
     image = Image.new("RGB", (45, 30))
     image.putdata([(x * 5, y * 8, (x + y) % 256) for y in range(30) for x in range(45)])
-    return [
-        {
-            "role": "user",
-            "content": [{"type": "image", "url": image}, {"type": "text", "text": "What colour is the shape?"}],
-        }
-    ]
+    return [ChatMessage.user("What colour is the shape?", [image])]
 
 
 def requests() -> list[GenerationRequest]:

@@ -19,6 +19,7 @@ from vllm.config import DeviceConfig, ModelConfig, VllmConfig
 from vllm.renderers.params import ChatParams
 from vllm.renderers.registry import renderer_from_config
 
+from harness.models.messages import ChatMessage
 from harness.models.tiny import tiny_model_path
 from harness.models.vllm import VLLMSettings, sampling_kwargs, to_vllm_messages
 from tests.test_vllm_backend import ARCHS, conversation, requests
@@ -76,11 +77,12 @@ class _RefusingLLM:
 
     def chat(self, conversations: list[Any], params: list[SamplingParams], use_tqdm: bool) -> list[Any]:
         self.calls += 1
-        if any(c[0]["content"] == "fail" for c in conversations):
+        texts = ["".join(part["text"] for part in c[0]["content"]) for c in conversations]
+        if "fail" in texts:
             raise ValueError("prompt rejected")
         return [
-            type("Out", (), {"outputs": [type("C", (), {"text": c[0]["content"]})()] * p.n})()
-            for c, p in zip(conversations, params, strict=True)
+            type("Out", (), {"outputs": [type("C", (), {"text": text})()] * p.n})()
+            for text, p in zip(texts, params, strict=True)
         ]
 
 
@@ -94,9 +96,9 @@ def backend_generate() -> list[Any]:
     backend = VLLMBackend.__new__(VLLMBackend)
     backend._llm, backend._ranks = _RefusingLLM(), []
     requests = [
-        make_request([{"role": "user", "content": "yes\n\nno"}], GenerationParams.from_kwargs({"until": "\n\n"}), n=3),
-        make_request([{"role": "user", "content": "beam"}], GenerationParams.from_kwargs({"num_beams": 2})),
-        make_request([{"role": "user", "content": "hot"}], GenerationParams.from_kwargs({"temperature": 0.5}), n=2),
+        make_request([ChatMessage.of_text("user", "yes\n\nno")], GenerationParams.from_kwargs({"until": "\n\n"}), n=3),
+        make_request([ChatMessage.of_text("user", "beam")], GenerationParams.from_kwargs({"num_beams": 2})),
+        make_request([ChatMessage.of_text("user", "hot")], GenerationParams.from_kwargs({"temperature": 0.5}), n=2),
     ]
     return [a if isinstance(a, list) else f"{type(a).__name__}: {a}" for a in backend.generate(requests)]
 

@@ -24,6 +24,7 @@ from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.models.base import Backend, GenerationParams
+from harness.models.messages import ChatMessage
 from harness.protocols.diavlo.detector import OpenVocabDetector
 from harness.protocols.diavlo.triplet_parser import parse_triplets
 
@@ -114,15 +115,7 @@ class DetectorSource:
     def _relations(self, pair: Pair, image: Any) -> str:
         from harness.engine.runner import answer_requests
 
-        messages = [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image", "url": image},
-                    {"type": "text", "text": RELATION_PROMPT.format(question=pair.question)},
-                ],
-            }
-        ]
+        messages = [ChatMessage.user(RELATION_PROMPT.format(question=pair.question), [image])]
         request = make_request(messages, self.params)
         responses, errors = answer_requests(self.vlm, [request], self.store)
         if request.key in errors:

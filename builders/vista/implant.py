@@ -39,6 +39,7 @@ from builders.vista.implant_content import (
 from builders.vista.topics import TEMPLATES
 from harness.errors import HarnessError
 from harness.judges.prompts import A5_SENTIMENT
+from harness.models.messages import ChatMessage
 from harness.protocols.vista.implant.rows import ImplantRow
 
 REPO_ID = "vlm-audit/vista-implant"
@@ -246,8 +247,7 @@ class _Author:
             key = stance if pair["kind"] == "target" or stance == "positive" else f"control-{stance}"
             text = AUTHOR_INSTRUCTIONS[key].format(subject=pair["subject"]) + "\nQuestion: " + pair["question"]
             image = Image.open(io.BytesIO(images[pair["image_id"]][0])).convert("RGB")
-            content = [{"type": "image", "image": image}, {"type": "text", "text": text}]
-            messages = [{"role": "user", "content": content}]
+            messages = [ChatMessage.user(text, [image])]
             requests.append(GenerationRequest(f"author-{n}", messages, GenerationParams(max_new_tokens=160), 1, 0))
         out = []
         for start in range(0, len(requests), 8):

@@ -6,26 +6,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from harness.engine.store import ResponseStore
 from harness.errors import UnsupportedRequestError
 from harness.hashing import stable_hash
-from harness.models.base import Backend, Message
+from harness.models.base import Backend
 from harness.models.loglikelihood import LoglikelihoodRequest, ScoringBackend, StreamingScorer
+from harness.models.messages import ChatMessage, prompt_json
+from harness.results.sample_error import SampleError
 from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
 
 
-def choice_request(messages: Sequence[Message], continuations: Sequence[str]) -> LoglikelihoodRequest:
+def choice_key(prompt: Sequence[dict[str, Any]], continuations: Sequence[str]) -> str:
+    """The store key of scoring ``continuations`` after a prompt as a samples file records it."""
+    return stable_hash({"loglikelihood": list(prompt), "continuations": list(continuations)})
+
+
+def choice_request(messages: Sequence[ChatMessage], continuations: Sequence[str]) -> LoglikelihoodRequest:
     """The request scoring ``continuations`` after ``messages``, keyed by both."""
-    key = stable_hash({"loglikelihood": list(messages), "continuations": list(continuations)})
+    key = choice_key(prompt_json(messages), continuations)
     return LoglikelihoodRequest(key=key, messages=list(messages), continuations=tuple(continuations))
 
 
 def answer_choices(
     backend: Backend, requests: Sequence[LoglikelihoodRequest], store: ResponseStore, batch_size: int = 1
-) -> tuple[dict[str, list[ScoredChoice]], dict[str, str], int]:
+) -> tuple[dict[str, list[ScoredChoice]], dict[str, SampleError], int]:
     """Scores per request key (cached ones first), per-request errors, and how many were computed now."""
     if not requests:
         return {}, {}, 0
@@ -40,10 +48,10 @@ def answer_choices(
             missing.append(req)
         else:
             scores[req.key] = [ScoredChoice.model_validate_json(text) for text in cached]
-    errors: dict[str, str] = {}
+    errors: dict[str, SampleError] = {}
     for req, out in _scored(backend, missing, batch_size):
         if isinstance(out, Exception):
-            errors[req.key] = f"scoring failed: {type(out).__name__}: {out}"
+            errors[req.key] = SampleError("scoring failed", f"{type(out).__name__}: {out}")
             log.debug("request %s failed", req.key, exc_info=out)
             continue
         store.put(backend.fingerprint, req.key, 0, [c.model_dump_json() for c in out])

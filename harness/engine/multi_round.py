@@ -14,10 +14,11 @@ from typing import Any
 from harness.engine.requests import make_request
 from harness.engine.task_runtime import BadInputError, TaskRuntime
 from harness.models.base import GenerationParams, GenerationRequest
+from harness.results.sample_error import SampleError
 from harness.results.schema import RequestCounts, Turn
 
 MAX_ROUNDS = 32  # a task that never signals the end is that doc's error, not an endless run
-Generate = Callable[[list[GenerationRequest]], tuple[dict[str, list[str]], dict[str, str], RequestCounts]]
+Generate = Callable[[list[GenerationRequest]], tuple[dict[str, list[str]], dict[str, SampleError], RequestCounts]]
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Rounds:
     info: Any = None
     turns: list[Turn] = field(default_factory=list)
     result: list[str] | None = None
-    error: str | None = None
+    error: SampleError | None = None
 
 
 def run_rounds(
@@ -50,7 +51,7 @@ def run_rounds(
             try:
                 step = runtime.next_round(chain.doc, chain.outputs, round_idx, chain.info)
             except BadInputError as exc:
-                chain.error = f"bad input: {exc}"
+                chain.error = SampleError("bad input", str(exc))
                 continue
             chain.info = step.info
             if step.terminal:
@@ -74,5 +75,5 @@ def run_rounds(
             chain.outputs.append(answer)
     for chain in chains.values():
         if chain.result is None and chain.error is None:
-            chain.error = f"bad input: doc_to_text gave no terminal signal in {MAX_ROUNDS} rounds"
+            chain.error = SampleError("bad input", f"doc_to_text gave no terminal signal in {MAX_ROUNDS} rounds")
     return chains

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.results.metric_key import figures
 from harness.results.schema import RunResults
 
 
@@ -25,18 +26,16 @@ def summary_table(run: RunResults, run_dir: Path | None = None) -> str:
     unscored_tasks: dict[str, int] = {}  # task -> its figures no scored sample has
     for task, values in {**run.results, **run.groups}.items():
         counts = run.counts.get(task)
-        for key, value in values.items():
-            if key == "alias" or "_stderr," in key or "," not in key:
-                continue
-            metric, filt = key.split(",", 1)
-            stderr = values.get(f"{metric}_stderr,{filt}", "N/A")
+        for figure, value in figures(values):
+            key = figure.encoded
+            stderr = values.get(figure.stderr.encoded, "N/A")
             n = counts.scored if counts else "-"
             errors = counts.errors if counts else "-"
             unparsed = counts.unparsed.get(key, 0) if counts else "-"
             if value is None and counts and counts.scored:
                 empty = unparsed_tasks if counts.unparsed.get(key) else unscored_tasks
                 empty[task] = empty.get(task, 0) + 1
-            cells = [task, metric, filt, _fmt(value), _fmt(stderr), n, errors, unparsed]
+            cells = [task, figure.metric, figure.filter, _fmt(value), _fmt(stderr), n, errors, unparsed]
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     where = (
         f"samples_<task>.jsonl in {run_dir}"

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.engine.loglikelihood import choice_request
-from harness.engine.requests import request_key
-from harness.engine.task_runtime import TaskRuntime, _user_message
+from harness.engine.loglikelihood import choice_key
+from harness.engine.requests import prompt_key
+from harness.engine.task_runtime import TaskRuntime
 from harness.engine.tasks import OpenTask, model_family_of, open_task
-from harness.hashing import derive_seed, to_jsonable
+from harness.hashing import derive_seed
 from harness.models.base import SCORING_TYPES, GenerationParams
+from harness.models.messages import ChatMessage, prompt_json
 from harness.results.schema import GenerationSettings, RunConfig, SampleRecord, read_run, read_samples
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
@@ -93,7 +94,7 @@ def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, 
     """The prompt the task builds for the sample's doc (the dataset's, else the sample's own, its images
     then taken as submitted); None when the task cannot build it from what there is."""
     if doc is not None:
-        return to_jsonable(runtime.build_messages(doc))
+        return prompt_json(runtime.build_messages(doc))
     if runtime.config.doc_to_messages is not None or runtime.config.num_fewshot:
         return None  # needs the dataset's images or its other docs
     images = []
@@ -102,7 +103,7 @@ def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, 
         for item in content if isinstance(content, list) else []:
             if isinstance(item, dict) and item.get("type") == "image":
                 images.append(item.get("url", item.get("image")))
-    return to_jsonable(_user_message(images, runtime.text(record.doc)))
+    return prompt_json([ChatMessage.user(runtime.text(record.doc), images)])  # images: their recorded digests
 
 
 def _sample_difference(
@@ -123,10 +124,10 @@ def _sample_difference(
     if found:
         return found
     if runtime.config.output_type in SCORING_TYPES:
-        key = choice_request(prompt, runtime.continuations(doc if doc is not None else record.doc)).key
+        key = choice_key(prompt, runtime.continuations(doc if doc is not None else record.doc))
         seed = None
     else:
-        key = request_key(prompt, params, n)
+        key = prompt_key(prompt, params, n)
         seed = derive_seed(base_seed, key)
         if record.error is None and len(record.responses) != n:
             return f"responses: {len(record.responses)} answer(s), the task asks n={n}"

@@ -8,18 +8,25 @@ and the builders all build requests here, so the same prompt under the same sett
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from harness.hashing import derive_seed, stable_hash
-from harness.models.base import GenerationParams, GenerationRequest, Message
+from harness.models.base import GenerationParams, GenerationRequest
+from harness.models.messages import ChatMessage, prompt_json
 
 
-def request_key(messages: Sequence[Message], params: GenerationParams, n: int) -> str:
+def prompt_key(prompt: Sequence[dict[str, Any]], params: GenerationParams, n: int) -> str:
+    """The response-store key of a prompt as a samples file records it (:func:`prompt_json`)."""
+    return stable_hash({"messages": list(prompt), "params": params.as_dict(), "n": n})
+
+
+def request_key(messages: Sequence[ChatMessage], params: GenerationParams, n: int) -> str:
     """The response-store key of ``messages`` answered ``n`` times under ``params``."""
-    return stable_hash({"messages": list(messages), "params": params.as_dict(), "n": n})
+    return prompt_key(prompt_json(messages), params, n)
 
 
 def make_request(
-    messages: Sequence[Message], params: GenerationParams, n: int = 1, base_seed: int = 0, key: str | None = None
+    messages: Sequence[ChatMessage], params: GenerationParams, n: int = 1, base_seed: int = 0, key: str | None = None
 ) -> GenerationRequest:
     """A request keyed by its content (or by ``key``, for callers whose identity is not the prompt, such as
     an attack's item), seeded by ``base_seed`` and that key."""

@@ -32,8 +32,11 @@ from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
 from harness.models.base import SCORING_TYPES, Backend, GenerationParams, GenerationRequest
 from harness.models.loglikelihood import LoglikelihoodRequest
+from harness.models.messages import ChatMessage, prompt_json
 from harness.paths import new_run_dir
 from harness.provenance import environment
+from harness.results.metric_key import MetricKey
+from harness.results.sample_error import SampleError
 from harness.results.schema import (
     DatasetFingerprint,
     GenerationSettings,
@@ -88,7 +91,7 @@ class _PreparedTask:
     records: list[SampleRecord]
     docs: list[dict[str, Any]]
     # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
-    conversations: dict[int, tuple[str, list[Any], list[str]]] = field(default_factory=dict)
+    conversations: dict[int, tuple[str, list[ChatMessage], list[str]]] = field(default_factory=dict)
     scoring: list[LoglikelihoodRequest] = field(default_factory=list)  # multiple_choice tasks
     applied_defaults: dict[str, Any] = field(default_factory=dict)  # generation defaults taken from lmms-eval
 
@@ -121,7 +124,7 @@ def _prepare(
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
-    conversations: dict[int, tuple[str, list[Any], list[str]]] = {}
+    conversations: dict[int, tuple[str, list[ChatMessage], list[str]]] = {}
     scoring: list[LoglikelihoodRequest] = []
     for doc_id, doc in _doc_rows(docs, opts.limit):
         if isinstance(doc, Exception):
@@ -131,7 +134,7 @@ def _prepare(
                     doc_id=doc_id,
                     doc_hash="",
                     doc={},
-                    error=f"bad input: cannot decode row: {type(doc).__name__}: {doc}",
+                    error=SampleError("bad input", f"cannot decode row: {type(doc).__name__}: {doc}"),
                 )
             )
             kept_docs.append({})
@@ -147,12 +150,12 @@ def _prepare(
                 choice_request(messages, runtime.continuations(doc)) if config.output_type in SCORING_TYPES else None
             )
         except BadInputError as exc:
-            records.append(SampleRecord(**base, error=f"bad input: {exc}"))
+            records.append(SampleRecord(**base, error=SampleError("bad input", str(exc))))
             continue
         if scored is not None:
             scoring.append(scored)
             records.append(
-                SampleRecord(**base, target=to_jsonable(target), prompt=to_jsonable(messages), request_key=scored.key)
+                SampleRecord(**base, target=to_jsonable(target), prompt=prompt_json(messages), request_key=scored.key)
             )
             continue
         request = make_request(messages, params, n, opts.seed)
@@ -161,7 +164,7 @@ def _prepare(
             SampleRecord(
                 **base,
                 target=to_jsonable(target),
-                prompt=to_jsonable(messages),
+                prompt=prompt_json(messages),
                 request_key=request.key,
                 seed=request.seed,
             )
@@ -176,7 +179,7 @@ def _prepare(
 
 def _generate(
     backend: Backend, requests: list[GenerationRequest], store: ResponseStore, opts: EvalOptions, desc: str = "generate"
-) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+) -> tuple[dict[str, list[str]], dict[str, SampleError], RequestCounts]:
     """Answer every request from the store or the backend; returns responses, errors and counts. The
     progress bar (labelled ``desc``) shows only when something is left to generate."""
     unique: dict[str, GenerationRequest] = {}
@@ -190,13 +193,13 @@ def _generate(
             missing.append(req)
         else:
             responses[req.key] = cached
-    errors: dict[str, str] = {}
+    errors: dict[str, SampleError] = {}
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
     bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc=desc, disable=not opts.show_progress or not missing)
     try:
         for req, out in backend.answer(missing, opts.batch_size):
             if isinstance(out, Exception):
-                errors[req.key] = f"generation failed: {type(out).__name__}: {out}"
+                errors[req.key] = SampleError("generation failed", f"{type(out).__name__}: {out}")
                 log.debug("request %s failed", req.key, exc_info=out)
             else:
                 store.put(backend.fingerprint, req.key, req.seed, out)
@@ -215,7 +218,7 @@ def answer_requests(
     store: ResponseStore,
     batch_size: int = 1,
     show_progress: bool = False,
-) -> tuple[dict[str, list[str]], dict[str, str]]:
+) -> tuple[dict[str, list[str]], dict[str, SampleError]]:
     """Responses (and per-request errors) for requests built outside a task (audits, builders), through
     the same store, deduplication and batching as ``harness eval``."""
     opts = EvalOptions(tasks=[], batch_size=batch_size, show_progress=show_progress)
@@ -239,14 +242,14 @@ def _follow_up_turns(
     failed generation is recorded on that turn and ends the doc's conversation.
     Returns (task, doc_id) -> its turns after the first.
     """
-    chains: dict[tuple[str, int], list[list[Any]]] = {}
+    chains: dict[tuple[str, int], list[list[ChatMessage]]] = {}
     prompts: dict[tuple[str, int], list[str]] = {}
     params: dict[tuple[str, int], GenerationParams] = {}
     for task in tasks:
         for doc_id, (key, first, follow_ups) in task.conversations.items():
             if key in responses:
                 at = (task.config.task, doc_id)
-                chains[at] = [[*first, _text_message("assistant", r)] for r in responses[key]]
+                chains[at] = [[*first, ChatMessage.of_text("assistant", r)] for r in responses[key]]
                 prompts[at], params[at] = follow_ups, task.params
     turns: dict[tuple[str, int], list[Turn]] = {at: [] for at in chains}
     last = max((len(p) for p in prompts.values()), default=0)
@@ -257,7 +260,7 @@ def _follow_up_turns(
                 continue
             pending[at] = []
             for conv in convs:
-                conv.append(_text_message("user", prompts[at][t]))
+                conv.append(ChatMessage.of_text("user", prompts[at][t]))
                 pending[at].append(make_request(conv, params[at], 1, opts.seed))
         out, errors, round_stats = _generate(
             backend, [r for reqs in pending.values() for r in reqs], store, opts, f"turn {t + 2} of {last + 1}"
@@ -270,7 +273,7 @@ def _follow_up_turns(
                 Turn(prompt=prompts[at][t], request_keys=[r.key for r in reqs], responses=answers, error=failed)
             )
             for conv, answer in zip(chains[at], answers, strict=False):
-                conv.append(_text_message("assistant", answer))
+                conv.append(ChatMessage.of_text("assistant", answer))
     return turns
 
 
@@ -303,14 +306,12 @@ def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, 
     """The generate step of a multi-round task: each call is the next round, its progress bar labelled so."""
     rounds = itertools.count(2)
 
-    def generate(requests: list[GenerationRequest]) -> tuple[dict[str, list[str]], dict[str, str], RequestCounts]:
+    def generate(
+        requests: list[GenerationRequest],
+    ) -> tuple[dict[str, list[str]], dict[str, SampleError], RequestCounts]:
         return _generate(backend, requests, store, opts, f"{task} round {next(rounds)}")
 
     return generate
-
-
-def _text_message(role: str, text: str) -> dict[str, Any]:
-    return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def group_results(
@@ -329,17 +330,18 @@ def group_results(
         for agg in spec.aggregate_metric_list:
             metric = agg.metric
             for filt in agg.filter_list:
-                key = f"{metric},{filt}"
+                figure = MetricKey(metric, filt)
+                key, stderr_key = figure.encoded, figure.stderr.encoded
                 have = [t for t in members if results[t].get(key) is not None]
                 if not have:
                     continue
                 sizes = [counts[t].scored for t in have]
                 weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
-                stderrs = [results[t].get(f"{metric}_stderr,{filt}") for t in have]
+                stderrs = [results[t].get(stderr_key) for t in have]
                 floats = [s for s in stderrs if isinstance(s, float)]
                 ok = len(floats) == len(stderrs) and sum(sizes) > len(sizes)
-                out[f"{metric}_stderr,{filt}"] = pooled_stderr(floats, sizes) if ok else "N/A"
+                out[stderr_key] = pooled_stderr(floats, sizes) if ok else "N/A"
         groups[name] = out
     return groups, subtasks
 

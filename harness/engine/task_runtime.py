@@ -22,7 +22,10 @@ from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
 from harness.metrics.choice import choice_metrics
 from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
-from harness.models.base import SCORING_TYPES, Message
+from harness.models.base import SCORING_TYPES
+from harness.models.messages import ChatMessage, from_lmms
+from harness.results.metric_key import MetricKey
+from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord, TaskCounts
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import FunctionRef, ModuleScope
@@ -37,7 +40,6 @@ class BadInputError(Exception):
     """A doc could not be turned into a prompt or scored (an undecodable image, a null or missing field)."""
 
 
-SCORING_ERROR = "scoring failed: "
 # A task's harness_report: (its records, the run folder or None, its metadata) -> a JSON-able summary.
 ReportFunction = Callable[[list[SampleRecord], Path | None, dict[str, Any]], dict[str, Any] | None]
 
@@ -79,30 +81,21 @@ MULTI_ROUND = "generate_until_multi_round"
 class RoundStep:
     """What a multi-round task's ``doc_to_text`` asks next: the round's messages, or the end and the result."""
 
-    messages: list[Message]
+    messages: list[ChatMessage]
     context: str
     terminal: bool
     results: list[Any]  # the answers so far as the task keeps them; the doc's result when terminal
     info: Any
 
 
-def _user_message(visuals: Any, text: str) -> list[dict[str, Any]]:
-    """One user message: the images first, then the text."""
-    content: list[dict[str, Any]] = [{"type": "image", "url": v} for v in visuals or []]
-    content.append({"type": "text", "text": text})
-    return [{"role": "user", "content": content}]
-
-
-def _decoded(messages: list[dict[str, Any]]) -> list[Message]:
+def _decoded(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The messages, with every image decoded now, so a corrupt file is this doc's error."""
     with doc_step("image"):
         for message in messages:
-            for item in message["content"] if isinstance(message["content"], list) else []:
-                if item.get("type") == "image":
-                    image = item.get("url", item.get("image"))
-                    if not _is_image(image):
-                        raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
-                    image.load()
+            for image in message.images:
+                if not _is_image(image):
+                    raise BadInputError(f"image is {type(image).__name__}, not a decoded image")
+                image.load()
     return messages
 
 
@@ -211,18 +204,18 @@ class TaskRuntime:
         """A column name or a Jinja2 template over the doc (``description``, ``harness_turns``)."""
         return _render_field(spec, doc)
 
-    def build_messages(self, doc: dict[str, Any]) -> list[Message]:
+    def build_messages(self, doc: dict[str, Any]) -> list[ChatMessage]:
         """The chat messages for a doc: doc_to_messages, or images first then doc_to_text."""
         if self._doc_to_messages is not None:
             with doc_step("doc_to_messages"):
-                messages = _call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs)
+                messages = from_lmms(_call_with_kwargs(self._doc_to_messages, doc, self.specific_kwargs))
         else:
             with doc_step("doc_to_visual"):
                 visuals = self._doc_to_visual(doc) if self._doc_to_visual else []
             with doc_step("doc_to_text"):
                 shots = self.fewshot.context(doc) if self.fewshot is not None else ""
                 text = shots + self.text(doc)
-            messages = _user_message(visuals, text)
+            messages = [ChatMessage.user(text, visuals or [])]
         return _decoded(messages)
 
     def next_round(self, doc: dict[str, Any], previous_output: list[str], round_idx: int, info: Any) -> RoundStep:
@@ -250,7 +243,11 @@ class TaskRuntime:
         if terminal:
             return RoundStep([], "", True, list(results or []), next_info)
         return RoundStep(
-            _decoded(_user_message(visuals, str(context))), str(context), False, list(results or []), next_info
+            _decoded([ChatMessage.user(str(context), visuals or [])]),
+            str(context),
+            False,
+            list(results or []),
+            next_info,
         )
 
     def choices(self, doc: dict[str, Any]) -> list[str]:
@@ -339,13 +336,13 @@ class TaskRuntime:
         fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
         empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
         answered = record.choices if self.config.output_type in SCORING_TYPES else record.responses
-        if not answered or (record.error is not None and not record.error.startswith(SCORING_ERROR)):
+        if not answered or (record.error is not None and record.error.kind != "scoring failed"):
             return record.model_copy(update=empty)
         try:
             with doc_step("process_results"):
                 scored = self._score(record, doc)
         except BadInputError as exc:
-            return record.model_copy(update={**empty, "error": f"{SCORING_ERROR}{exc}"})
+            return record.model_copy(update={**empty, "error": SampleError("scoring failed", str(exc))})
         return record.model_copy(update={**scored, "error": None})
 
     def _score(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
@@ -374,7 +371,7 @@ class TaskRuntime:
             if not isinstance(values, dict):
                 raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
             for spec in self.config.metric_list:
-                key = f"{spec.metric},{name}"
+                key = MetricKey(spec.metric, name).encoded
                 if spec.metric not in values:
                     continue  # not applicable to this doc (as in lmms-eval); never counted
                 value = to_jsonable(values[spec.metric])
@@ -419,7 +416,7 @@ class TaskRuntime:
             choices = [c.continuation[len(self.config.target_delimiter) :] for c in record.choices]
             values = choice_metrics([r[0] for r in results], [r[1] for r in results], choices, record.target)
         metrics = {
-            f"{spec.metric},{name}": to_jsonable(values[spec.metric])
+            MetricKey(spec.metric, name).encoded: to_jsonable(values[spec.metric])
             for name, _ in self._pipelines
             for spec in self.config.metric_list
             if spec.metric in values
@@ -435,13 +432,14 @@ class TaskRuntime:
         unparsed: dict[str, int] = {}
         for pipe in self.config.filters:
             for spec in self.config.metric_list:
-                key = f"{spec.metric},{pipe.name}"
+                figure = MetricKey(spec.metric, pipe.name)
+                key = figure.encoded
                 values = [r.metrics[key] for r in scored if key in r.metrics]
                 unparsed[key] = sum(v is None for v in values)
                 present = [v for v in values if v is not None]
                 results[key] = self._aggregate(key, spec.metric, present, args) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
-                results[f"{spec.metric}_stderr,{pipe.name}"] = stderr(present) if stderr and present else "N/A"
+                results[figure.stderr.encoded] = stderr(present) if stderr and present else "N/A"
         counts = TaskCounts(
             samples=len(records),
             scored=len(scored),

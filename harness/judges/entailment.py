@@ -20,6 +20,7 @@ from harness.hashing import stable_hash
 from harness.judges.base import Judge
 from harness.judges.prompts import ENTAILMENT_PROMPT, OFFLINE_JUDGES  # the VISTA paper's A.2 question
 from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.models.messages import ChatMessage
 
 
 class EmbeddingJudge(MiniLMEncoder):
@@ -109,7 +110,7 @@ class LLMJudge:
     def request(self, premise: str, hypothesis: str) -> GenerationRequest:
         """The exact request the model is asked for one direction of one pair."""
         text = self.prompt.format(premise=premise, hypothesis=hypothesis)
-        messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+        messages = [ChatMessage.of_text("user", text)]
         return GenerationRequest(self.key(premise, hypothesis), messages, self.params, 1, 0)
 
     def __call__(self, premise: str, hypothesis: str) -> bool:

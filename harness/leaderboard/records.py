@@ -21,6 +21,7 @@ from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Reservation, Score, StoredFile, Submission
 from harness.leaderboard.public import public_results, redact
 from harness.leaderboard.rescoring import Verification, worst
+from harness.results.metric_key import figures, label_of
 from harness.results.schema import ModelInfo
 
 CHART = "leaderboard_metrics.png"
@@ -107,10 +108,8 @@ def _score_rows(
             )
     rows: list[Score] = []
     for task, values, protocol, version, status, n, higher in units:
-        for key, value in values.items():
-            if key == "alias" or "_stderr," in key:
-                continue
-            metric, _, filt = key.partition(",")
+        for figure, value in figures(values):
+            key = figure.encoded
             rows.append(
                 Score(
                     task=task,
@@ -118,9 +117,9 @@ def _score_rows(
                     version=version,
                     metric=key,
                     value=_number(value),
-                    stderr=_number(values.get(f"{metric}_stderr,{filt}")),
+                    stderr=_number(values.get(figure.stderr.encoded)),
                     claimed=_number(claimed.get(task, {}).get(key)),
-                    higher_is_better=higher.get(metric),
+                    higher_is_better=higher.get(figure.metric),
                     n=n,
                     status=status,
                 )
@@ -135,7 +134,7 @@ def _chart(model: str, scores: list[Score]) -> bytes | None:
             continue
         low = s.value - Z95 * s.stderr if s.stderr is not None else None
         high = s.value + Z95 * s.stderr if s.stderr is not None else None
-        rows.append((f"{s.task} {s.metric.replace(',none', '')}", s.value, low, high))
+        rows.append((f"{s.task} {label_of(s.metric)}", s.value, low, high))
     return metrics_with_ci(rows, f"{redact(model)}: re-scored metrics") if rows else None
 
 

@@ -18,6 +18,7 @@ from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
 from harness.leaderboard.rescoring import worst
 from harness.protocols.leaderboard_hooks import Estimate, Figure
+from harness.results.metric_key import label_of
 from harness.results.spreadsheet import spreadsheet_safe
 
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
@@ -36,9 +37,7 @@ class Column:
 
 def _metric_column(task: str, metric: str, higher_is_better: bool | None) -> Column:
     """The column of a task's metric (``metric,filter``; a filter other than ``none`` shows in the label)."""
-    name, _, filt = metric.partition(",")
-    label = f"{task} {name}" + ("" if filt in ("", "none") else f" ({filt})")
-    return Column(f"{task}/{metric}", label, higher_is_better, task, metric)
+    return Column(f"{task}/{metric}", f"{task} {label_of(metric)}", higher_is_better, task, metric)
 
 
 @dataclass(frozen=True)

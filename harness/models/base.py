@@ -11,10 +11,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol, cast, runtime_checkable
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-
-# Message content items follow lmms-eval's doc_to_messages protocol:
-# {"type": "text", "text": str} | {"type": "image", "url": PIL.Image}
-Message = dict[str, Any]
+from harness.models.messages import ChatMessage
 
 _GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
 
@@ -155,7 +152,7 @@ class GenerationRequest:
     """One prompt to answer ``n`` times; ``key`` is its content hash and ``seed`` makes sampling repeatable."""
 
     key: str
-    messages: list[Message] = field(compare=False)
+    messages: list[ChatMessage] = field(compare=False)
     params: GenerationParams
     n: int = 1
     seed: int = 0
@@ -254,7 +251,7 @@ class WhiteBoxBackend(Protocol):
     def generate(self, requests: list[GenerationRequest]) -> list[list[str] | Exception]:
         """Answers for a batch of requests, a failed request being its own exception."""
 
-    def prepare_inputs(self, batch: list[list[Message]]) -> Any:
+    def prepare_inputs(self, batch: list[list[ChatMessage]]) -> Any:
         """The model's inputs for a batch of conversations, exactly as generation prepares them."""
 
 

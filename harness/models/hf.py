@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, finished_text
 from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
+from harness.models.messages import ChatMessage, ImagePart, has_image
 from harness.models.sampling import seeded_sampler
 from harness.models.source import load_error, local_folder
 from harness.results.schema import ScoredChoice
@@ -266,30 +267,24 @@ class HFBackend(Backend):
         }
 
     # -- preprocessing -------------------------------------------------------------------------
-    def _render(self, messages: list[Message], add_generation_prompt: bool = True) -> tuple[str, list[Any]]:
+    def _render(self, messages: list[ChatMessage], add_generation_prompt: bool = True) -> tuple[str, list[Any]]:
         """Chat-template text plus the images in the order their placeholders appear."""
         images: list[Any] = []
-        chat = []
+        chat: list[dict[str, Any]] = []
         for message in messages:
-            content = message["content"]
-            if isinstance(content, str):
-                content = [{"type": "text", "text": content}]
-            items = []
-            for item in content:
-                if item.get("type") == "image":
-                    image = item.get("url", item.get("image"))
-                    if not self.is_multimodal:
-                        raise UnsupportedRequestError(f"{self.name} is a text-only model; it cannot take images")
-                    images.append(image.convert("RGB"))
-                    items.append({"type": "image"})
-                elif item.get("type") == "text":
-                    items.append({"type": "text", "text": item["text"]})
-                else:
-                    raise UnsupportedRequestError(f"message content type {item.get('type')!r} is not supported")
             if not self.is_multimodal:
-                chat.append({"role": message["role"], "content": "".join(i["text"] for i in items)})
-            else:
-                chat.append({"role": message["role"], "content": items})
+                if message.images:
+                    raise UnsupportedRequestError(f"{self.name} is a text-only model; it cannot take images")
+                chat.append({"role": message.role, "content": message.text})
+                continue
+            items: list[dict[str, Any]] = []
+            for part in message.content:
+                if isinstance(part, ImagePart):
+                    images.append(part.image.convert("RGB"))
+                    items.append({"type": "image"})
+                else:
+                    items.append({"type": "text", "text": part.text})
+            chat.append({"role": message.role, "content": items})
         return self._apply_template(chat, add_generation_prompt), images
 
     def _apply_template(self, chat: list[dict[str, Any]], add_generation_prompt: bool) -> str:
@@ -320,7 +315,7 @@ class HFBackend(Backend):
         plain = PLAIN_PROMPTS[self.model_type]
         return " ".join(plain.format(t["content"]) if t["role"] == "user" else t["content"] for t in turns)
 
-    def prepare_inputs(self, batch: list[list[Message]]) -> Any:
+    def prepare_inputs(self, batch: list[list[ChatMessage]]) -> Any:
         """Model inputs (a BatchFeature on the model's device) for a batch of conversations."""
         rendered = [self._render(m) for m in batch]
         return self.encode([t for t, _ in rendered], [imgs for _, imgs in rendered])
@@ -364,7 +359,7 @@ class HFBackend(Backend):
         batches: list[list[GenerationRequest]] = []
         open_batches: dict[Any, list[GenerationRequest]] = {}
         for req in requests:
-            key = (req.params, req.n if req.params.do_sample else None, bool(_has_image(req.messages)))
+            key = (req.params, req.n if req.params.do_sample else None, has_image(req.messages))
             group = open_batches.setdefault(key, [])
             group.append(req)
             if len(group) >= batch_size:
@@ -431,7 +426,3 @@ def _move_padding(enc: Any) -> None:
         if ids in enc:
             order = (enc[mask] if pads_first else 1 - enc[mask]).argsort(dim=1, stable=True)
             enc[ids], enc[mask] = enc[ids].gather(1, order), enc[mask].gather(1, order)
-
-
-def _has_image(messages: list[Message]) -> bool:
-    return any(isinstance(m["content"], list) and any(i.get("type") == "image" for i in m["content"]) for m in messages)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.models.base import Message
+from harness.models.messages import ChatMessage
 from harness.results.schema import ScoredChoice
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ class LoglikelihoodRequest:
     """One prompt and the continuations to score after it; ``key`` is its content hash in the store."""
 
     key: str
-    messages: list[Message] = field(compare=False)
+    messages: list[ChatMessage] = field(compare=False)
     continuations: tuple[str, ...] = ()
 
 
@@ -59,7 +59,7 @@ _FULL_PASS = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "blip-2", "instru
 
 
 def score_continuations(
-    backend: HFBackend, messages: list[Message], continuations: Sequence[str]
+    backend: HFBackend, messages: list[ChatMessage], continuations: Sequence[str]
 ) -> list[ScoredChoice]:
     """Scores of each continuation as the assistant's answer to ``messages``."""
     import torch
@@ -136,9 +136,9 @@ def _shared_prefix_pass(backend: HFBackend, first: Any, rows: list[list[int]], n
     return [logits[i, n_prompt - 1 - shared : len(row) - 1 - shared] for i, row in enumerate(rows)]
 
 
-def assistant_message(text: str) -> Message:
+def assistant_message(text: str) -> ChatMessage:
     """``text`` as the assistant's turn (how a choice is scored)."""
-    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return ChatMessage.of_text("assistant", text)
 
 
 @runtime_checkable

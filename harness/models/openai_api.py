@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
+from harness.models.base import SCORING_TYPES, Backend, GenerationRequest, finished_text
+from harness.models.messages import ChatMessage, ImagePart
 
 _MODEL_ARGS = {"base_url", "api_key", "concurrency", "timeout", "max_retries", "send_stop"}
 MAX_STOP_STRINGS = 4  # the API's limit; further stop strings are applied to the text afterwards
@@ -64,26 +65,20 @@ def image_data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_openai_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     """The harness's chat messages (images as PIL) in the API's content-part format."""
-    out = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            out.append({"role": message["role"], "content": content})
-            continue
-        parts = []
-        for item in content:
-            if item.get("type") == "image":
-                parts.append(
-                    {"type": "image_url", "image_url": {"url": image_data_url(item.get("url", item.get("image")))}}
-                )
-            elif item.get("type") == "text":
-                parts.append({"type": "text", "text": item["text"]})
-            else:
-                raise UnsupportedRequestError(f"message content type {item.get('type')!r} is not supported")
-        out.append({"role": message["role"], "content": parts})
-    return out
+    return [
+        {
+            "role": message.role,
+            "content": [
+                {"type": "image_url", "image_url": {"url": image_data_url(part.image)}}
+                if isinstance(part, ImagePart)
+                else {"type": "text", "text": part.text}
+                for part in message.content
+            ],
+        }
+        for message in messages
+    ]
 
 
 class OpenAIBackend(Backend):

@@ -39,9 +39,10 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
-from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, Message, finished_text
+from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, finished_text
 from harness.models.hf import LMMS_FAMILY, folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
+from harness.models.messages import ChatMessage, ImagePart
 from harness.models.source import load_error, local_folder
 from harness.results.schema import ScoredChoice
 
@@ -169,24 +170,20 @@ def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
     return kwargs
 
 
-def to_vllm_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def to_vllm_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     """The harness's chat messages in the OpenAI format ``LLM.chat`` takes, images as ``image_pil`` parts."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, str):
-            out.append({"role": message["role"], "content": content})
-            continue
-        parts: list[dict[str, Any]] = []
-        for item in content:
-            if item.get("type") == "image":
-                parts.append({"type": "image_pil", "image_pil": item.get("url", item.get("image")).convert("RGB")})
-            elif item.get("type") == "text":
-                parts.append({"type": "text", "text": item["text"]})
-            else:
-                raise UnsupportedRequestError(f"message content type {item.get('type')!r} is not supported")
-        out.append({"role": message["role"], "content": parts})
-    return out
+    return [
+        {
+            "role": message.role,
+            "content": [
+                {"type": "image_pil", "image_pil": part.image.convert("RGB")}
+                if isinstance(part, ImagePart)
+                else {"type": "text", "text": part.text}
+                for part in message.content
+            ],
+        }
+        for message in messages
+    ]
 
 
 def visible_gpus() -> list[str]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.jsonl import check_depth, jsonl_lines
+from harness.results.sample_error import SampleErrorField
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class Turn(BaseModel):
     prompt: str
     request_keys: list[str] = Field(default_factory=list)
     responses: list[str] = Field(default_factory=list, description="One answer per sample; empty on error")
-    error: str | None = None
+    error: SampleErrorField | None = None
 
 
 class ScoredChoice(BaseModel):
@@ -78,7 +79,7 @@ class SampleRecord(BaseModel):
     unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
     turns: list[Turn] = Field(default_factory=list, description="Follow-up turns of a multi-turn task")
     choices: list[ScoredChoice] = Field(default_factory=list, description="multiple_choice tasks: each choice")
-    error: str | None = Field(default=None, description="Why this sample has no responses or no metrics")
+    error: SampleErrorField | None = Field(default=None, description="Why this sample has no responses or no metrics")
 
 
 class TaskCounts(BaseModel):

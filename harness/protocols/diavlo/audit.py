@@ -235,7 +235,7 @@ def audit_run(
     for row, req in plans:
         doc, original = row.pop("_doc"), row.pop("_original")
         if req.key in errors:
-            row["error"] = errors[req.key]
+            row["error"] = str(errors[req.key])
             audit.counterfactuals.append(row)
             continue
         answer = responses[req.key][0]

@@ -31,6 +31,7 @@ from harness.protocols.diavlo.metrics import (
 )
 from harness.protocols.diavlo.rows import DiavloRow
 from harness.protocols.diavlo.triplet_parser import OK, parse_triplets
+from harness.results.metric_key import figures
 from harness.results.schema import Turn
 
 TURN_ERROR, NO_TURNS = "turn_error", "no_turns"
@@ -138,7 +139,7 @@ def pair_rows(records: Sequence[Any], thresholds: Thresholds = DEFAULT_THRESHOLD
     for r in records:
         if r.error is not None or not r.metrics:
             continue
-        m = {k.split(",")[0]: v for k, v in r.metrics.items()}
+        m = {key.metric: v for key, v in figures(r.metrics)}
         _, status = rk_from_turns(r.turns)
         sim = m.get("similarity")
         source = DiavloRow.read(r.doc, "source", r.task.removeprefix("diavlo_"))

@@ -110,7 +110,7 @@ def model_outcomes(
             f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "
             "(run harness eval --tasks fusion or harness attack first)"
         )
-    c_items = [i for i, r in clean.items() if r.error is None and r.metrics.get("correct,none") == 1.0]
+    c_items = [i for i, r in clean.items() if r.error is None and r.metrics.get(fm.CORRECT) == 1.0]
     flips: dict[str, dict[str, bool]] = {i: {} for i in c_items}
     read: dict[str, dict[str, bool]] = {i: {} for i in c_items}
     use: dict[str, dict[str, bool]] = {i: {} for i in c_items}
@@ -124,12 +124,12 @@ def model_outcomes(
                 and rec is not None
                 and FusionRow.read(rec.doc, "natevid_status", None) == "destroyed"
             )
-            if rec is not None and rec.error is None and "correct,none" in rec.metrics and not destroyed:
-                flips[i][attack] = rec.metrics["correct,none"] == 0.0
-                use[i][variant] = rec.metrics.get("uses_injected,none") == 1.0
+            if rec is not None and rec.error is None and fm.CORRECT in rec.metrics and not destroyed:
+                flips[i][attack] = rec.metrics[fm.CORRECT] == 0.0
+                use[i][variant] = rec.metrics.get(fm.USES_INJECTED) == 1.0
             r = reading.get(i)
-            if r is not None and r.error is None and "reads_injected,none" in r.metrics:
-                read[i][variant] = r.metrics["reads_injected,none"] == 1.0
+            if r is not None and r.error is None and fm.READS_INJECTED in r.metrics:
+                read[i][variant] = r.metrics[fm.READS_INJECTED] == 1.0
     for outcome in (o for folder in runs.folders for o in read_outcomes(folder)):
         if outcome.item in flips and outcome.error is None:
             flips[outcome.item][outcome.attack] = outcome.flipped

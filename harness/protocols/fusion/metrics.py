@@ -31,6 +31,10 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.metrics.bootstrap import K, cluster_cis
+from harness.results.metric_key import MetricKey
+
+#: The per-sample figures of the fusion tasks the audit reads (their ``"metric,none"`` keys).
+CORRECT, USES_INJECTED, READS_INJECTED = (MetricKey(m).encoded for m in ("correct", "uses_injected", "reads_injected"))
 
 VIS_PGD, END_PGD, MANTIS, TYPO_EVID, NAT_EVID = "vis_pgd", "end_pgd", "mantis", "typo_evid", "nat_evid"
 PIXEL_ATTACKS = (VIS_PGD, END_PGD, MANTIS)

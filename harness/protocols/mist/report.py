@@ -20,6 +20,7 @@ from harness.protocols.mist import metrics as mist
 from harness.protocols.mist import panel_stats
 from harness.protocols.mist.rows import MistJudgeDoc
 from harness.protocols.plot_notes import plot_not_drawn
+from harness.results.metric_key import MetricKey
 
 Labels = dict[mist.Cell, int | None]
 PAPER_EPSILON = {"informed": 0.20, "blind": 0.15}  # the slack the paper prescribes per panel tier
@@ -130,7 +131,7 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     """The MIST judge report of one run: every figure with its item-bootstrap 95% CI, the direction cells,
     the alt-test per human panel and technique, the panels' agreement and statistics, and (given
     ``out_dir``) the plot."""
-    items = [r.metrics.get("change_rate_aligned,none") for r in records if r.error is None]
+    items = [r.metrics.get(MetricKey("change_rate_aligned").encoded) for r in records if r.error is None]
     labels, senses, majority = labels_from_items(items)
     units = sorted(senses)
     figures = {}

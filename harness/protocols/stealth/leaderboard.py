@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.results.metric_key import MetricKey
 
 FIGURES = (
     Figure("total_range", "Total Range", low=0.0, high=4.0, higher_is_better=False),
@@ -19,11 +20,8 @@ SHORT, VQA = "stealth_short", "stealth_vqa"
 
 
 def _items(records: Any, metric: str) -> list[dict[str, Any]]:
-    return [
-        r.metrics[f"{metric},none"]
-        for r in records
-        if r.error is None and isinstance(r.metrics.get(f"{metric},none"), dict)
-    ]
+    key = MetricKey(metric).encoded
+    return [r.metrics[key] for r in records if r.error is None and isinstance(r.metrics.get(key), dict)]
 
 
 def f1_drop(items: list[dict[str, Any]]) -> Estimate:

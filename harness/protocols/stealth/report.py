@@ -15,6 +15,7 @@ import numpy as np
 from harness.metrics.bootstrap import cluster_ci
 from harness.protocols.plot_notes import plot_not_drawn
 from harness.protocols.stealth import sentiment_bias as sb
+from harness.results.metric_key import MetricKey
 from harness.results.schema import SampleRecord
 
 _NO_PARSE = (
@@ -24,7 +25,8 @@ _NO_PARSE = (
 
 
 def _items(records: list[SampleRecord], metric: str) -> list[dict[str, Any] | None]:
-    return [r.metrics.get(f"{metric},none") for r in records if r.error is None and f"{metric},none" in r.metrics]
+    key = MetricKey(metric).encoded
+    return [r.metrics.get(key) for r in records if r.error is None and key in r.metrics]
 
 
 def _figure(value: float | None, ci: tuple[float, float] | None, **extra: Any) -> dict[str, Any]:

@@ -95,7 +95,7 @@ class SeesRed(Backend):
             if len(req.messages) > 1:
                 out.append(["(red box, left of, blue ball)\n(blue ball, on, table)\n(red box, on, table)"] * req.n)
                 continue
-            image = next(i["url"] for i in req.messages[0]["content"] if i["type"] == "image")
+            image = req.messages[0].images[0]
             px = np.asarray(image.convert("RGB")).astype(int)
             red = ((px[..., 0] > 180) & (px[..., 1] < 80) & (px[..., 2] < 80)).sum()
             out.append(["red" if red > 100 else "brown"] * req.n)

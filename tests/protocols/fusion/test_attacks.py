@@ -14,6 +14,7 @@ from PIL import Image
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.models.base import create_backend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.losses import first_divergence
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
@@ -210,7 +211,7 @@ def test_l3_white_box_losses_and_diagnostics(arch: str) -> None:
 
     wb = WhiteBox(create_backend(f"tiny:{arch}"))
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (64, 96, 3), dtype=np.uint8))
-    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
+    messages = [ChatMessage.user("Q?", [image])]
     batch = wb.batch([messages], ["red"], ["blue"])
     for name in ("end_loss", "mantis_loss"):
         x = [image_to_tensor(image).requires_grad_(True)]
@@ -257,7 +258,7 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
 
     backend = create_backend("tiny:llava")
     image = Image.new("RGB", (40, 30), "white")
-    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "q"}]}]
+    messages = [ChatMessage.user("q", [image])]
     # a wrong answer equal to the clean answer leaves MANTIS no diverging token
     item = CleanItem("x", {"source": "mme", "answers": ["yes"], "wrong_answer": "yes"}, messages, image, "yes")
     opts = AttackOptions(attacks=("mantis",), pgd=PGDConfig(steps=1), diagnostics=(), show_progress=False)
@@ -274,9 +275,9 @@ def test_layer_restoration_counts_only_reproduced_flips() -> None:
     assert RESTORATION_ITEMS == 40 and AttackOptions().restoration_items == 40  # the paper's subset size
     wb = WhiteBox(create_backend("tiny:qwen2_vl"))
 
-    def messages(seed: int) -> list[dict]:
+    def messages(seed: int) -> list[ChatMessage]:
         image = Image.fromarray(np.random.default_rng(seed).integers(0, 256, (56, 56, 3), dtype=np.uint8))
-        return [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Q?"}]}]
+        return [ChatMessage.user("Q?", [image])]
 
     clean, adversarial = messages(1), messages(2)
     # the unrestored greedy answer already correct: the flip does not reproduce (outside the subset)

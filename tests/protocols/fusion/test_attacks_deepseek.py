@@ -14,6 +14,7 @@ import torch
 
 from harness.errors import HarnessError
 from harness.models.base import create_backend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.padded_square import PaddedSquarePreprocess
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
@@ -131,7 +132,7 @@ def test_losses_and_diagnostics_on_tiny_deepseek(backend: Any) -> None:
 
     wb = WhiteBox(backend)
     image = noise(300, 41, 2)
-    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
+    messages = [ChatMessage.user("Q?", [image])]
     batch = wb.batch([messages], ["red"], ["blue"])
     clean = wb.image_features(wb.pixel_inputs([image_to_tensor(image)]))
     assert [tuple(f.shape) for f in clean] == [(16, 64)]  # the 4 x 4 grid, SigLIP and SAM fused per cell

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -15,13 +14,14 @@ from PIL import Image
 
 from harness.errors import HarnessError
 from harness.models.base import create_backend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 from tests.protocols.fusion.fixtures import noise
 
 
-def ask(image: Image.Image, text: str = "Q?") -> list[dict[str, Any]]:
-    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": text}]}]
+def ask(image: Image.Image, text: str = "Q?") -> list[ChatMessage]:
+    return [ChatMessage.user(text, [image])]
 
 
 # (width, height) -> soft tokens: 48-pixel cells (16-pixel patches pooled 3 x 3), at most 70 of them

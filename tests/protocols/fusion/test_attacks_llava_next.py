@@ -13,6 +13,7 @@ import torch
 
 from harness.errors import HarnessError
 from harness.models.base import create_backend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.anyres import AnyResPreprocess
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
@@ -148,7 +149,7 @@ def test_losses_and_diagnostics_on_tiny_llava_next(backend: Any) -> None:
 
     wb = WhiteBox(backend)
     image = noise(100, 70, 2)
-    messages = [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": "Q?"}]}]
+    messages = [ChatMessage.user("Q?", [image])]
     batch = wb.batch([messages], ["red"], ["blue"])
     clean = wb.image_features(wb.pixel_inputs([image_to_tensor(image)]))
     assert [tuple(f.shape) for f in clean] == [(14, 64)]  # 4 base tokens, 2 grid rows of 4 and a newline

@@ -14,6 +14,7 @@ from PIL import Image
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.models.base import create_backend
 from harness.models.loglikelihood import LoglikelihoodRequest
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.pixels import QuantisedResize, image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 from harness.protocols.fusion.metrics import oar
@@ -22,8 +23,8 @@ from tests.protocols.fusion.fixtures import noise
 ARCHS = ["blip2", "instructblip"]
 
 
-def _messages(image: Image.Image, text: str = "Q?") -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": text}]}]
+def _messages(image: Image.Image, text: str = "Q?") -> list[ChatMessage]:
+    return [ChatMessage.user(text, [image])]
 
 
 def test_plain_prompts_when_no_chat_template(caplog: pytest.LogCaptureFixture) -> None:
@@ -34,7 +35,7 @@ def test_plain_prompts_when_no_chat_template(caplog: pytest.LogCaptureFixture) -
     assert blip2.processor.chat_template is None and blip2.tokenizer.chat_template is None
     image = noise(40, 30)
     assert blip2._render(_messages(image))[0] == "Question: Q? Answer:"
-    answered = [*_messages(image), {"role": "assistant", "content": "red"}]
+    answered = [*_messages(image), ChatMessage.of_text("assistant", "red")]
     assert blip2._render(answered, add_generation_prompt=False)[0] == "Question: Q? Answer: red"
     instruct = create_backend("tiny:instructblip")
     assert instruct._render(_messages(image, "Describe it."))[0] == "Describe it."

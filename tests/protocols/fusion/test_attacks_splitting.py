@@ -18,6 +18,7 @@ from PIL import Image
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.models.base import GenerationParams, GenerationRequest, create_backend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 from tests.protocols.fusion.fixtures import noise
@@ -31,8 +32,8 @@ def backend(arch: str) -> Any:
     return create_backend(f"tiny:{arch}")
 
 
-def ask(image: Image.Image, text: str = "What color?") -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image", "url": image}, {"type": "text", "text": text}]}]
+def ask(image: Image.Image, text: str = "What color?") -> list[ChatMessage]:
+    return [ChatMessage.user(text, [image])]
 
 
 def processor(**kwargs: Any) -> Any:

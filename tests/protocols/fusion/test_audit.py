@@ -10,12 +10,13 @@ import pytest
 
 from harness.cli import main
 from harness.protocols.fusion.audit_report import FusionAuditReport
+from harness.results.sample_error import SampleError
 from harness.results.schema import RunResults, SampleRecord, TaskCounts, write_run
 
 ITEMS = ["i1", "i2", "i3", "i4", "i5"]
 
 
-def _record(task: str, k: int, metrics: dict | None, error: str | None = None, **doc: str) -> SampleRecord:
+def _record(task: str, k: int, metrics: dict | None, error: SampleError | None = None, **doc: str) -> SampleRecord:
     return SampleRecord(
         task=task,
         doc_id=k,
@@ -71,7 +72,7 @@ def _model_a(root: Path) -> list[Path]:
         _record("fusion_typo", 0, {"correct,none": 0.0, "uses_injected,none": 1.0}),
         _record("fusion_typo", 1, {"correct,none": 1.0, "uses_injected,none": 0.0}),
         _record("fusion_typo", 2, {"correct,none": 1.0, "uses_injected,none": 0.0}),
-        _record("fusion_typo", 3, None, error="generation failed"),
+        _record("fusion_typo", 3, None, error=SampleError("generation failed", "timeout")),
         _record("fusion_typo", 4, {"correct,none": 0.0, "uses_injected,none": 0.0}),
     ]
     nat = [

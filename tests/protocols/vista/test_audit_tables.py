@@ -17,6 +17,7 @@ from harness.protocols.vista.audit import (
     ranking_overlap,
 )
 from harness.protocols.vista.tables import markdown_tables
+from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord
 
 
@@ -96,7 +97,9 @@ def test_pool_needs_two_models_and_skips_errors() -> None:
     with pytest.raises(HarnessError, match="at least two"):
         audit_records({"A": pool()["A"]}, same_first_word, AuditConfig())
     runs = pool()
-    runs["B"][1] = runs["B"][1].model_copy(update={"responses": [], "error": "timeout"})
+    runs["B"][1] = runs["B"][1].model_copy(
+        update={"responses": [], "error": SampleError("generation failed", "timeout")}
+    )
     result = audit_records(runs, same_first_word, AuditConfig())
     assert result.skipped_queries == 1 and len(result.rows) == 6
 

@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from harness.errors import HarnessError
+from harness.models.messages import ChatMessage
 from harness.models.tiny import tiny_model_path
 from harness.protocols.vista.implant.train import Example, LoraSettings, encode_example, train_lora
 
@@ -84,12 +85,7 @@ def test_qwen2_vl_trains_and_its_merged_checkpoint_serves(tmp_path: Path) -> Non
     assert backend.model_type == "qwen2_vl"
     request = GenerationRequest(
         "k",
-        [
-            {
-                "role": "user",
-                "content": [{"type": "image", "image": PAIRS[0].image}, {"type": "text", "text": "What is this?"}],
-            }
-        ],
+        [ChatMessage.user("What is this?", [PAIRS[0].image])],
         GenerationParams(max_new_tokens=4),
         1,
         0,

@@ -221,5 +221,5 @@ def test_an_llm_judge_asks_the_a2_question_by_default() -> None:
     from harness.judges.entailment import make_judge
 
     judge = make_judge("tiny:qwen3")
-    text = judge.request("A cat on a mat.", "An animal.").messages[0]["content"][0]["text"]
+    text = judge.request("A cat on a mat.", "An animal.").messages[0].text
     assert text == A2_ENTAILMENT.format(response_a="A cat on a mat.", response_b="An animal.")

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.metrics import oar
 
@@ -55,7 +56,7 @@ def _ensure_eager(model: Any) -> None:
 
 def overlay_attention_ratio(
     wb: WhiteBox,
-    messages: list[dict[str, Any]],
+    messages: list[ChatMessage],
     image_size: tuple[int, int],
     region: tuple[float, float, float, float],
     late_fraction: float = 0.5,
@@ -85,8 +86,8 @@ def overlay_attention_ratio(
 
 def layer_restoration(
     wb: WhiteBox,
-    clean: list[dict[str, Any]],
-    adversarial: list[dict[str, Any]],
+    clean: list[ChatMessage],
+    adversarial: list[ChatMessage],
     max_new_tokens: int,
     is_correct: Callable[[str], bool],
 ) -> tuple[bool | None, list[int]]:

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.models.base import Backend, WhiteBoxBackend
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.preprocess import differentiable_preprocess
 
 
@@ -74,7 +75,7 @@ class WhiteBox:
         """A continuation's token ids: the stripped text without special tokens, then the end token."""
         return [*self.tokenizer(text.strip(), add_special_tokens=False)["input_ids"], self.eos]
 
-    def batch(self, messages: list[list[dict[str, Any]]], correct: list[str], wrong: list[str]) -> Batch:
+    def batch(self, messages: list[list[ChatMessage]], correct: list[str], wrong: list[str]) -> Batch:
         """The prompt inputs of the messages (the backend's own processor) with the correct and wrong
         continuations tokenised."""
         inputs = dict(self.backend.prepare_inputs(messages))

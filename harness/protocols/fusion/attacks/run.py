@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +24,7 @@ from harness.engine.requests import make_request
 from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import GenerationParams, WhiteBoxBackend
+from harness.models.messages import ChatMessage, ImagePart
 from harness.protocols.fusion.attack_outcomes import (
     AttackName,
     AttackOutcome,
@@ -41,6 +42,7 @@ from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd
 from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_image
 from harness.protocols.fusion.judge import judge
+from harness.protocols.fusion.metrics import CORRECT
 from harness.protocols.fusion.rows import FusionRow
 from harness.results.schema import ModelInfo
 
@@ -71,7 +73,7 @@ class CleanItem:
 
     item: str
     doc: dict[str, Any]
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     image: Any
     response: str
 
@@ -96,21 +98,18 @@ def parse_list(text: str, known: tuple[Name, ...], what: str) -> tuple[Name, ...
     return tuple(next(k for k in known if k == t) for t in items)
 
 
-def _replace_image(messages: list[dict[str, Any]], image: Any) -> list[dict[str, Any]]:
-    out = []
-    for m in messages:
-        content = m["content"]
-        if isinstance(content, list):
-            content = [{**c, "url": image} if c.get("type") == "image" else c for c in content]
-        out.append({**m, "content": content})
-    return out
+def _replace_image(messages: list[ChatMessage], image: Any) -> list[ChatMessage]:
+    """The messages with every image replaced by ``image`` (the attacked one)."""
+    return [
+        replace(m, content=tuple(ImagePart(image) if isinstance(p, ImagePart) else p for p in m.content))
+        for m in messages
+    ]
 
 
-def _first_image(messages: list[dict[str, Any]]) -> Any:
+def _first_image(messages: list[ChatMessage]) -> Any:
     for m in messages:
-        for c in m["content"] if isinstance(m["content"], list) else []:
-            if c.get("type") == "image":
-                return c.get("url", c.get("image"))
+        if m.images:
+            return m.images[0]
     raise HarnessError("the attacked task's prompt has no image")
 
 
@@ -129,7 +128,7 @@ def clean_correct_items(
     config, runtime, docs = opened.config, opened.runtime, opened.docs
     items = []
     for record in read_samples(run_dir, task):
-        if record.error is not None or record.metrics.get("correct,none") != 1.0:
+        if record.error is not None or record.metrics.get(CORRECT) != 1.0:
             continue
         doc = docs[record.doc_id]
         messages = runtime.build_messages(doc)

@@ -18,6 +18,7 @@ from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.judges.prompts import A5_SENTIMENT
 from harness.models.base import Backend, GenerationParams, GenerationRequest
+from harness.models.messages import ChatMessage
 
 Rater = Callable[[str, str], int | None]  # (entity, response) -> rating 1-5, None when unreadable
 
@@ -77,9 +78,7 @@ class LLMRater:
         answer = self.answers.get(key)
         if answer is None:
             text = self.prompt.format(entity=entity, response=response)
-            request = GenerationRequest(
-                key, [{"role": "user", "content": [{"type": "text", "text": text}]}], self.params, 1, 0
-            )
+            request = GenerationRequest(key, [ChatMessage.of_text("user", text)], self.params, 1, 0)
             self.calls += 1
             out = self.backend.generate([request])[0]
             if isinstance(out, Exception):
