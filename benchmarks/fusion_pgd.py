@@ -28,6 +28,7 @@ import torch
 from PIL import Image
 
 from harness.models.base import create_backend, parse_model_args
+from harness.models.messages import ChatMessage
 from harness.protocols.fusion.attacks.losses import WhiteBox
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
@@ -69,18 +70,7 @@ def main() -> None:
     images = [
         Image.fromarray(rng.integers(0, 256, (args.size, args.size, 3), dtype=np.uint8)) for _ in range(args.batch)
     ]
-    messages = [
-        [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "image", "url": im},
-                    {"type": "text", "text": "What is the value of the blue bar?"},
-                ],
-            }
-        ]
-        for im in images
-    ]
+    messages = [[ChatMessage.user("What is the value of the blue bar?", [im])] for im in images]
     batch = wb.batch(messages, ["forty two"] * args.batch, ["seven"] * args.batch)
     loss = wb.end_loss(batch)
     x0 = [image_to_tensor(im).to(wb.device) for im in images]

@@ -26,13 +26,14 @@ sys.path.insert(0, str(ROOT))
 
 from harness.engine.requests import make_request  # noqa: E402
 from harness.models.base import GenerationParams, GenerationRequest  # noqa: E402
+from harness.models.messages import ChatMessage  # noqa: E402
 from harness.models.tiny import tiny_model_path  # noqa: E402
 
 COLOURS = [(220, 30, 30), (30, 160, 60), (40, 60, 200), (230, 200, 20), (20, 190, 200), (200, 40, 200)]
 QUESTIONS = ["What colour is the square?", "Describe the image.", "Which shape do you see?", "Is it bright?"]
 
 
-def prompts(count: int) -> list[list[dict[str, Any]]]:
+def prompts(count: int) -> list[list[ChatMessage]]:
     """``count`` one-image conversations: coloured squares of varying size and place on varying canvases."""
     from PIL import Image, ImageDraw
 
@@ -40,17 +41,7 @@ def prompts(count: int) -> list[list[dict[str, Any]]]:
     for i in range(count):
         image = Image.new("RGB", (48 + 8 * (i % 5), 40 + 6 * (i % 3)), (250, 250, 250))
         ImageDraw.Draw(image).rectangle((4 + i % 7, 4, 24 + i % 11, 28), fill=COLOURS[i % len(COLOURS)])
-        out.append(
-            [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "image", "url": image},
-                        {"type": "text", "text": QUESTIONS[i % len(QUESTIONS)]},
-                    ],
-                }
-            ]
-        )
+        out.append([ChatMessage.user(QUESTIONS[i % len(QUESTIONS)], [image])])
     return out
 
 
