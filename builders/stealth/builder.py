@@ -17,6 +17,7 @@ from builders.options import option
 from builders.stealth import conditions as C
 from builders.stealth import render
 from builders.stealth.text import long_designs, short_designs
+from harness.errors import HarnessError
 from harness.fonts import file_sha256, resolve_font
 from harness.protocols.stealth.palette import OCR_WORDS
 from harness.protocols.stealth.rows import StealthRow, WordBox
@@ -228,8 +229,6 @@ def build(out: Path, options: Options) -> Path:
     seed, subsets, sentences, questions = options.seed, options.subsets, options.sentences, options.questions
     unknown = set(subsets) - set(SUBSETS)
     if unknown:
-        from harness.errors import HarnessError
-
         raise HarnessError(f"unknown stealth subset(s) {', '.join(sorted(unknown))}; choose from {', '.join(SUBSETS)}")
     font_path = resolve_font("DroidSans.ttf", options.font)
     sha = file_sha256(font_path)

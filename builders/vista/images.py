@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.extras import require
 from harness.hashing import derive_seed
 from harness.models.tiny import tiny_model_path
 from harness.protocols.vista.tiny import TINY_GENERATOR
@@ -53,8 +54,6 @@ class Text2ImageGenerator:
     ) -> None:
         import torch
         from tqdm.auto import tqdm
-
-        from harness.extras import require
 
         require("diffusers", "vista", "generating VISTA's images")
         from diffusers import AutoPipelineForText2Image  # the [vista] extra

