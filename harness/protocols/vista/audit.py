@@ -23,6 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from harness.errors import HarnessError
+from harness.hashing import to_jsonable
 from harness.judges.base import model_calls
 from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.audit_report import AuditSettings, VistaAuditReport
@@ -565,7 +566,7 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
         writer.writerows({k: r.get(k) for k in fields} for r in result.rows)
     with (out_dir / "flagged.jsonl").open("w", encoding="utf-8") as fh:
         for case in result.flagged:
-            fh.write(json.dumps(case, default=str) + "\n")
+            fh.write(json.dumps(to_jsonable(case)) + "\n")  # images by digest, as samples files hold them
     if result.rows:
         suspicion_distribution(
             {m: [r["suspicion"] for r in result.rows if r["model"] == m] for m in result.models},

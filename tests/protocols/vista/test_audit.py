@@ -53,6 +53,7 @@ def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path
     assert len(flagged) == summary.flagged
     if flagged:
         assert set(json.loads(flagged[0])["responses"]) == set(result.models)
+        assert "<PIL." not in flagged[0]  # a doc's images are written by digest, as in samples files
     assert (out / "suspicion_by_model.png").is_file()
 
 
