@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -27,14 +28,18 @@ sys.path.insert(0, str(ROOT))
 from builders import build_dataset  # noqa: E402
 from harness.data import default_data_dir  # noqa: E402
 from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
-from harness.models import create_backend  # noqa: E402
+from harness.models import Backend, create_backend  # noqa: E402
+from harness.models.hf import HFBackend  # noqa: E402
 from harness.models.tiny import tiny_model_path  # noqa: E402
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 TASK = "shapes_color"
 NEW_TOKENS = 16
 
 
-def bare_loop(backend, docs) -> float:
+def bare_loop(backend: HFBackend, docs: Dataset) -> float:
     """The plainest correct transformers loop over the same prompts, one doc per generate call."""
     import torch
 
@@ -54,7 +59,7 @@ def bare_loop(backend, docs) -> float:
     return time.perf_counter() - start
 
 
-def harness_in_process(backend, docs_n: int, data_dir: Path) -> float:
+def harness_in_process(backend: Backend, docs_n: int, data_dir: Path) -> float:
     opts = EvalOptions(
         tasks=[TASK],
         data_dir=data_dir,
@@ -88,6 +93,7 @@ def main() -> None:
     data_dir = default_data_dir()
     model = tiny_model_path("llava")
     backend = create_backend(f"hf:{model}", {"dtype": "float32"})
+    assert isinstance(backend, HFBackend)  # the bare loop drives its processor and model directly
     from datasets import load_dataset
 
     docs = load_dataset(str(data_dir / "vlm-audit/shapes"), split="test").select(range(args.docs))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,9 +30,10 @@ from PIL import Image
 
 from harness.models.base import create_backend, parse_model_args
 from harness.models.messages import ChatMessage
-from harness.protocols.fusion.attacks.losses import WhiteBox
+from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
+from harness.protocols.fusion.attacks.single_view import SingleViewPreprocess
 
 
 def _sync(device: torch.device) -> None:
@@ -39,7 +41,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _interleaved(fns: list, device: torch.device, repeats: int) -> list[float]:
+def _interleaved(fns: list[Callable[[], None]], device: torch.device, repeats: int) -> list[float]:
     """Best-of-``repeats`` time of each function, measured in alternation so load from other processes
     on a shared machine hits all of them alike (the minimum is the least disturbed run)."""
     for fn in fns:
@@ -65,7 +67,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     backend = create_backend(args.model, parse_model_args(args.model_args))
-    wb = WhiteBox(backend)
+    wb = WhiteBox(white_box(backend, args.model))
     rng = np.random.default_rng(0)
     images = [
         Image.fromarray(rng.integers(0, 256, (args.size, args.size, 3), dtype=np.uint8)) for _ in range(args.batch)
@@ -102,9 +104,14 @@ def main() -> None:
     _sync(wb.device)
     attack_s = time.perf_counter() - start
     seen = wb.pre([x0[0]])["pixel_values"]
-    view = f"{seen.shape[0]} patches of {wb.pre.patch_size}px" if wb.pre.qwen else f"{tuple(seen.shape[-2:])} pixels"
+    # Qwen's single view is a sequence of patches; every other family's image keeps its pixel grid.
+    pre = wb.pre
+    if isinstance(pre, SingleViewPreprocess) and pre.qwen:
+        view = f"{seen.shape[0]} patches of {pre.patch_size}px"
+    else:
+        view = f"{tuple(seen.shape[-2:])} pixels"
     print(
-        f"{args.model} {args.model_args} on {wb.device} ({backend.dtype}), batch {args.batch}, "
+        f"{args.model} {args.model_args} on {wb.device} ({next(wb.model.parameters()).dtype}), batch {args.batch}, "
         f"{args.size}x{args.size} images; the model sees {view} per image"
     )
     print(

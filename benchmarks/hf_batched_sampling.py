@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT))
 from builders import build_dataset  # noqa: E402
 from harness.data import default_data_dir  # noqa: E402
 from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
-from harness.models import create_backend  # noqa: E402
+from harness.models import Backend, create_backend  # noqa: E402
 
 
-def run(backend, docs: int, n: int, tokens: int, batch: int) -> tuple[float, list[list[str]]]:
+def run(backend: Backend, docs: int, n: int, tokens: int, batch: int) -> tuple[float, list[list[str]]]:
     """Seconds spent generating, and every sample in doc order."""
     opts = EvalOptions(
         tasks=["shapes_color"],

@@ -104,8 +104,8 @@ class Sampler:
 _CLI = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main(sys.argv[1:]))"]
 
 
-def _harness(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_CLI, *args], check=True, text=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
+def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*_CLI, *args], check=True, text=True, capture_output=True, env=env)
 
 
 def _run(root: Path) -> Path:

@@ -83,14 +83,26 @@ def gpu_check_tps(log: Path) -> float:
     return float(match.group(1))
 
 
-def compute_gpu_s(w: Workload, args: argparse.Namespace) -> float:
+@dataclass(frozen=True)
+class Assumptions:
+    """The throughput and overheads the plan is computed from (``parse``: flags over the defaults)."""
+
+    decode_tps: float
+    prefill_share: float
+    pgd_step_s: float
+    efficiency: float
+    load_s: float
+    gpus: tuple[int, ...]
+
+
+def compute_gpu_s(w: Workload, args: Assumptions) -> float:
     """GPU-seconds of useful work over all of a protocol's models."""
     generate = w.completions_per_model * w.mean_tokens / args.decode_tps * (1 + args.prefill_share)
     attack = w.pgd_item_steps_per_model * args.pgd_step_s
     return w.models * (generate + attack)
 
 
-def wall_s(w: Workload, gpus: int, args: argparse.Namespace) -> float:
+def wall_s(w: Workload, gpus: int, args: Assumptions) -> float:
     """Wall time on ``gpus`` GPUs: compute spread with the given efficiency, plus the model loads in turn."""
     efficiency = 1.0 if gpus == 1 else args.efficiency
     load_rounds = math.ceil(w.models / gpus)
@@ -101,7 +113,7 @@ def hours(seconds: float) -> str:
     return f"{seconds / 3600:,.1f}"
 
 
-def table(args: argparse.Namespace) -> str:
+def table(args: Assumptions) -> str:
     """The plan as a Markdown table: one row per protocol, wall hours and GPU-hours per GPU count."""
     head = "| protocol | models | completions/model | GPU-h of work |" + "".join(
         f" wall h @{g} | GPU-h @{g} |" for g in args.gpus
@@ -115,7 +127,7 @@ def table(args: argparse.Namespace) -> str:
     return "\n".join(rows)
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+def parse(argv: list[str]) -> Assumptions:
     """The assumptions: flags over the defaults, the throughput from a GPU check's log when given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -134,9 +146,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--efficiency", type=float, default=0.9, help="data-parallel efficiency on > 1 GPU")
     parser.add_argument("--load-s", type=float, default=120.0, help="seconds to load one model onto a GPU")
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 4, 32])
-    args = parser.parse_args(argv)
-    if args.gpu_check_log is not None:
-        args.decode_tps = gpu_check_tps(args.gpu_check_log)
+    ns = parser.parse_args(argv)
+    args = Assumptions(
+        decode_tps=gpu_check_tps(ns.gpu_check_log) if ns.gpu_check_log is not None else ns.decode_tps,
+        prefill_share=ns.prefill_share,
+        pgd_step_s=ns.pgd_step_s,
+        efficiency=ns.efficiency,
+        load_s=ns.load_s,
+        gpus=tuple(ns.gpus),
+    )
     if args.decode_tps <= 0 or args.pgd_step_s < 0 or not 0 < args.efficiency <= 1 or min(args.gpus) < 1:
         raise SystemExit("--decode-tps must be > 0, --pgd-step-s >= 0, --efficiency in (0, 1], --gpus >= 1")
     return args

@@ -71,7 +71,8 @@ def baseline_parser(rev: str) -> Callable[[str], object]:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.parse_triplets
+    parse: Callable[[str], object] = module.parse_triplets  # the old revision's function, loaded at run time
+    return parse
 
 
 def main() -> None:

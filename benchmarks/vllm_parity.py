@@ -74,7 +74,7 @@ def answers(args: argparse.Namespace) -> None:
         from harness.models.hf import HFBackend
 
         backend: Any = HFBackend(model, {"device": "auto", "dtype": "float32"})
-        texts = [out[0] for out in backend.generate(requests)]  # type: ignore[index]
+        texts = [out[0] for out in backend.generate(requests)]
         ids = []
         for request in requests:
             inputs = backend.prepare_inputs([request.messages])
@@ -90,7 +90,7 @@ def answers(args: argparse.Namespace) -> None:
         from harness.models.vllm import VLLMBackend, sampling_kwargs, to_vllm_messages
 
         backend = VLLMBackend(model, {"dtype": "float32", "gpu_memory_utilization": "0.5", "max_model_len": "2048"})
-        texts = [out[0] for out in backend.generate(requests)]  # type: ignore[index]
+        texts = [out[0] for out in backend.generate(requests)]
         outputs = backend._llm.chat(
             [to_vllm_messages(r.messages) for r in requests],
             [SamplingParams(**sampling_kwargs(r)) for r in requests],

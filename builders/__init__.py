@@ -1,7 +1,8 @@
 """Dataset builders: ``harness build NAME`` writes a Hub-layout dataset folder with its card.
 
 A builder is a module with ``REPO_ID`` (the dataset it makes), ``Options`` (a frozen dataclass of its
-options, see :mod:`builders.options`) and ``build(out, options) -> Path``. ``shapes`` is built in; every
+options, see :mod:`builders.options`) and ``build(out, options) -> Path``
+(:class:`harness.builder_spec.BuilderModule`). ``shapes`` is built in; every
 other builder is declared by its protocol (``Protocol.builders``), a third party's included.
 """
 
@@ -39,7 +40,7 @@ def builders_help() -> str:
 
 def builder_for(dataset_path: str) -> str | None:
     """The builder whose dataset is ``dataset_path`` (a Hub id such as vlm-audit/vista), if any."""
-    return next((b.name for b in all_builders() if getattr(b.load(), "REPO_ID", None) == dataset_path), None)
+    return next((b.name for b in all_builders() if dataset_path == b.load().REPO_ID), None)
 
 
 def build_hint(dataset_path: str, out: Path | None) -> str | None:
@@ -74,7 +75,7 @@ def build_dataset(
         from harness.data import default_data_dir
 
         out = default_data_dir() / module.REPO_ID
-    folder: Path = module.build(out, chosen)
+    folder = module.build(out, chosen)
     if push_to_hub:
         from builders.publish import push_folder
 

@@ -9,6 +9,7 @@ import pytest
 
 from builders import build_dataset
 from builders.shapes import ShapesRow
+from harness.builder_spec import Builder
 from harness.errors import HarnessError
 
 
@@ -43,6 +44,14 @@ def test_shapes_row_features_are_the_builders_features() -> None:
 def test_unknown_builder() -> None:
     with pytest.raises(HarnessError, match="unknown dataset 'nope'"):
         build_dataset("nope", None)
+
+
+def test_builder_module_is_loaded_typed_and_one_lacking_its_names_is_refused() -> None:
+    shapes = Builder("shapes", "builders.shapes", "synthetic shapes").load()
+    assert shapes.REPO_ID == "vlm-audit/shapes" and shapes.Options().seed == 0
+    with pytest.raises(HarnessError) as err:
+        Builder("broken", "builders.options", "not a builder").load()
+    assert str(err.value) == "builder 'broken': module builders.options has no REPO_ID, Options, build"
 
 
 def test_builder_flags_and_settings_come_from_its_options_class(capsys: pytest.CaptureFixture) -> None:

@@ -41,7 +41,7 @@ def doc_to_reading_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:
-    return FusionRow.read(doc, "answers")[0]
+    return str(FusionRow.read(doc, "answers")[0])
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist.report import labels_from_items, mist_report
@@ -85,7 +85,9 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
     return [] if image is None else [image.convert("RGB")]
 
 
-def doc_to_messages(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> list[dict]:
+def doc_to_messages(
+    doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     content = [{"type": "image", "url": image} for image in doc_to_visual(doc)]
     content.append({"type": "text", "text": doc_to_text(doc, lmms_eval_specific_kwargs)})
     return [{"role": "user", "content": content}]
@@ -160,7 +162,7 @@ def image_following_misleading(items: list[Any]) -> float | None:
     return mist.image_following_ratio(labels, senses, "misleading")
 
 
-def _agreement(items: list[Any], condition: str) -> float | None:
+def _agreement(items: list[Any], condition: mist.ImageCondition | Literal["none"]) -> float | None:
     labels, _, majority = labels_from_items(items)
     return mist.agreement(labels, majority, condition)
 

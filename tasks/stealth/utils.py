@@ -19,7 +19,7 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    return (lmms_eval_specific_kwargs or {}).get("prompt", "")
+    return str((lmms_eval_specific_kwargs or {}).get("prompt", ""))
 
 
 def doc_to_answers(doc: dict[str, Any]) -> str:

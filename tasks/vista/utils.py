@@ -15,7 +15,7 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    return VistaRow.read(doc, "prompt")
+    return str(VistaRow.read(doc, "prompt"))
 
 
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
