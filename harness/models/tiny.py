@@ -745,6 +745,24 @@ def clip_tokenizer(folder: Path) -> Any:
     return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=256)
 
 
+def clip_text_config(tokenizer: Any, max_positions: int) -> Any:
+    """The tiny CLIP text encoder the diffusion recipes condition on (VISTA's generator, FusionAudit's editor)."""
+    from transformers import CLIPTextConfig
+
+    return CLIPTextConfig(
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        hidden_size=32,
+        intermediate_size=37,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        vocab_size=len(tokenizer),
+        projection_dim=32,
+        max_position_embeddings=max_positions,
+    )
+
+
 def save_tiny(model: Any, processor: Any, out: Path) -> None:
     """Save a recipe's model and processor (or tokenizer) to ``out`` and mark the folder as a tiny model."""
     model.save_pretrained(out)

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from harness.extras import require
-from harness.models.tiny import clip_tokenizer, mark_tiny, register_tiny_recipe
+from harness.models.tiny import clip_text_config, clip_tokenizer, mark_tiny, register_tiny_recipe
 
 #: The architecture name of ``--editor tiny``.
 TINY_EDITOR = "instruct_pix2pix"
@@ -28,7 +28,7 @@ def build_tiny_instruct_pix2pix(out: Path) -> None:
         StableDiffusionInstructPix2PixPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel
+    from transformers import CLIPTextModel
 
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tok_dir:
@@ -54,20 +54,7 @@ def build_tiny_instruct_pix2pix(out: Path) -> None:
         down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
         up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
     )
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-            hidden_size=32,
-            intermediate_size=37,
-            num_attention_heads=4,
-            num_hidden_layers=2,
-            vocab_size=len(tokenizer),
-            projection_dim=32,
-            max_position_embeddings=256,
-        )
-    )
+    text_encoder = CLIPTextModel(clip_text_config(tokenizer, max_positions=256))
     pipe = StableDiffusionInstructPix2PixPipeline(
         vae=vae,
         text_encoder=text_encoder,

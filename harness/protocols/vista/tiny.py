@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.extras import require
-from harness.models.tiny import bpe_tokenizer, mark_tiny, register_tiny_recipe
+from harness.models.tiny import bpe_tokenizer, clip_text_config, mark_tiny, register_tiny_recipe
 
 #: The architecture name: ``tiny:sdxl_turbo`` as a ``--generator``.
 TINY_GENERATOR = "sdxl_turbo"
@@ -25,7 +25,7 @@ def build_tiny_sdxl_turbo(out: Path) -> None:
         StableDiffusionXLPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection
 
     tok = bpe_tokenizer(
         ["<|startoftext|>", "<|endoftext|>"],
@@ -36,18 +36,7 @@ def build_tiny_sdxl_turbo(out: Path) -> None:
         model_max_length=77,
     )
     tok.padding_side = "right"
-    text = CLIPTextConfig(
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        hidden_size=32,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        vocab_size=len(tok),
-        projection_dim=32,
-        max_position_embeddings=77,
-    )
+    text = clip_text_config(tok, max_positions=77)
     unet = UNet2DConditionModel(
         block_out_channels=(32, 64),
         layers_per_block=1,
