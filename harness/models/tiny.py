@@ -746,7 +746,7 @@ def clip_tokenizer(folder: Path) -> Any:
 
 
 def clip_text_config(tokenizer: Any, max_positions: int) -> Any:
-    """The tiny CLIP text encoder the diffusion recipes condition on (VISTA's generator, FusionAudit's editor)."""
+    """The tiny CLIP text encoder that the protocols' diffusion recipes (a generator, an editor) condition on."""
     from transformers import CLIPTextConfig
 
     return CLIPTextConfig(
