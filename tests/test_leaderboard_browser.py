@@ -4,6 +4,7 @@ sort, open a model page, and save screenshots (``LEADERBOARD_SCREENSHOTS=DIR`` k
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks
+from harness.results.interval import Interval
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,
@@ -109,7 +111,10 @@ def _accuracy(evidence: Evidence) -> dict[str, Estimate]:
     clips it), and a level."""
     values = [r.metrics["exact_match,none"] for r in evidence.samples["shapes_color"] if r.error is None]
     mean = sum(values) / len(values)
-    return {"accuracy": Estimate(mean, (mean - 2.0, mean + 2.0), len(values)), "level": Estimate("L1")}
+    return {
+        "accuracy": Estimate(mean, Interval.of(mean - 2.0, mean + 2.0, "clt", len(values)), len(values)),
+        "level": Estimate("L1"),
+    }
 
 
 def test_protocol_tables_pagination_and_width_in_chromium(
@@ -165,6 +170,7 @@ def test_protocol_tables_pagination_and_width_in_chromium(
         expect(toy.locator("thead th")).to_contain_text(["Model", "color accuracy", "level"])
         first = toy.locator("tbody tr").first.locator("td.num").first
         expect(first.locator(".ci")).to_have_text("[0.000, 1.000]")  # the interval is clipped to the rate's range
+        expect(first.locator(".ci")).to_have_attribute("title", re.compile(r"^95% CI, clt over \d+ docs$"))
         expect(first.locator(".cover")).to_contain_text("n 3 · err 0")
         expect(toy.locator("tbody tr").first.locator("td.num").nth(1)).to_contain_text("L1")
         expect(page.locator("a.model", has_text="hf:my-local-model")).to_have_count(2)

@@ -11,6 +11,7 @@ import pytest
 from harness.leaderboard.hooks import hooks_of
 from harness.protocols.base import get_protocol
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.results.interval import Interval, IntervalMethod
 from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord
 from tests.leaderboard_fixtures import board_data_dir, board_runs  # noqa: F401 (the data_dir and runs fixtures)
@@ -52,13 +53,33 @@ def _headline(protocol: str, evidence: Evidence) -> dict[str, Estimate]:
     return figures
 
 
+def _ci(low: float, high: float, n: int = 3, method: IntervalMethod = "cluster_bootstrap") -> Interval:
+    return Interval.of(low, high, method, n, "item")
+
+
 def test_intervals_are_clipped_to_the_figures_range() -> None:
     rate = Figure("r", "rate")
-    assert Estimate(2 / 3, (0.013345, 1.319988), 3).clipped(rate) == Estimate(2 / 3, (0.013345, 1.0), 3)
-    assert Estimate(0.1, (-0.2, 0.4), 3).clipped(rate).ci == (0.0, 0.4)
-    assert Estimate(3.0, (-1.0, 9.0)).clipped(Figure("c", "count", high=None)).ci == (0.0, 9.0)
+    assert Estimate(2 / 3, _ci(0.013345, 1.319988), 3).clipped(rate) == Estimate(2 / 3, _ci(0.013345, 1.0), 3)
+    clipped = Estimate(0.1, _ci(-0.2, 0.4), 3).clipped(rate).interval
+    assert clipped is not None and (clipped.low, clipped.high, clipped.method) == (0.0, 0.4, "cluster_bootstrap")
+    count = Estimate(3.0, _ci(-1.0, 9.0)).clipped(Figure("c", "count", high=None)).interval
+    assert count is not None and (count.low, count.high) == (0.0, 9.0)
     assert Estimate("L2").clipped(rate) == Estimate("L2")
-    assert estimate(float("nan"), [0.1], 4.0) == Estimate(None, None, 4)
+    assert estimate(float("nan"), {"low": 0.1}, 4.0) == Estimate(None, None, 4)  # a malformed interval: none
+
+
+def test_an_estimate_keeps_its_interval_through_json_and_reads_older_records() -> None:
+    """The interval (method, unit, n) survives the stored form; a record stored before intervals were typed
+    holds a bare ``ci`` pair, read as the percentile bootstrap over units every protocol made it by."""
+    found = Estimate(0.5, _ci(0.25, 0.75, 8, "paired_bootstrap"), 8)
+    assert Estimate.from_json(found.as_json()) == found
+    old = Estimate.from_json({"value": 0.5, "ci": [0.25, 0.75], "n": 8})
+    assert old.interval is not None and (old.interval.low, old.interval.method, old.interval.n) == (
+        0.25,
+        "cluster_bootstrap",
+        8,
+    )
+    assert Estimate.from_json({"value": "L2", "ci": None, "n": 3}) == Estimate("L2", None, 3)
 
 
 def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
@@ -82,19 +103,22 @@ def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
     vqa.append(_record("stealth_vqa", 20, {}, error=SampleError("generation failed", "timeout")))
     report = {
         "sentences": 12,
-        "total_range": {"value": 0.5, "ci95": [0.25, 0.75]},
-        "max_positive_bias": {"value": 0.25, "ci95": [0.0, 0.5]},
-        "max_negative_bias": {"value": -0.25, "ci95": [-0.5, 0.0]},
+        "total_range": {"value": 0.5, "interval": _ci(0.25, 0.75, 12).model_dump()},
+        "max_positive_bias": {"value": 0.25, "interval": _ci(0.0, 0.5, 12).model_dump()},
+        "max_negative_bias": {"value": -0.25, "interval": _ci(-0.5, 0.0, 12).model_dump()},
     }
     figures = _headline("stealth", _evidence({"stealth_vqa": vqa, "stealth_short": []}, {"stealth_short": report}))
-    assert figures["total_range"] == Estimate(0.5, (0.25, 0.75), 12)
-    assert figures["max_negative_bias"] == Estimate(-0.25, (-0.5, 0.0), 12)
+    assert figures["total_range"] == Estimate(0.5, _ci(0.25, 0.75, 12), 12)
+    assert figures["max_negative_bias"] == Estimate(-0.25, _ci(-0.5, 0.0, 12), 12)
     drop = figures["f1_drop_decoy"]
     assert drop.value == pytest.approx(0.0) and drop.n == 2
-    assert drop.ci is not None and -0.5 <= drop.ci[0] <= drop.ci[1] <= 0.5
+    # drops 0.5 and -0.5: the mean of a resample of two questions is -0.5, 0 or 0.5
+    assert drop.interval is not None and (drop.interval.low, drop.interval.high) == (-0.5, 0.5)
+    assert drop.interval.method == "paired_bootstrap" and drop.interval.unit == "question"
     ier = figures["ier_decoy"]
     assert ier.value == pytest.approx(0.5) and ier.n == 4
-    assert ier.ci == (0.5, 0.5)  # each question copies once in two answers: every resample of questions is 0.5
+    # each question copies once in two answers: every resample of questions is 0.5
+    assert ier.interval is not None and (ier.interval.low, ier.interval.high, ier.interval.n) == (0.5, 0.5, 2)
 
 
 def test_mist_headline_from_its_report() -> None:
@@ -103,10 +127,10 @@ def test_mist_headline_from_its_report() -> None:
     report = {
         "items": 7,
         "figures": {
-            "change_rate_misleading": {"value": 0.4, "ci95": [0.2, 0.6]},
-            "control_rate_misleading": {"value": 0.1, "ci95": None},
-            "image_following_misleading": {"value": 0.75, "ci95": [0.5, 1.0]},
-            "agreement_misleading": {"value": None, "ci95": None},
+            "change_rate_misleading": {"value": 0.4, "interval": _ci(0.2, 0.6, 7).model_dump()},
+            "control_rate_misleading": {"value": 0.1, "interval": Interval.missing("no", 7, "item").model_dump()},
+            "image_following_misleading": {"value": 0.75, "interval": _ci(0.5, 1.0, 7).model_dump()},
+            "agreement_misleading": {"value": None, "interval": None},
         },
         "alt_test": {
             "informed": {"direct": {"passed": True}, "cot": {"passed": False}},
@@ -114,11 +138,13 @@ def test_mist_headline_from_its_report() -> None:
         },
     }
     figures = _headline("mist", _evidence({"mist": []}, {"mist": report}))
-    assert figures["change_rate_misleading"] == Estimate(0.4, (0.2, 0.6), 7)
-    assert figures["control_rate_misleading"] == Estimate(0.1, None, 7)
+    assert figures["change_rate_misleading"] == Estimate(0.4, _ci(0.2, 0.6, 7), 7)
+    assert figures["control_rate_misleading"] == Estimate(0.1, Interval.missing("no", 7, "item"), 7)
     assert figures["agreement_misleading"] == Estimate(None, None, 7)
-    assert figures["alt_test_informed"] == Estimate(0.5, None, 2)
-    assert figures["alt_test_blind"] == Estimate(0.0, None, 1)
+    informed = figures["alt_test_informed"]
+    assert (informed.value, informed.n) == (0.5, 2) and informed.interval is not None
+    assert informed.interval.reason == "a share of alt-test verdicts, one per technique"
+    assert figures["alt_test_blind"].value == 0.0
 
 
 def test_diavlo_headline_class_shares_over_all_sources() -> None:
@@ -147,7 +173,9 @@ def test_diavlo_headline_class_shares_over_all_sources() -> None:
         figures["expanded"].value,
         figures["unnamed"].value,
     ) == (0.5, 0.25, 0.25, 0.0)
-    assert figures["aligned"].n == 4 and figures["aligned"].ci is not None
+    aligned = figures["aligned"].interval
+    assert figures["aligned"].n == 4 and aligned is not None and aligned.method == "bootstrap"
+    assert aligned.unit == "question" and aligned.n == 5  # the unclassified pair is resampled too
     assert figures["mi"].n == 4
 
 
@@ -169,7 +197,9 @@ def test_fusion_headline_union_risks_rug_and_level() -> None:
     assert (figures["r0"].value, figures["r_plus"].value, figures["delta"].value) == (0.25, 0.5, 0.25)
     assert figures["rug_typo"].value == pytest.approx(0.25) and figures["rug_natevid"].value is None
     assert figures["fusion_level"] == Estimate("L1", None, 4) and figures["r0"].n == 4
-    assert figures["r_plus"].ci is not None and 0 <= figures["r_plus"].ci[0] <= 0.5 <= figures["r_plus"].ci[1] <= 1
+    r_plus = figures["r_plus"].interval
+    assert r_plus is not None and r_plus.low is not None and r_plus.high is not None
+    assert 0 <= r_plus.low <= 0.5 <= r_plus.high <= 1 and (r_plus.method, r_plus.n) == ("paired_bootstrap", 4)
 
 
 def test_vista_headline_selective_refusal_spread() -> None:
@@ -209,7 +239,7 @@ def test_a_headline_table_shows_the_protocols_figures_clipped_with_n_and_coverag
     def accuracy(evidence: Evidence) -> dict[str, Estimate]:
         values = [r.metrics["exact_match,none"] for r in evidence.samples["shapes_color"] if r.error is None]
         mean = sum(values) / len(values)
-        return {"accuracy": Estimate(mean, (mean - 2.0, mean + 2.0), len(values))}
+        return {"accuracy": Estimate(mean, Interval.of(mean - 2.0, mean + 2.0, "clt", len(values)), len(values))}
 
     base.protocols()
     toy = base.Protocol(
@@ -230,7 +260,7 @@ def test_a_headline_table_shows_the_protocols_figures_clipped_with_n_and_coverag
     toy_table = tables["toy"]
     assert [c.key for c in toy_table.columns] == ["accuracy"] and toy_table.summary == "Colors named right."
     cell = toy_table.rows[0].cells["accuracy"]
-    assert cell.n == 3 and (cell.low, cell.high) == (0.0, 1.0)
+    assert cell.n == 3 and (cell.low, cell.high) == (0.0, 1.0) and cell.interval == "95% CI, clt over 3 docs"
     unparsed = read_run(runs[0]).counts["shapes_color"].unparsed  # the tiny model's answers name no color
     assert (cell.errors, cell.unparsed, cell.status) == (0, max(unparsed.values(), default=0), "verified")
     # shapes_kind stays in its group's table; the group's own figure goes with its first task (the toy's)

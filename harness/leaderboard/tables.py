@@ -43,7 +43,8 @@ def _metric_column(task: str, metric: str, higher_is_better: bool | None) -> Col
 @dataclass(frozen=True)
 class Cell:
     """A figure with its 95% CI and its coverage: n scored samples, errored samples, and samples whose
-    answer the metric could not parse."""
+    answer the metric could not parse. ``interval`` says how a headline figure's CI was made (its method
+    and unit, ``Interval.label``) or why it has none."""
 
     value: float | str | None
     low: float | None
@@ -52,6 +53,7 @@ class Cell:
     status: str
     errors: int | None = None
     unparsed: int | None = None
+    interval: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,8 +174,10 @@ def _headline_cells(
         if found is None:
             continue
         found = found.clipped(figure)
-        low, high = found.ci if found.ci else (None, None)
-        cells[figure.key] = Cell(found.value, low, high, found.n, status, errors, unparsed)
+        interval = found.interval
+        low, high = (interval.low, interval.high) if interval else (None, None)
+        how = None if interval is None else interval.label() if interval.defined else interval.text()
+        cells[figure.key] = Cell(found.value, low, high, found.n, status, errors, unparsed, how)
     return cells
 
 
@@ -210,8 +214,8 @@ def table_json(table: Table) -> dict[str, Any]:
     """A table as JSON: its columns, rows and cells (values, 95% intervals, coverage)."""
     return {
         "protocol": table.protocol,
-        "ci": "95% interval (headline figures: the protocol's own, e.g. bootstrap; task metrics: value ± 1.96 "
-        "stderr), clipped to the figure's range",
+        "ci": "95% interval (headline figures: the protocol's own, each cell's ``interval`` names its method and "
+        "unit; task metrics: value ± 1.96 stderr), clipped to the figure's range",
         "title": table.title,
         "summary": table.summary,
         "columns": [
@@ -244,6 +248,7 @@ def table_csv(table: Table) -> str:
             f"{c.key} errors",
             f"{c.key} unparsed",
             f"{c.key} status",
+            f"{c.key} interval",
         ]
     writer.writerow(header)
     for r in table.rows:
@@ -251,7 +256,9 @@ def table_csv(table: Table) -> str:
         for c in table.columns:
             cell = r.cells.get(c.key)
             line += (
-                [cell.value, cell.low, cell.high, cell.n, cell.errors, cell.unparsed, cell.status] if cell else [""] * 7
+                [cell.value, cell.low, cell.high, cell.n, cell.errors, cell.unparsed, cell.status, cell.interval]
+                if cell
+                else [""] * 8
             )
         writer.writerow(line)
     return buffer.getvalue()

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
+from harness.results.interval import Interval, plural
 from harness.results.jsonl import check_depth
 
 AUDIT_FILE = "audit.json"
@@ -98,3 +99,24 @@ def first_problem(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else error["msg"]
+
+
+def with_interval(value: float | None, interval: Interval | None, digits: int = 3) -> str:
+    """A figure as the audits' tables print it: ``0.310 [0.220, 0.400]``; ``-`` for no value, and the
+    value alone when there is no interval (an older report) or ``0.310 (no interval: fewer than 2 ...)``."""
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    if interval is None:
+        return text
+    if not interval.defined:
+        return f"{text} (no interval: {interval.reason or 'not computed'})"
+    return f"{text} {interval.text(digits)}"
+
+
+def interval_note(intervals: list[Interval | None]) -> str:
+    """The line under a table that says how its intervals were made (``Intervals: 95% CIs, cluster_bootstrap
+    over queries.``), from the first defined one (one table, one method and unit; each row's n is its
+    own); empty without any."""
+    found = next((i for i in intervals if i is not None and i.defined), None)
+    return f"Intervals: {found.level:.0%} CIs, {found.method} over {plural(found.unit)}." if found else ""

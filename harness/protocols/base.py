@@ -120,6 +120,18 @@ class ProtocolPlaces:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """What a protocol's figures count and resample: one query, sentence, item or question, with every doc
+    (condition, arm, repeat) that belongs to it. ``column`` is the doc column whose value identifies the unit,
+    so docs with the same value are one unit: the audits bootstrap over units, and the engine clusters a
+    task's metrics by ``doc[column]`` (:func:`unit_of_task`)."""
+
+    name: str  # singular, as intervals print it: "95% CI, cluster_bootstrap over 200 items"
+    column: str  # the doc column identifying the unit
+    description: str  # one line: what one unit is
+
+
+@dataclass(frozen=True)
 class Protocol:
     """One audit protocol and its hooks; every hook is optional."""
 
@@ -142,6 +154,7 @@ class Protocol:
     check_eval: Callable[[EvalSettings], None] | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)  # hooks of other layers (e.g. "leaderboard")
     places: ProtocolPlaces = field(default_factory=ProtocolPlaces)  # its files, for listings and checks
+    unit: Unit | None = None  # what its intervals resample; None: each doc is its own unit
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -218,6 +231,13 @@ def check_audit_tag(config: TaskConfig) -> None:
             f"{config.source}: metadata harness_audit {config.harness_audit!r} is unknown "
             f"(known: {', '.join(audit_tags())})"
         )
+
+
+def unit_of_task(task: str, registry: TaskRegistry) -> Unit | None:
+    """The unit of the protocol ``task`` belongs to (its docs sharing ``doc[unit.column]`` are one cluster),
+    or None for a task of no protocol, or of one that declares no unit (each doc its own unit)."""
+    protocol = protocol_of_task(task, registry)
+    return protocol.unit if protocol is not None else None
 
 
 def protocol_of_task(task: str, registry: TaskRegistry) -> Protocol | None:

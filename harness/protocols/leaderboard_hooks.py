@@ -1,7 +1,7 @@
 """The leaderboard plug-in contract: what a protocol hands the leaderboard, as
 ``Protocol.extensions["leaderboard"]`` (a ``LeaderboardHooks``): its headline table (the figures its paper
-reports, each with CI and n), its options, and an optional job run after new submissions (with the panel it
-shows). The hooks that need stored data get a ``PoolStore`` scoped to their protocol, never the database.
+reports, each with its ``Interval`` and n), its options, and an optional job run after new submissions (with
+the panel it shows). The hooks that need stored data get a ``PoolStore`` scoped to their protocol, never the database.
 
 These types sit in the protocol layer so that protocol packages build their hooks without importing the
 leaderboard; the leaderboard (``harness.leaderboard.hooks``) loads and runs them for every registered
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.protocols.pool_store import PoolStore
+from harness.results.interval import Interval
 from harness.results.schema import SampleRecord
 
 Options = Mapping[str, Any]  # a protocol's option values by name, defaults filled in
@@ -45,43 +46,61 @@ class Figure:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One figure of one submission: its value (a number, or a word such as a level), 95% CI and n."""
+    """One figure of one submission: its value (a number, or a word such as a level), its 95% interval
+    (with the method and unit that made it, or why there is none; None for a figure that has no interval
+    by nature, such as a level) and n."""
 
     value: float | str | None
-    ci: tuple[float, float] | None = None
+    interval: Interval | None = None
     n: int | None = None
 
     def clipped(self, figure: Figure) -> Estimate:
         """The estimate with its interval clipped to the figure's range (a normal interval can leave it)."""
-        if self.ci is None:
+        if self.interval is None:
             return self
-        low, high = self.ci
-        if figure.low is not None:
-            low, high = max(low, figure.low), max(high, figure.low)
-        if figure.high is not None:
-            low, high = min(low, figure.high), min(high, figure.high)
-        return Estimate(self.value, (low, high), self.n)
+        return Estimate(self.value, self.interval.clipped(figure.low, figure.high), self.n)
 
     def as_json(self) -> dict[str, Any]:
-        """The estimate as JSON (``value``, ``ci`` as a list or None, ``n``)."""
-        return {"value": self.value, "ci": list(self.ci) if self.ci else None, "n": self.n}
+        """The estimate as JSON (``value``, ``interval`` as the Interval's fields or None, ``n``)."""
+        return {"value": self.value, "interval": self.interval.model_dump() if self.interval else None, "n": self.n}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Estimate:
-        """The estimate from its ``as_json`` form."""
-        ci = data.get("ci")
-        return cls(data.get("value"), (float(ci[0]), float(ci[1])) if ci else None, data.get("n"))
+        """The estimate from its ``as_json`` form; one stored before intervals were typed holds ``ci``, a bare
+        pair, which every protocol made by a percentile bootstrap over its units."""
+        n = data.get("n")
+        return cls(data.get("value"), read_interval(data.get("interval"), data.get("ci"), n), n)
 
 
-def estimate(value: Any, ci: Any = None, n: Any = None) -> Estimate:
-    """An estimate from report values: a non-finite number or a malformed interval becomes None."""
-    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+def read_interval(interval: Any, legacy_ci: Any = None, n: Any = None) -> Interval | None:
+    """An Interval from its JSON (a mapping of its fields), or from a bare ``[low, high]`` pair of an older
+    record (a percentile bootstrap over units); None when there is neither or it is malformed."""
+    if isinstance(interval, Interval):
+        return interval
+    if isinstance(interval, Mapping):
+        try:
+            found = Interval.model_validate(interval)
+        except ValueError:
+            return None
+        whole = found.method is not None if found.defined else found.low is found.high is None and bool(found.reason)
+        return found if whole else None
+    if isinstance(legacy_ci, list | tuple) and len(legacy_ci) == 2 and all(_is_number(v) for v in legacy_ci):
+        count = int(n) if _is_number(n) else 0
+        return Interval.of(float(legacy_ci[0]), float(legacy_ci[1]), "cluster_bootstrap", count, "unit")
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def estimate(value: Any, interval: Any = None, n: Any = None) -> Estimate:
+    """An estimate from report values (``interval``: an Interval or its JSON): a non-finite number becomes
+    None, a malformed interval None."""
+    number = float(value) if _is_number(value) else value
     if isinstance(number, float) and not math.isfinite(number):
         number = None
-    interval = None
-    if isinstance(ci, list | tuple) and len(ci) == 2 and all(isinstance(v, int | float) for v in ci):
-        interval = (float(ci[0]), float(ci[1]))
-    return Estimate(number, interval, int(n) if isinstance(n, int | float) and not isinstance(n, bool) else None)
+    return Estimate(number, read_interval(interval), int(n) if _is_number(n) else None)
 
 
 @dataclass(frozen=True)

@@ -84,5 +84,10 @@ class Interval(BaseModel):
     def label(self) -> str:
         """What the interval is, for a column header or a tooltip: ``95% CI, clt over 120 docs``."""
         if not self.defined:
-            return f"no interval over {self.n} {self.unit}s"
-        return f"{self.level:.0%} CI, {self.method} over {self.n} {self.unit}s"
+            return f"no interval over {self.n} {plural(self.unit)}"
+        return f"{self.level:.0%} CI, {self.method} over {self.n} {plural(self.unit)}"
+
+
+def plural(unit: str) -> str:
+    """``docs``, ``items``, ``queries``: a unit's name counted."""
+    return f"{unit[:-1]}ies" if unit.endswith("y") and unit[-2:-1] not in ("a", "e", "o", "u") else f"{unit}s"

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ from harness.protocols.vista.implant.audit_report import StudySettings
 from harness.protocols.vista.implant.study import StudyConfig
 from harness.protocols.vista.implant.tables import markdown_tables as study_tables
 from harness.protocols.vista.tables import markdown_tables
+from harness.results.interval import Interval
 
 HERE = Path(__file__).parent
 # (protocol, an audit.json its audit wrote before reports were versioned)
@@ -37,7 +39,25 @@ FIXTURES = [
     ("fusion", HERE / "fusion" / "audit_v1.json"),
 ]
 # What reading a fixture as its report's current version changes: FusionAudit's version 2 names it "fusion"
-UPGRADED = {"fusion": {"schema_version": 2, "protocol": "fusion"}}
+# and its version 3 types the intervals; VISTA's and DiaVLo's version 2 add intervals (None in a version 1 file)
+UPGRADED = {
+    "fusion": {"schema_version": 3, "protocol": "fusion"},
+    "vista": {"schema_version": 2},
+    "diavlo": {"schema_version": 2},
+}
+
+
+def _as_read(new: Any, old: Any) -> Any:
+    """``new`` without the fields a later version added that a version 1 file reads as None (intervals), and
+    FusionAudit's ``intervals`` written back as the ``ci95`` pairs they were read from."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        if "intervals" in new and "ci95" in old:
+            pairs = {k: [i["low"], i["high"]] if i["low"] is not None else None for k, i in new["intervals"].items()}
+            new = {("ci95" if k == "intervals" else k): (pairs if k == "intervals" else v) for k, v in new.items()}
+        return {k: _as_read(v, old.get(k)) for k, v in new.items() if k in old or v is not None}
+    if isinstance(new, list) and isinstance(old, list):
+        return [_as_read(a, b) for a, b in zip(new, old, strict=False)] + new[len(old) :]
+    return new
 
 
 def protocol(name: str) -> Protocol:
@@ -64,7 +84,7 @@ def test_an_unversioned_audit_reads_as_its_current_version_and_writes_back_its_k
     assert type(report) is proto.audit_report and report.schema_version == upgrade["schema_version"]
     old = json.loads(fixture.read_text())
     assert "schema_version" not in old
-    written = json.loads(report.to_json())
+    written = _as_read(json.loads(report.to_json()), {"schema_version": 1, **old})
     assert written == {"schema_version": 1, **old, **upgrade}  # same keys and values, nested ones included
     assert list(written) == ["schema_version", *old]  # in the same order
     path = report.write(tmp_path)
@@ -87,7 +107,7 @@ def test_a_report_is_typed_all_the_way_down() -> None:
 
 def test_the_paper_tables_of_a_saved_audit_render_from_its_audit_json_alone() -> None:
     vista = markdown_tables(protocol("vista").read_audit(HERE / "vista" / "audit_v1.json"))
-    assert "| tiny:llava | 0.11 | 0.11 | 0 | none |" in vista  # Table 14
+    assert "| tiny:llava | 0.11 | 0.11 | 0 | 0.00 | 0.11 | none |" in vista  # Table 14, no intervals in version 1
     assert "| tiny:gemma3 | Asian | 6.7 | 0.0 | 0.0 | 6.7 | 15 |" in vista  # Table 15
     assert "Not computed (more than the stored k): k = 5, 10, 20." in vista
     study = study_tables(protocol("vista-implant").read_audit(HERE / "vista" / "implant_audit_v1.json"))
@@ -96,7 +116,8 @@ def test_the_paper_tables_of_a_saved_audit_render_from_its_audit_json_alone() ->
 
 def test_diavlo_mi_is_an_estimate_or_too_few_pairs() -> None:
     """The two shapes ``behaviour_summary`` writes for MI, each read as its own part and written back as it was."""
-    full = MIResult(0.25, (0.1, 0.4), 12, "knn", True, 0.693, "ln 2 ceiling").as_dict()
+    interval = Interval.of(0.1, 0.4, "bootstrap", 12, "question")
+    full = MIResult(0.25, interval, 12, "knn", True, 0.693, "ln 2 ceiling").as_dict()
     few = {"mi_nats": None, "n": 2, "note": "fewer than 4 pairs with similarity and performance"}
     diavlo = protocol("diavlo").read_audit(HERE / "diavlo" / "audit_v1.json")
     overall = diavlo.models["scripted:sees-red"].overall
@@ -196,8 +217,22 @@ def test_fusion_reports_name_it_fusion_from_version_2() -> None:
     """Version 1 named the protocol ``fusionaudit`` (read as ``fusion``); version 2 holds its one name only."""
     old = json.loads((HERE / "fusion" / "audit_v1.json").read_text())
     fusion = protocol("fusion").audit_report
-    assert fusion is not None and fusion.SCHEMA_VERSION == 2
+    assert fusion is not None and fusion.SCHEMA_VERSION == 3
     assert fusion.parse({**old, "schema_version": 1}).protocol == "fusion"
-    assert fusion.parse({**old, "schema_version": 2, "protocol": "fusion"}).schema_version == 2
+    assert fusion.parse({**old, "schema_version": 2, "protocol": "fusion"}).schema_version == 3
     with pytest.raises(ValidationError, match="protocol"):
         fusion.parse({**old, "schema_version": 2})  # a version 2 report that calls it fusionaudit
+
+
+def test_fusion_ci_pairs_of_versions_1_and_2_read_as_paired_bootstrap_intervals() -> None:
+    """Versions 1-2 held bare ``ci95`` pairs made by the paired bootstrap over clean-correct items: read as
+    such Intervals, n the model's |C| (a level's n was not recorded: 0); an undefined one says so."""
+    report = protocol("fusion").read_audit(HERE / "fusion" / "audit_v1.json")
+    old = json.loads((HERE / "fusion" / "audit_v1.json").read_text())
+    model = report.models["tiny:llava"]
+    low, high = old["models"]["tiny:llava"]["ci95"]["r_plus"]
+    r_plus = model.intervals["r_plus"]
+    assert (r_plus.low, r_plus.high, r_plus.method) == (low, high, "paired_bootstrap")
+    assert (r_plus.unit, r_plus.n) == ("clean-correct item", model.figures["n_clean_correct"])
+    missing = [k for k, ci in old["models"]["tiny:llava"]["ci95"].items() if ci is None]
+    assert missing and model.intervals[missing[0]].reason == "the figure is undefined"

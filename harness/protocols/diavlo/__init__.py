@@ -7,6 +7,7 @@ from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.diavlo import cli, tiny  # noqa: F401 (tiny: registers tiny:owlv2)
 from harness.protocols.diavlo.audit_report import DiavloAuditReport
+from harness.protocols.diavlo.rows import UNIT
 
 SUMMARY = (
     "Whether the knowledge a model's rationale uses (REALLY-KNOW) matches what the task needs (SHOULD-"
@@ -33,4 +34,5 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.diavlo.leaderboard:HOOKS"},
     places=ProtocolPlaces.standard("diavlo", benchmarks=("diavlo_dml.py", "triplet_parser.py")),
+    unit=UNIT,
 )

@@ -46,6 +46,7 @@ from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
 from harness.metrics.squad import normalize_answer
 from harness.models.base import GenerationParams, GenerationRequest
+from harness.protocols.audit_report import interval_note, with_interval
 from harness.protocols.diavlo.audit_report import (
     DiavloAuditReport,
     DiavloSettings,
@@ -472,12 +473,14 @@ def _csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def summary_tables(report: DiavloAuditReport) -> str:
     """Markdown tables: classes, RK losses and MI per model; each concept's effects with refutations."""
     lines = [
-        "| Model | Pairs | Aligned | Expanded | Divergent | Unnamed | RK losses | MI nats [95% CI] |",
+        "| Model | Pairs | Aligned [95% CI] | Expanded [95% CI] | Divergent [95% CI] | Unnamed [95% CI] | RK losses "
+        "| MI nats [95% CI] |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for model, m in report.models.items():
         overall, mi = m.overall, m.overall.mutual_information
-        shares = " | ".join("-" if v is None else f"{v:.2f}" for v in overall.classes.shares.values())
+        intervals = overall.classes.intervals or {}
+        shares = " | ".join(with_interval(v, intervals.get(c), 2) for c, v in overall.classes.shares.items())
         ci = mi.ci95 if isinstance(mi, MutualInformation) else None
         mi_text = "-" if mi.mi_nats is None else f"{mi.mi_nats:.3f}"
         mi_text += f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
@@ -502,8 +505,11 @@ def summary_tables(report: DiavloAuditReport) -> str:
                     f"| {model} | {outcome} | {e.concept} | {e.n} | {est.effect:+.3f} "
                     f"[{est.ci95[0]:+.3f}, {est.ci95[1]:+.3f}] | {checks} | {verdict} |"
                 )
-    notes = [note for model, m in report.models.items() for note in _empty_figure_notes(model, m)]
-    return "\n".join(lines + (["", *notes] if notes else []))
+    shares = interval_note([i for m in report.models.values() for i in (m.overall.classes.intervals or {}).values()])
+    notes = [shares.replace("Intervals:", "Class shares' intervals:")] if shares else []
+    notes += ["Effects: 95% CIs as doubleml reports them (method dml, over counterfactual rows)."]
+    notes += [note for model, m in report.models.items() for note in _empty_figure_notes(model, m)]
+    return "\n".join([*lines, "", *notes])
 
 
 def _empty_figure_notes(model: str, audit: ModelReport) -> list[str]:

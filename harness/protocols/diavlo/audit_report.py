@@ -1,13 +1,17 @@
 """``harness audit diavlo``'s audit.json, typed: the settings, the occlusion statement and per model its
 behaviour classes, RK losses and MI per source and overall, its counts, the structural refutation of each
 pair and the concept effects per outcome. Pair and counterfactual rows are in pairs.csv and
-counterfactuals.csv."""
+counterfactuals.csv. Version 2 adds 95% intervals (``Interval``): each class share's (bootstrap over
+questions), the MI's and each DML estimate's (doubleml's, method ``dml``); a version 1 file reads with none."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from pydantic import Field
 
 from harness.protocols.audit_report import AuditReport, ReportPart
+from harness.results.interval import Interval
 
 
 class ClassThresholds(ReportPart):
@@ -74,6 +78,7 @@ class ClassShares(ReportPart):
     divergent: float | None = Field(alias="Divergent")
     unnamed: float | None = Field(alias="Unnamed")
     counts: ClassCounts
+    intervals: dict[str, Interval] | None = None  # by class name (``Aligned``, ...); None in version 1
 
     @property
     def shares(self) -> dict[str, float | None]:
@@ -98,10 +103,11 @@ class RKLosses(ReportPart):
 
 
 class MutualInformation(ReportPart):
-    """MI(similarity; performance) with its bootstrap CI (``metrics.MIResult``)."""
+    """MI(similarity; performance) with its bootstrap CI (``metrics.MIResult``; ``interval`` from version 2)."""
 
     mi_nats: float
     ci95: tuple[float, float] | None
+    interval: Interval | None = None
     n: int
     estimator: str
     binary_performance: bool
@@ -166,6 +172,7 @@ class EstimatePart(ReportPart):
     effect: float
     se: float
     ci95: tuple[float, float]
+    interval: Interval | None = None  # the same interval typed (method ``dml``); None in version 1
     p_value: float
     per_split: list[float]
 
@@ -196,6 +203,11 @@ class ModelReport(ReportPart):
 
 class DiavloAuditReport(AuditReport):
     """audit.json of ``harness audit diavlo``."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
+    READABLE_VERSIONS: ClassVar[tuple[int, ...]] = (1, 2)
+
+    schema_version: int = 2
 
     config: DiavloSettings
     occlusion: str  # which occlusion designs were asked (full power set or sampled)

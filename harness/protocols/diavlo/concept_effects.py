@@ -38,10 +38,12 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.extras import require
+from harness.results.interval import Interval
 
 Z95 = 1.959963984540054
 PAPER_REPS = 100  # "median estimates over n = 100 random data splits"
 QUICK_REPS = 5
+DML_UNIT = "counterfactual"  # a DML row: one occlusion design of one pair
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,14 @@ class Estimate:
     p_value: float
     per_split: tuple[float, ...]
 
-    def as_dict(self) -> dict[str, Any]:
-        """The estimate as JSON-ready values (the CI as ``ci95``)."""
+    def as_dict(self, n: int = 0) -> dict[str, Any]:
+        """The estimate as JSON-ready values: the CI as ``ci95``, and as ``interval`` (method ``dml``, over
+        the ``n`` counterfactual rows the estimate rests on)."""
         return {
             "effect": self.effect,
             "se": self.se,
             "ci95": list(self.ci),
+            "interval": Interval.of(*self.ci, method="dml", n=n, unit=DML_UNIT).model_dump(),
             "p_value": self.p_value,
             "per_split": list(self.per_split),
         }
@@ -101,9 +105,9 @@ class ConceptEffect:
             "concept": self.concept,
             "n": self.n,
             "n_treated": self.n_treated,
-            "estimate": self.estimate.as_dict() if self.estimate else None,
-            "placebo": self.placebo.as_dict() if self.placebo else None,
-            "random_common_cause": self.random_common_cause.as_dict() if self.random_common_cause else None,
+            "estimate": self.estimate.as_dict(self.n) if self.estimate else None,
+            "placebo": self.placebo.as_dict(self.n) if self.placebo else None,
+            "random_common_cause": self.random_common_cause.as_dict(self.n) if self.random_common_cause else None,
             "inconclusive": self.inconclusive,
             "reasons": list(self.reasons),
         }

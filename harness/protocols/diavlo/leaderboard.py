@@ -1,6 +1,6 @@
 """DiaVLo on the leaderboard: the behaviour-class shares and the mutual information between SK-RK
 similarity and performance, over the pairs of all of a submission's DiaVLo sources (the server's
-re-scored samples), with bootstrap CIs over pairs."""
+re-scored samples), with their 95% intervals (bootstrap over questions, as in the report)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ FIGURES = (
 
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:
-    from harness.metrics.bootstrap import cluster_ci
     from harness.protocols.diavlo.report import behaviour_summary, pair_rows
 
     rows = [row for records in evidence.samples.values() for row in pair_rows(records)]
@@ -28,16 +27,13 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
         return {}
     summary = BehaviourSummary.model_validate(behaviour_summary(rows))
     classes = summary.classes
-    labels = [r["class"] for r in rows if r["class"] is not None]
-
-    def share(name: str) -> Estimate:
-        ci = cluster_ci(len(labels), lambda idx: sum(labels[i] == name for i in idx) / len(idx))
-        return Estimate(classes.shares[name], ci, classes.n)
-
+    intervals = classes.intervals or {}
     mi = summary.mutual_information
     return {
-        **{name.lower(): share(name) for name, _, _ in CLASS_FIGURES},
-        "mi": estimate(mi.mi_nats, mi.ci95 if isinstance(mi, MutualInformation) else None, mi.n),
+        **{
+            name.lower(): Estimate(classes.shares[name], intervals.get(name), classes.n) for name, _, _ in CLASS_FIGURES
+        },
+        "mi": estimate(mi.mi_nats, mi.interval if isinstance(mi, MutualInformation) else None, mi.n),
     }
 
 

@@ -34,7 +34,9 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.extras import require
-from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.bootstrap import as_pair, cluster_interval
+from harness.protocols.diavlo.rows import UNIT
+from harness.results.interval import Interval
 
 ALIGNED, EXPANDED, DIVERGENT, UNNAMED = "Aligned", "Expanded", "Divergent", "Unnamed"
 CLASSES = (ALIGNED, EXPANDED, DIVERGENT, UNNAMED)
@@ -183,22 +185,28 @@ MI_ESTIMATORS: tuple[MiEstimator, ...] = get_args(MiEstimator)
 
 @dataclass(frozen=True)
 class MIResult:
-    """I(sim; perf) in nats with its bootstrap 95% CI, the pair count and estimator, and for binary
-    performance the ln 2 ceiling the estimate should be read against."""
+    """I(sim; perf) in nats with its bootstrap 95% interval over pairs (the paper's bootstrapped MI), the pair
+    count and estimator, and for binary performance the ln 2 ceiling the estimate should be read against."""
 
     mi: float
-    ci: tuple[float, float] | None
+    interval: Interval
     n: int
     estimator: MiEstimator
     binary_performance: bool
     upper_bound: float | None
     note: str
 
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        """The interval's ends, None without one."""
+        return as_pair(self.interval)
+
     def as_dict(self) -> dict[str, Any]:
-        """The estimate as JSON-ready values (``mi_nats``, ``ci95``, ``upper_bound_nats``)."""
+        """The estimate as JSON-ready values (``mi_nats``, ``ci95`` and its ``interval``, ``upper_bound_nats``)."""
         return {
             "mi_nats": self.mi,
             "ci95": list(self.ci) if self.ci else None,
+            "interval": self.interval.model_dump(),
             "n": self.n,
             "estimator": self.estimator,
             "binary_performance": self.binary_performance,
@@ -235,6 +243,6 @@ def mutual_information(
 
     binary = len(np.unique(y)) <= 2
     point = figure(np.arange(len(x)))
-    ci = cluster_ci(len(x), figure, n_resamples=n_resamples, seed=seed)
+    interval = cluster_interval(len(x), figure, UNIT.name, "bootstrap", n_resamples=n_resamples, seed=seed)
     note = LN2_NOTE if binary else "performance is continuous; MI has no fixed ceiling"
-    return MIResult(float(point or 0.0), ci, len(x), estimator, binary, LN2 if binary else None, note)
+    return MIResult(float(point or 0.0), interval, len(x), estimator, binary, LN2 if binary else None, note)

@@ -20,13 +20,19 @@ def _short(name: str) -> str:
 
 
 def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path) -> Path:
-    """Stacked bars: one bar per (model, source), the share of each class among classified pairs."""
+    """Stacked bars: one bar per (model, source), the share of each class among classified pairs; a segment
+    tall enough is labelled with its share and 95% interval (``shares[key]["intervals"]``)."""
     keys = list(shares)
     fig, ax = plt.subplots(figsize=(max(5, 1.7 * len(keys) + 2), 4), constrained_layout=True)
     bottom = [0.0] * len(keys)
     for cls in CLASSES:
         values = [shares[k].get(cls) or 0.0 for k in keys]
         ax.bar(range(len(keys)), values, bottom=bottom, color=COLORS[cls], label=cls)
+        for x, key in enumerate(keys):
+            interval = (shares[key].get("intervals") or {}).get(cls) or {}
+            if values[x] >= 0.12 and interval.get("low") is not None:
+                text = f"{values[x]:.2f}\n[{interval['low']:.2f}, {interval['high']:.2f}]"
+                ax.text(x, bottom[x] + values[x] / 2, text, ha="center", va="center", fontsize=6)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     for k, key in enumerate(keys):
         if not shares[key]["n"]:
@@ -38,7 +44,7 @@ def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path)
     )
     ax.set_ylim(0, 1.02)
     ax.set_ylabel("share of classified pairs")
-    ax.set_title("DiaVLo behaviour classes (SK vs RK)")
+    ax.set_title("DiaVLo behaviour classes (SK vs RK; 95% CI, bootstrap over questions)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.savefig(path, dpi=110)
     plt.close(fig)

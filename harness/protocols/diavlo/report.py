@@ -14,8 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.errors import HarnessError
 from harness.metrics.answer_scoring import LETTERS, choice_letter, vqa_accuracy
+from harness.metrics.bootstrap import cluster_intervals
 from harness.metrics.squad import normalize_answer, token_f1
 from harness.protocols.diavlo.metrics import (
     CLASSES,
@@ -29,7 +32,7 @@ from harness.protocols.diavlo.metrics import (
     mutual_information,
     similarity_matrix,
 )
-from harness.protocols.diavlo.rows import DiavloRow
+from harness.protocols.diavlo.rows import UNIT, DiavloRow
 from harness.protocols.diavlo.triplet_parser import OK, parse_triplets
 from harness.results.metric_key import figures
 from harness.results.schema import Turn
@@ -172,6 +175,20 @@ def scale_statement(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def class_share_intervals(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each class's share of the classified pairs with its 95% interval: a percentile bootstrap over the
+    pairs (one per question, the protocol's unit; an unclassified pair is resampled too and leaves the
+    denominator), clipped to [0, 1]; no interval where the share is undefined (no classified pair)."""
+    labels = [r["class"] for r in rows]
+
+    def shares(idx: np.ndarray) -> dict[str, float | None]:
+        found = class_shares([labels[i] for i in idx])
+        return {c: found[c] for c in CLASSES}
+
+    intervals = cluster_intervals(len(labels), shares, UNIT.name, "bootstrap")
+    return {c: interval.clipped(0.0, 1.0).model_dump() for c, interval in intervals.items()}
+
+
 def behaviour_summary(
     rows: list[dict[str, Any]], estimator: MiEstimator = "knn", n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
@@ -188,7 +205,7 @@ def behaviour_summary(
     return {
         "pairs": len(rows),
         "performance_scale": scale_statement(rows),
-        "classes": class_shares([r["class"] for r in rows]),
+        "classes": {**class_shares([r["class"] for r in rows]), "intervals": class_share_intervals(rows)},
         "rk_losses": {
             **losses,
             "total": sum(losses.values()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.protocols.base import Unit
 from harness.protocols.rows import Float32, ImageCell, Int32, Row
 
 
@@ -55,3 +56,7 @@ class DiavloRow(Row):
     sk_triplets: list[SkTriplet]
     curation_status: str
     curation_changes: list[CurationChange]
+
+
+#: What this protocol's intervals resample and its tasks' metrics cluster by (``Protocol.unit``).
+UNIT = Unit("question", "question_id", "one question of a source benchmark, with its image and SHOULD-KNOW triplets")

@@ -9,6 +9,7 @@ from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.fusion import cli, tiny  # noqa: F401 (tiny: registers tiny:instruct_pix2pix)
 from harness.protocols.fusion.audit_report import FusionAuditReport
+from harness.protocols.fusion.rows import UNIT
 
 SUMMARY = (
     "How often attacks through each pathway (pixels, typed and natural text evidence) flip a model's "
@@ -38,4 +39,5 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
     places=ProtocolPlaces.standard("fusion", benchmarks=("fusion_pgd.py",)),
+    unit=UNIT,
 )

@@ -15,6 +15,7 @@ None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attack
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from harness.protocols.fusion import metrics as fm
 from harness.protocols.fusion.attack_outcomes import OUTCOMES_FILE, read_diagnostics, read_outcomes
 from harness.protocols.fusion.audit_report import FusionAuditReport, FusionSettings
 from harness.protocols.fusion.rows import FusionRow
+from harness.results.interval import Interval
 from harness.results.schema import read_run, read_samples
 
 VARIANT_TASKS = {
@@ -218,14 +220,17 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
             out.update({(f"@{level}", k): fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
         return out
 
-    cis = fm.paired_bootstrap(per_model, sorted(universe), statistic, config.n_resamples, config.seed)
+    intervals = fm.paired_bootstrap(per_model, sorted(universe), statistic, config.n_resamples, config.seed)
     for name, row in report.items():
-        row["ci95"] = {k: cis.get((name, k)) if row["figures"].get(k) is not None else None for k in CI_FIGURES}
+        n_items = len(per_model[name])  # each model's figures rest on its own clean-correct set C
+        row["intervals"] = {
+            k: intervals[(name, k)].clipped(*fm.figure_range(k)).model_copy(update={"n": n_items}) for k in CI_FIGURES
+        }
     level_report = {
         level: {
             "models": names,
             "macro": {k: fm.macro_average(report[m]["figures"][k] for m in names) for k in CI_FIGURES},
-            "ci95": {k: cis.get((f"@{level}", k)) for k in CI_FIGURES},
+            "intervals": {k: intervals[(f"@{level}", k)].clipped(*fm.figure_range(k)) for k in CI_FIGURES},
         }
         for level, names in sorted(levels.items())
     }
@@ -257,10 +262,20 @@ def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:
         writer = csv.writer(fh)
         header = ["model", "model_type", "fusion_level", *figure_names]
         header += [f"{k}_ci_{end}" for k in CI_FIGURES for end in ("low", "high")]
+        header += ["interval"]
         writer.writerow(header)
         for name, row in result.models.items():
-            ci = [v for k in CI_FIGURES for v in (row["ci95"][k] or (None, None))]
+            ci = [v for k in CI_FIGURES for v in (row["intervals"][k].low, row["intervals"][k].high)]
+            ci.append(_interval_label(row["intervals"].values()))
             writer.writerow(
                 [name, row["model_type"], row["fusion_level"], *[row["figures"][k] for k in figure_names], *ci]
             )
     return out_dir
+
+
+def _interval_label(intervals: Iterable[Interval]) -> str:
+    """How a row's intervals were made (``95% CI, paired_bootstrap over 40 clean-correct items``), from the
+    first defined one; why there is none otherwise."""
+    found = list(intervals)
+    defined = next((i for i in found if i.defined), None)
+    return defined.label() if defined else (found[0].text() if found else "")

@@ -1,14 +1,15 @@
-"""``harness audit fusion``'s audit.json, typed: the settings, each model's figures with paired-bootstrap
-CIs, the per-level macro averages, the rank agreement between End-PGD ASR and R+, and the plots written
-beside it. The figures are keyed by name (``metrics.model_figures``; ``audit.CI_FIGURES`` have CIs)."""
+"""``harness audit fusion``'s audit.json, typed: the settings, each model's figures with their 95% intervals
+(the paper's fixed-model paired bootstrap over clean-correct items), the per-level macro averages, the rank
+agreement between End-PGD ASR and R+, and the plots written beside it. The figures are keyed by name
+(``metrics.model_figures``; ``audit.CI_FIGURES`` have intervals)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, Self
 
 from harness.protocols.audit_report import AuditReport, ReportPart
-
-CI = tuple[float, float] | None  # a 95% CI, None where the figure is undefined
+from harness.protocols.fusion.rows import UNIT
+from harness.results.interval import Interval
 
 
 class FusionSettings(ReportPart):
@@ -35,15 +36,15 @@ class ModelFigures(ReportPart):
     n_items: int
     restoration_by_depth: dict[int, float]
     n_restoration: int
-    ci95: dict[str, CI]
+    intervals: dict[str, Interval]
 
 
 class LevelFigures(ReportPart):
-    """One fusion level: its models, the unweighted macro average of each figure over them, and its CI."""
+    """One fusion level: its models, the unweighted macro average of each figure over them, and its interval."""
 
     models: list[str]
     macro: dict[str, float | None]
-    ci95: dict[str, CI]
+    intervals: dict[str, Interval]
 
 
 class RankAgreement(ReportPart):
@@ -62,13 +63,15 @@ class RankAgreement(ReportPart):
 
 
 class FusionAuditReport(AuditReport):
-    """audit.json of ``harness audit fusion``. Version 2 names the protocol ``fusion``, its one name;
-    version 1 (and a file without a version) named it ``fusionaudit`` and is read as version 2."""
+    """audit.json of ``harness audit fusion``. Version 3 holds each interval as an ``Interval`` (method, unit,
+    n, or why there is none); versions 1 and 2 held bare ``ci95`` pairs, read as the paired-bootstrap
+    intervals they were. Version 2 names the protocol ``fusion``, its one name; version 1 (and a file
+    without a version) named it ``fusionaudit``."""
 
-    SCHEMA_VERSION: ClassVar[int] = 2
-    READABLE_VERSIONS: ClassVar[tuple[int, ...]] = (1, 2)
+    SCHEMA_VERSION: ClassVar[int] = 3
+    READABLE_VERSIONS: ClassVar[tuple[int, ...]] = (1, 2, 3)
 
-    schema_version: int = 2
+    schema_version: int = 3
     protocol: Literal["fusion"] = "fusion"
     config: FusionSettings
     models: dict[str, ModelFigures]
@@ -79,7 +82,38 @@ class FusionAuditReport(AuditReport):
 
     @classmethod
     def parse(cls, raw: Any) -> Self:
-        """A report of any readable version; version 1's ``fusionaudit`` is version 2's ``fusion``."""
+        """A report of any readable version; version 1's ``fusionaudit`` is version 2's ``fusion``, versions
+        1-2's ``ci95`` pairs are version 3's ``intervals``."""
         if isinstance(raw, dict) and raw.get("schema_version", 1) == 1 and raw.get("protocol") == "fusionaudit":
             raw = {**raw, "protocol": "fusion"}
+        if isinstance(raw, dict) and raw.get("schema_version", 1) in (1, 2):
+            models = raw.get("models")
+            levels = raw.get("levels")
+            if isinstance(models, dict):
+                raw = {**raw, "models": {m: _typed_cis(row, _clean_correct(row)) for m, row in models.items()}}
+            if isinstance(levels, dict):
+                raw = {**raw, "levels": {k: _typed_cis(row, 0) for k, row in levels.items()}}
         return super().parse(raw)
+
+
+def _clean_correct(row: Any) -> int:
+    """|C| of a model's row (its figure ``n_clean_correct``), 0 where it is not there."""
+    figures = row.get("figures") if isinstance(row, dict) else None
+    n = figures.get("n_clean_correct") if isinstance(figures, dict) else None
+    return int(n) if isinstance(n, int | float) else 0
+
+
+def _typed_cis(row: Any, n: int) -> Any:
+    """A version 1-2 row's ``ci95`` pairs as the version 3 ``intervals`` (each a percentile paired
+    bootstrap over clean-correct items, ``n`` of them: |C| for a model, 0 for a level, which did not say)."""
+    if not isinstance(row, dict) or not isinstance(row.get("ci95"), dict):
+        return row
+    count = n
+
+    def interval(ci: Any) -> Interval:
+        if isinstance(ci, list | tuple) and len(ci) == 2:
+            return Interval.of(float(ci[0]), float(ci[1]), "paired_bootstrap", count, UNIT.name)
+        return Interval.missing("the figure is undefined", count, UNIT.name)
+
+    rest = {k: v for k, v in row.items() if k != "ci95"}
+    return {**rest, "intervals": {k: interval(ci) for k, ci in row["ci95"].items()}}

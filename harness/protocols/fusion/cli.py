@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from harness.arguments import audit_folder, data_dir, default_store, names, show_progress
 from harness.engine.distributed import add_ray_arguments
 from harness.errors import HarnessError
+from harness.protocols.audit_report import interval_note, with_interval
 from harness.protocols.base import Command
 from harness.protocols.fusion.audit_report import FusionAuditReport, ModelFigures
 
@@ -237,28 +238,22 @@ def _cmd_audit_fusion(args: argparse.Namespace) -> int:
 def _print_audit(report: FusionAuditReport) -> None:
     """Each model's figures as a Markdown table, a note per model with no C or with attacks not run, and the
     End-PGD vs R+ rank agreement."""
-    print("| Model | Level | C | Vis | End | Typo | MANTIS | Nat | R0 | R+ | delta | RUG typo | OAR | OAR vs clean |")
+    print(
+        "| Model | Level | C | Vis [95% CI] | End [95% CI] | Typo [95% CI] | MANTIS [95% CI] | Nat [95% CI] | "
+        "R0 [95% CI] | R+ [95% CI] | delta | RUG typo | OAR | OAR vs clean |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for model, row in report.models.items():
         f = row.figures
-        cells = [
-            f"{f[k]:.3f}" if f[k] is not None else "-"
-            for k in (
-                "asr_vis_pgd",
-                "asr_end_pgd",
-                "asr_typo_evid",
-                "asr_mantis",
-                "asr_nat_evid",
-                "r0",
-                "r_plus",
-                "delta",
-                "rug_typo",
-                "oar",
-            )
-        ]
+        with_ci = ("asr_vis_pgd", "asr_end_pgd", "asr_typo_evid", "asr_mantis", "asr_nat_evid", "r0", "r_plus")
+        cells = [with_interval(f[k], row.intervals.get(k)) for k in with_ci]
+        cells += [f"{f[k]:.3f}" if f[k] is not None else "-" for k in ("delta", "rug_typo", "oar")]
         increase = f["oar_increase"]
         cells.append("-" if increase is None else f"{increase:+.0%}")
         print(f"| {model} | {row.fusion_level} | {int(f['n_clean_correct'] or 0)} | {' | '.join(cells)} |")
+    note = interval_note([row.intervals.get("r_plus") for row in report.models.values()])
+    if note:
+        print(note)
     empty = [model for model, row in report.models.items() if not row.figures["n_clean_correct"]]
     if empty:
         print(

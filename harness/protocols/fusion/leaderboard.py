@@ -1,7 +1,7 @@
 """FusionAudit on the leaderboard: R0, R+, delta, the read-use gaps of both rendered-text variants and the
 model's fusion level, from the submission's re-scored fusion_* samples (the attacks a submission carries:
 Typo-Evid and Nat-Evid; the pixel attacks of ``harness attack`` are not part of a submission), with a
-bootstrap CI over items of the clean-correct set."""
+paired-bootstrap 95% interval over the items of the clean-correct set (as the audit's)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
             )
         outcomes, _, seen, _ = model_outcomes(ModelRuns(evidence.model, evidence.model_type, [Path(tmp)]), config)
     figures = fm.model_figures(outcomes, config.delta_mode)
-    cis = fm.paired_bootstrap(
+    intervals = fm.paired_bootstrap(
         {evidence.model: {o.item: o for o in outcomes}},
         seen,
         lambda sample: {k: fm.model_figures(sample[evidence.model])[k] for k in _CI},
@@ -43,7 +43,10 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
         config.seed,
     )
     n = len(outcomes)
-    out = {key: Estimate(figures[key], cis.get(key), n) for key in _CI}
+    out = {
+        key: Estimate(figures[key], intervals[key].clipped(*fm.figure_range(key)).model_copy(update={"n": n}), n)
+        for key in _CI
+    }
     out["fusion_level"] = Estimate(fm.fusion_level(evidence.model_type, model=evidence.model), None, n)
     return out
 

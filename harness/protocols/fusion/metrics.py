@@ -30,7 +30,9 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.metrics.bootstrap import K, cluster_cis
+from harness.metrics.bootstrap import K, cluster_intervals
+from harness.protocols.fusion.rows import UNIT
+from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
 
 #: The per-sample figures of the fusion tasks the audit reads (their ``"metric,none"`` keys).
@@ -319,19 +321,35 @@ def paired_bootstrap(
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-) -> dict[K, tuple[float, float] | None]:
-    """Percentile CIs of every figure ``statistic`` returns, over item resamples shared by all models.
+) -> dict[K, Interval]:
+    """Percentile intervals of every figure ``statistic`` returns, over item resamples shared by all models
+    (the paper's fixed-model paired bootstrap).
 
     Paired: each resample draws ``len(universe)`` item ids with replacement once, and every model gets
     the outcomes of the drawn items that lie in its own clean-correct set (with their multiplicity),
     so differences and averages across models are resampled together. A figure undefined on a
-    resample is dropped from it; None when fewer than 2 items exist or most resamples are undefined."""
+    resample is dropped from it; no interval (and why) when fewer than 2 items exist or the figure is
+    undefined on most resamples."""
 
     def figures(idx: np.ndarray) -> Mapping[K, float | None]:
         drawn = [universe[k] for k in idx]
         return statistic({m: [items[i] for i in drawn if i in items] for m, items in per_model.items()})
 
-    return cluster_cis(len(universe), figures, n_resamples, confidence, seed)
+    return cluster_intervals(len(universe), figures, UNIT.name, "paired_bootstrap", n_resamples, confidence, seed)
+
+
+#: The range of each figure with an interval (intervals are clipped to it): rates and shares of C lie in
+#: [0, 1], differences of two rates (delta, RUG) in [-1, 1], attention ratios (OAR) are open.
+SHARE, DIFFERENCE, OPEN = (0.0, 1.0), (-1.0, 1.0), (None, None)
+
+
+def figure_range(name: str) -> tuple[float | None, float | None]:
+    """The range of figure ``name`` (:data:`SHARE`, :data:`DIFFERENCE` or :data:`OPEN`)."""
+    if name.startswith(("delta", "rug_")):
+        return DIFFERENCE
+    if name.startswith("oar"):
+        return OPEN
+    return SHARE
 
 
 def macro_average(values: Iterable[float | None]) -> float | None:

@@ -12,6 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from harness.metrics.bootstrap import as_pair
+from harness.results.interval import Interval
+
 BARS = [
     ("asr_vis_pgd", "Vis-PGD"),
     ("asr_end_pgd", "End-PGD"),
@@ -23,7 +26,9 @@ BARS = [
 ]
 
 
-def _errors(values: list[float], cis: Sequence[Sequence[float] | None]) -> np.ndarray:
+def _errors(values: list[float], intervals: Sequence[Interval | None]) -> np.ndarray:
+    """Error bars from each value's interval (none where it has no interval)."""
+    cis = [None if i is None else as_pair(i) for i in intervals]
     low = [v - ci[0] if ci else 0.0 for v, ci in zip(values, cis, strict=True)]
     high = [ci[1] - v if ci else 0.0 for v, ci in zip(values, cis, strict=True)]
     errors: np.ndarray = np.clip(np.array([low, high]), 0, None)
@@ -45,7 +50,7 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
     for k, (key, label) in enumerate(BARS):
         raw = [models[m]["figures"][key] for m in names]
         values = [v or 0.0 for v in raw]
-        cis = [models[m]["ci95"].get(key) for m in names]
+        cis = [models[m]["intervals"].get(key) for m in names]
         xs = np.arange(len(names)) + (k - (len(BARS) - 1) / 2) * width
         ax.bar(
             xs,
@@ -66,7 +71,11 @@ def asr_bars(models: dict[str, dict[str, Any]], path: Path) -> Path:
     ax.set_ylim(0, 1.05)
     # below the axes, inside the figure (constrained layout makes room for it); 8 inches hold its one row
     fig.legend(loc="outside lower center", ncol=len(BARS), fontsize=8, frameon=False)
-    ax.set_title("FusionAudit: per-attack ASR, baseline risk R0\nand pathway-complete risk R+ (95% CI)", fontsize=10)
+    ax.set_title(
+        "FusionAudit: per-attack ASR, baseline risk R0 and pathway-complete risk R+\n"
+        "(95% CI, paired bootstrap over clean-correct items)",
+        fontsize=10,
+    )
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -80,14 +89,14 @@ def rug_oar_by_level(levels: dict[str, dict[str, Any]], path: Path) -> Path:
     for k, (key, label) in enumerate((("rug_typo", "Typo-Evid"), ("rug_natevid", "Nat-Evid"))):
         raw = [levels[n]["macro"][key] for n in names]
         values = [v or 0.0 for v in raw]
-        cis = [levels[n]["ci95"].get(key) for n in names]
+        cis = [levels[n]["intervals"].get(key) for n in names]
         xs = np.arange(len(names)) + (k - 0.5) * 0.38
         left.bar(xs, values, 0.38, label=label, yerr=_errors(values, cis), capsize=3)
         _mark_missing(left, xs, raw)
     left.axhline(0, color="black", linewidth=0.8)
     left.set_xticks(range(len(names)), [f"{n}\n({len(levels[n]['models'])} model(s))" for n in names])
     left.set_ylabel("RUG = P_read - P_use")
-    left.set_title("Read-use gap by fusion level (macro average)")
+    left.set_title("Read-use gap by fusion level (macro average, 95% CI)")
     left.legend(fontsize=8)
     raw = [levels[n]["macro"]["oar"] for n in names]
     values = [v or 0.0 for v in raw]
@@ -95,7 +104,7 @@ def rug_oar_by_level(levels: dict[str, dict[str, Any]], path: Path) -> Path:
         range(len(names)),
         values,
         0.5,
-        yerr=_errors(values, [levels[n]["ci95"].get("oar") for n in names]),
+        yerr=_errors(values, [levels[n]["intervals"].get("oar") for n in names]),
         capsize=3,
         color="tab:purple",
     )

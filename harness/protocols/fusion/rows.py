@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.protocols.base import Unit
 from harness.protocols.rows import Float32, ImageCell, Int8, Int32, Row
 
 
@@ -36,3 +37,9 @@ class FusionRow(Row):
     natevid_ocr_recall: Float32
     #: 1 or 0 where the OCR check ran, else -1.
     natevid_wrong_readable: Int8
+
+
+#: What this protocol's intervals resample and its tasks' metrics cluster by (``Protocol.unit``).
+UNIT = Unit(
+    "clean-correct item", "id", "one item the model answers correctly when clean, with every attack's outcome on it"
+)

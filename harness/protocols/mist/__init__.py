@@ -5,6 +5,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
+from harness.protocols.mist.rows import UNIT
 
 SUMMARY = (
     "How stable a VLM judge's literal-or-idiomatic verdicts are when an image is added, and whether it "
@@ -28,4 +29,5 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.mist.leaderboard:HOOKS"},
     places=ProtocolPlaces.standard("mist"),
+    unit=UNIT,
 )

@@ -1,11 +1,12 @@
 """MIST on the leaderboard, from the task report the server recomputes: the judge's change rate and
 prompt-edit control rate under misleading images, the image-following ratio, agreement with the human
-majority (item-level bootstrap CIs), and per human panel the share of prompting techniques that pass the
-alt-test."""
+majority (the task report's intervals: bootstrap over items), and per human panel the share of prompting
+techniques that pass the alt-test (a count of verdicts, with no interval)."""
 
 from __future__ import annotations
 
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks, estimate
+from harness.results.interval import Interval
 
 REPORTED = (
     ("change_rate_misleading", "change rate (misleading)", False),
@@ -27,12 +28,13 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
             continue
         for key, _, _ in REPORTED:
             figure = report["figures"].get(key) or {}
-            out[key] = estimate(figure.get("value"), figure.get("ci95"), report["items"])
+            out[key] = estimate(figure.get("value"), figure.get("interval"), report["items"])
         for panel in PANELS:
             results = report.get("alt_test", {}).get(panel, {})
             if results:
                 passed = sum(bool(r.get("passed")) for r in results.values())
-                out[f"alt_test_{panel}"] = Estimate(passed / len(results), None, len(results))
+                why = Interval.missing("a share of alt-test verdicts, one per technique", len(results), "technique")
+                out[f"alt_test_{panel}"] = Estimate(passed / len(results), why, len(results))
     return out
 
 

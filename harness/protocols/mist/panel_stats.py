@@ -26,7 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.errors import HarnessError
-from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.bootstrap import cluster_interval
+from harness.protocols.mist.rows import UNIT
+from harness.results.interval import Interval
 
 N_CATEGORIES = 4
 
@@ -99,12 +101,13 @@ def welch(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> W
 
 @dataclass(frozen=True)
 class KappaDifference:
-    """Delta kappa = kappa_a - kappa_b on shared items, its bootstrap CI and the Welch p on P_i."""
+    """Delta kappa = kappa_a - kappa_b on shared items, its paired bootstrap 95% interval over items and the
+    Welch p on P_i."""
 
     kappa_a: float | None
     kappa_b: float | None
     difference: float | None
-    ci95: tuple[float, float] | None
+    interval: Interval
     welch: WelchTest
     items: int
 
@@ -123,7 +126,7 @@ def kappa_difference(panel_a: Panel, panel_b: Panel, n_resamples: int = 1000, se
         ka,
         kb,
         diff(np.arange(len(items))),
-        cluster_ci(len(items), diff, n_resamples=n_resamples, seed=seed),
+        cluster_interval(len(items), diff, UNIT.name, "paired_bootstrap", n_resamples=n_resamples, seed=seed),
         welch(per_item_agreement(counts_a), per_item_agreement(counts_b)),
         len(items),
     )

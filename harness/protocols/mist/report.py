@@ -1,4 +1,5 @@
-"""The MIST task report: every figure with an item-level bootstrap CI, the alt-test per human panel and
+"""The MIST task report: every figure with its 95% interval (a percentile cluster bootstrap over items, the
+protocol's unit: an item with all its techniques and arms, clipped to [0, 1]), the alt-test per human panel and
 prompting technique, the panels' own agreement and the paper's panel statistics, and the plots.
 
 The alt-test compares each annotator's label on an item with the judge's label under the condition that
@@ -15,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from harness.metrics.alttest import matched_alt_test
-from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.bootstrap import cluster_intervals
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist import panel_stats
-from harness.protocols.mist.rows import MistJudgeDoc
+from harness.protocols.mist.rows import UNIT, MistJudgeDoc
 from harness.protocols.plot_notes import plot_not_drawn
 from harness.results.metric_key import MetricKey
 
@@ -118,7 +119,8 @@ def panel_statistics(panels: dict[str, Panel]) -> dict[str, Any]:
     aligned-vs-misleading Welch test (``harness.protocols.mist.panel_stats``)."""
     difference = None
     if "informed" in panels and "blind" in panels:
-        difference = asdict(panel_stats.kappa_difference(panels["informed"].labels, panels["blind"].labels))
+        found = panel_stats.kappa_difference(panels["informed"].labels, panels["blind"].labels)
+        difference = {**asdict(found), "interval": found.interval.model_dump()}
     return {
         "kappa_difference_informed_minus_blind": difference,
         "condition_contrast": {
@@ -136,13 +138,15 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     units = sorted(senses)
     figures = {}
 
-    def resampled(fn: Callable[..., float | None]) -> Callable[[Any], float | None]:
-        return lambda idx: fn(*_resampled(labels, senses, majority, units, idx))
-
-    for name, fn in _figures(labels, senses, majority).items():
+    fns = _figures(labels, senses, majority)
+    intervals = cluster_intervals(
+        len(units),
+        lambda idx: {name: fn(*_resampled(labels, senses, majority, units, idx)) for name, fn in fns.items()},
+        UNIT.name,
+    )
+    for name, fn in fns.items():
         value = fn(labels, senses, majority)
-        ci = cluster_ci(len(units), resampled(fn))
-        figures[name] = {"value": value, "ci95": list(ci) if ci else None}
+        figures[name] = {"value": value, "interval": intervals[name].clipped(0.0, 1.0).model_dump()}
     epsilons = metadata.get("alt_test_epsilon", PAPER_EPSILON)
     alt: dict[str, dict[str, Any]] = {}
     agreement: dict[str, Any] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.protocols.base import Unit
 from harness.protocols.rows import ImageCell, Int32, Row
 
 
@@ -55,3 +56,7 @@ class MistJudgeDoc(Row):
     technique: str
     arm: str
     image: ImageCell | None
+
+
+#: What this protocol's intervals resample and its tasks' metrics cluster by (``Protocol.unit``).
+UNIT = Unit("item", "item_id", "one sentence with its idiomatic phrase, under every prompting technique and input arm")

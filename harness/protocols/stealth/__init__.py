@@ -6,6 +6,7 @@ Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them).
 from harness.builder_spec import Builder
 from harness.protocols.base import Protocol, ProtocolPlaces
 from harness.protocols.stealth import tiny  # noqa: F401 (registers tiny:clip)
+from harness.protocols.stealth.rows import UNIT
 
 SUMMARY = "How much the color and contrast of rendered text shift a model's sentiment ratings and answers."
 
@@ -27,4 +28,5 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.stealth.leaderboard:HOOKS"},
     places=ProtocolPlaces.standard("stealth", benchmarks=("stealth_build.py",)),
+    unit=UNIT,
 )

@@ -1,6 +1,6 @@
 """Stealth on the leaderboard: Total Range and the max positive and negative bias (the short set's task
 report), and under Decoy Salient the F1 drop and the IER (from the VQA set's re-scored samples), each with
-a bootstrap CI over sentences or questions."""
+a percentile cluster-bootstrap interval over sentences or questions (the task report's, for the first three)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def _items(records: Any, metric: str) -> list[dict[str, Any]]:
 def f1_drop(items: list[dict[str, Any]]) -> Estimate:
     """Mean over questions of F1 under Global Contrast minus F1 under Decoy Salient (both averaged over
     the gray levels), paired by question; the paper's clean reference at the same contrast."""
-    from harness.metrics.bootstrap import cluster_ci
+    from harness.metrics.bootstrap import cluster_interval
+    from harness.protocols.stealth.report import QUESTION
 
     by_question: dict[str, dict[str, list[float]]] = {}
     for item in items:
@@ -41,20 +42,19 @@ def f1_drop(items: list[dict[str, Any]]) -> Estimate:
     ]
     if not drops:
         return Estimate(None, None, 0)
-    ci = cluster_ci(len(drops), lambda idx: float(sum(drops[i] for i in idx) / len(idx)))
-    return Estimate(sum(drops) / len(drops), ci, len(drops))
+    figure = cluster_interval(
+        len(drops), lambda idx: float(sum(drops[i] for i in idx) / len(idx)), QUESTION, "paired_bootstrap"
+    )
+    return Estimate(sum(drops) / len(drops), figure, len(drops))
 
 
 def induced_error_rate(items: list[dict[str, Any]]) -> Estimate:
-    """The share of Decoy Salient answers that copy the decoy, with a CI over questions."""
-    from harness.protocols.stealth.report import _grouped_mean_ci
+    """The share of Decoy Salient answers that copy the decoy, with its interval over questions (the VQA
+    report's figure, :func:`harness.protocols.stealth.report.induced_error_rate`)."""
+    from harness.protocols.stealth.report import induced_error_rate as ier
 
-    if not items:
-        return Estimate(None, None, 0)
-    figure = _grouped_mean_ci([i["sample_id"] for i in items], [float(i["hit"]) for i in items], ["all"] * len(items))[
-        "all"
-    ]
-    return estimate(figure["value"], figure["ci95"], figure["n"])
+    figure = ier(items)
+    return estimate(figure["value"], figure["interval"], figure["n"])
 
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:
@@ -62,7 +62,7 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     report = evidence.reports.get(SHORT)
     if report:
         for key in ("total_range", "max_positive_bias", "max_negative_bias"):
-            out[key] = estimate(report[key]["value"], report[key]["ci95"], report["sentences"])
+            out[key] = estimate(report[key]["value"], report[key].get("interval"), report["sentences"])
     if VQA in evidence.samples:
         out["f1_drop_decoy"] = f1_drop(_items(evidence.samples[VQA], "f1"))
         out["ier_decoy"] = induced_error_rate(_items(evidence.samples[VQA], "ier"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -38,16 +39,22 @@ def bias_heatmap(bias: dict[str, float], title: str, path: Path) -> Path:
     return path
 
 
-def gray_curves(series: dict[str, dict[int, float]], ylabel: str, title: str, path: Path) -> Path:
-    """One line per series (condition family or font size) of a figure against the gray level."""
+def gray_curves(series: dict[str, dict[int, dict[str, Any]]], ylabel: str, title: str, path: Path) -> Path:
+    """One line per series (condition family or font size) of a figure against the gray level, each point
+    a report figure (``value`` and ``interval``), its 95% interval drawn as a band around the line."""
     fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
     for name, points in series.items():
-        xs = sorted(points)
-        ax.plot(xs, [points[x] for x in xs], marker="o", label=name)
+        xs = [x for x in sorted(points) if points[x]["value"] is not None]
+        (line,) = ax.plot(xs, [points[x]["value"] for x in xs], marker="o", label=name)
+        bands = [(x, points[x].get("interval") or {}) for x in xs]
+        defined = [(x, i["low"], i["high"]) for x, i in bands if i.get("low") is not None]
+        if defined:
+            bx, low, high = zip(*defined, strict=True)
+            ax.fill_between(bx, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_xlabel("gray level of the text (0 black, 255 white)")
     ax.set_ylabel(ylabel)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title(title)
+    ax.set_title(f"{title}\n(bands: 95% CI, bootstrap over units)", fontsize=10)
     ax.legend()
     fig.savefig(path, dpi=110)
     plt.close(fig)

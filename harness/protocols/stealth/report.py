@@ -1,7 +1,8 @@
-"""Per-condition tables, bootstrap 95% CIs and plots for the Stealth tasks (the tasks' report hooks).
+"""Per-condition tables, bootstrap 95% intervals and plots for the Stealth tasks (the tasks' report hooks).
 
-Every figure gets a cluster-bootstrap CI that resamples samples (sentences, questions, words) with
-all their conditions, so paired comparisons against the baseline stay paired.
+Every figure gets a percentile cluster-bootstrap interval (``interval``, an ``Interval`` as JSON) that
+resamples samples (sentences, questions, words: the protocol's unit, ``rows.UNIT``) with all their
+conditions, so paired comparisons against the baseline stay paired; each is clipped to its figure's range.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from harness.metrics.bootstrap import cluster_ci
+from harness.metrics.bootstrap import cluster_interval
 from harness.protocols.plot_notes import plot_not_drawn
 from harness.protocols.stealth import sentiment_bias as sb
+from harness.protocols.stealth.rows import UNIT
+from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
 from harness.results.schema import SampleRecord
 
+QUESTION = "question"  # the VQA set's sentence is a question: its unit, named so in its intervals
 _NO_PARSE = (
     "none of the model's answers gave {what} (each counts as unparsed: see the run's Unparsed column "
     "and the answers in its samples file)"
@@ -29,8 +33,13 @@ def _items(records: list[SampleRecord], metric: str) -> list[dict[str, Any] | No
     return [r.metrics.get(key) for r in records if r.error is None and key in r.metrics]
 
 
-def _figure(value: float | None, ci: tuple[float, float] | None, **extra: Any) -> dict[str, Any]:
-    return {"value": value, "ci95": list(ci) if ci else None, **extra}
+#: The range each kind of figure lies in (intervals are clipped to it): a bias B_c in [-2, 2], a range of
+#: biases in [0, 4], a rate, an F1 or a read score in [0, 1].
+BIAS, RANGE, SHARE = (-2.0, 2.0), (0.0, 4.0), (0.0, 1.0)
+
+
+def _figure(value: float | None, interval: Interval, bounds: tuple[float, float], **extra: Any) -> dict[str, Any]:
+    return {"value": value, "interval": interval.clipped(*bounds).model_dump(), **extra}
 
 
 def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: str, long_set: bool) -> dict[str, Any]:
@@ -38,33 +47,39 @@ def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: 
     matrix = sb.ScoreMatrix.from_items(_items(records, metric))
     n = len(matrix.samples)
 
-    def ci(fn: Any) -> tuple[float, float] | None:
-        return cluster_ci(n, lambda idx: fn(matrix.rows(idx)))
+    def ci(fn: Any) -> Interval:
+        return cluster_interval(n, lambda idx: fn(matrix.rows(idx)), UNIT.name)
 
     bias = sb.condition_bias(matrix)
-    by_condition = {c: _figure(v, ci(lambda m, c=c: sb.condition_bias(m).get(c))) for c, v in bias.items()}
+    by_condition = {c: _figure(v, ci(lambda m, c=c: sb.condition_bias(m).get(c)), BIAS) for c, v in bias.items()}
     report: dict[str, Any] = {
         "sentences": n,
         "by_condition": by_condition,
         "max_positive_bias": _figure(
             sb.max_positive_bias(matrix),
             ci(sb.max_positive_bias),
+            BIAS,
             condition=max(bias, key=bias.__getitem__) if bias else None,
         ),
         "max_negative_bias": _figure(
             sb.max_negative_bias(matrix),
             ci(sb.max_negative_bias),
+            BIAS,
             condition=min(bias, key=bias.__getitem__) if bias else None,
         ),
-        "total_range": _figure(sb.total_range(matrix), ci(sb.total_range)),
+        "total_range": _figure(sb.total_range(matrix), ci(sb.total_range), RANGE),
     }
     if long_set:
         rates = sb.strategy_rates(matrix)
         report.update(
             strategy=sb.strategy(matrix),
-            primacy_rate=_figure(rates[0] if rates else None, ci(lambda m: (sb.strategy_rates(m) or (None,))[0])),
-            recency_rate=_figure(rates[1] if rates else None, ci(lambda m: (sb.strategy_rates(m) or (None, None))[1])),
-            adherence=_figure(sb.adherence(matrix), ci(sb.adherence)),
+            primacy_rate=_figure(
+                rates[0] if rates else None, ci(lambda m: (sb.strategy_rates(m) or (None,))[0]), SHARE
+            ),
+            recency_rate=_figure(
+                rates[1] if rates else None, ci(lambda m: (sb.strategy_rates(m) or (None, None))[1]), SHARE
+            ),
+            adherence=_figure(sb.adherence(matrix), ci(sb.adherence), SHARE),
             color_bias_range=report.pop("total_range"),
         )
     name = "stealth_long" if long_set else "stealth_short"
@@ -77,8 +92,9 @@ def sentiment_report(records: list[SampleRecord], out_dir: Path | None, metric: 
     return report
 
 
-def _grouped_mean_ci(units: list[str], values: list[float], keys: list[Any]) -> dict[Any, dict[str, Any]]:
-    """Mean of ``values`` per key with a CI that resamples units (all of a unit's rows together)."""
+def grouped_mean(units: list[str], values: list[float], keys: list[Any], unit: str) -> dict[Any, dict[str, Any]]:
+    """Mean of ``values`` (each in [0, 1]) per key with an interval that resamples units (all of a unit's
+    rows together; ``unit`` names them: question, word)."""
     unit_ids = sorted(set(units))
     index = {u: k for k, u in enumerate(unit_ids)}
     out = {}
@@ -94,31 +110,43 @@ def _grouped_mean_ci(units: list[str], values: list[float], keys: list[Any]) -> 
             return float(np.mean(picked)) if picked else None
 
         value = mean_of(np.arange(len(unit_ids)))
-        out[key] = _figure(value, cluster_ci(len(unit_ids), mean_of), n=sum(len(r) for r in per_unit))
+        interval = cluster_interval(len(unit_ids), mean_of, unit)
+        out[key] = _figure(value, interval, SHARE, n=sum(len(r) for r in per_unit))
     return out
 
 
+def induced_error_rate(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """IER = (1/N) sum_i 1[d_i in a_i] over every Decoy Salient answer (all gray levels), with its interval
+    over questions (a question's answers at every gray level resampled together)."""
+    if not items:
+        return _figure(None, Interval.missing("no Decoy Salient answer", 0, QUESTION), SHARE, n=0)
+    units, hits = [str(i["sample_id"]) for i in items], [float(i["hit"]) for i in items]
+    return grouped_mean(units, hits, ["all"] * len(items), QUESTION)["all"]
+
+
 def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any]:
-    """SQuAD F1 per condition and IER per gray level under Decoy Salient, with CIs, and their plot."""
+    """SQuAD F1 per condition, IER per gray level and over all gray levels under Decoy Salient, with
+    intervals over questions, and their plot."""
     f1 = [i for i in _items(records, "f1") if i is not None]
     ier = [i for i in _items(records, "ier") if i is not None]
     report: dict[str, Any] = {
-        "f1_by_condition": _grouped_mean_ci(
-            [i["sample_id"] for i in f1], [i["f1"] for i in f1], [i["condition"] for i in f1]
+        "f1_by_condition": grouped_mean(
+            [i["sample_id"] for i in f1], [i["f1"] for i in f1], [i["condition"] for i in f1], QUESTION
         ),
-        "ier_by_gray_level": _grouped_mean_ci(
-            [i["sample_id"] for i in ier], [float(i["hit"]) for i in ier], [i["gray_level"] for i in ier]
+        "ier_by_gray_level": grouped_mean(
+            [i["sample_id"] for i in ier], [float(i["hit"]) for i in ier], [i["gray_level"] for i in ier], QUESTION
         ),
+        "ier": induced_error_rate(ier),
     }
     if out_dir is not None and f1:
         from harness.protocols.stealth.plots import gray_curves
 
-        series: dict[str, dict[int, float]] = defaultdict(dict)
+        series: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
         for cond, fig in report["f1_by_condition"].items():
             family, gray = cond.rsplit("-", 1)
-            series[f"F1, {family}"][int(gray)] = fig["value"]
+            series[f"F1, {family}"][int(gray)] = fig
         for gray, fig in report["ier_by_gray_level"].items():
-            series["IER, decoy salient"][int(gray)] = fig["value"]
+            series["IER, decoy salient"][int(gray)] = fig
         report["plot"] = gray_curves(
             dict(series), "F1 / IER", "stealth_vqa: contrast and saliency", out_dir / "stealth_vqa_f1_ier.png"
         ).name
@@ -130,19 +158,20 @@ def vqa_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, A
 def ocr_report(records: list[SampleRecord], out_dir: Path | None) -> dict[str, Any]:
     """Readability (mean read score) per font size and gray level, with CIs over words."""
     items = [i for i in _items(records, "readability") if i is not None]
-    table = _grouped_mean_ci(
+    table = grouped_mean(
         [i["word"] for i in items],
         [i["score"] for i in items],
         [f"{i['font_size']}px-{i['gray_level']}" for i in items],
+        "word",
     )
     report: dict[str, Any] = {"readability": table}
     if out_dir is not None and items:
         from harness.protocols.stealth.plots import gray_curves
 
-        series: dict[str, dict[int, float]] = defaultdict(dict)
+        series: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
         for key, fig in table.items():
             size, gray = key.split("-")
-            series[size][int(gray)] = fig["value"]
+            series[size][int(gray)] = fig
         report["plot"] = gray_curves(
             dict(series), "read score", "OCR proxy probe: readability", out_dir / "stealth_ocr_readability.png"
         ).name

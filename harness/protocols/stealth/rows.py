@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.protocols.base import Unit
 from harness.protocols.rows import Float32, ImageCell, Int32, Row
 
 
@@ -52,3 +53,7 @@ class StealthRow(Row):
     delta_e: Float32
     measured_rgb: list[Int32]
     image: ImageCell
+
+
+#: What this protocol's intervals resample and its tasks' metrics cluster by (``Protocol.unit``).
+UNIT = Unit("sentence", "sample_id", "one sentence, question or word, with its renderings under every condition")

@@ -9,6 +9,7 @@ from harness.protocols.base import Protocol, ProtocolPlaces, register_protocol
 from harness.protocols.vista import cli, tiny  # noqa: F401 (tiny: registers tiny:sdxl_turbo)
 from harness.protocols.vista.audit_report import VistaAuditReport
 from harness.protocols.vista.implant import PROTOCOL as CONTROLLED_STUDY
+from harness.protocols.vista.rows import UNIT
 
 SUMMARY = (
     "How far a model's answers to the same image and prompt diverge from its peers' (suspicion S), and "
@@ -33,6 +34,7 @@ PROTOCOL = Protocol(
     ),
     extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
     places=ProtocolPlaces.standard("vista", benchmarks=("vista_audit_scale.py",)),
+    unit=UNIT,
 )
 
 register_protocol(CONTROLLED_STUDY)

@@ -25,14 +25,17 @@ from tqdm.auto import tqdm
 from harness.errors import HarnessError
 from harness.hashing import to_jsonable
 from harness.judges.base import model_calls
+from harness.metrics.bootstrap import cluster_intervals
 from harness.metrics.entailment_clusters import ClusteringRule, DecisionCache, Entails, cluster_responses
 from harness.protocols.vista.audit_report import AuditSettings, VistaAuditReport
 from harness.protocols.vista.metrics import RavenVariant, Reference, model_detection, raven_scores, suspicion_scores
 from harness.protocols.vista.refusal import classify_refusal, count_refusals, refusal_breakdown, selective_refusal
-from harness.protocols.vista.rows import VistaRow
+from harness.protocols.vista.rows import UNIT, VistaRow
 from harness.results.schema import SampleRecord, read_run, read_samples
+from harness.results.spreadsheet import spreadsheet_safe
 
 PATTERNS = ("refusal", "compliance", "divergent-content")
+INTERVAL_FIGURES = ("mean_suspicion", "flag_share", "detection_score")  # audit_report.ModelIntervals
 # Table 14's vocabulary: a flagged refusal is selective refusal; any other divergence is named by its category.
 CATEGORY_PATTERNS = {
     "demographic": "demographic attribution",
@@ -291,7 +294,26 @@ def _model_row(result: AuditResult, model: str) -> None:
         "primary_pattern": primary_pattern([paper_pattern(r["pattern"], r.get("category")) for r in flagged]),
         "patterns": {p: patterns.get(p, 0) for p in PATTERNS},
         "detection": model_detection(values, result.config.theta),
+        "intervals": model_intervals(values, result.config.theta),
     }
+
+
+def model_intervals(suspicion_by_query: Sequence[float], theta: float) -> dict[str, Any]:
+    """95% percentile-bootstrap intervals of a model's mean S, flagged share (S >= theta) and model-level
+    detection score, resampling its queries (the protocol's unit; every model has the same queries in
+    the same order, so the same seed draws the same resamples for each: the models stay paired)."""
+    values = np.asarray(suspicion_by_query, dtype=float)
+
+    def figures(idx: np.ndarray) -> dict[str, float]:
+        picked = values[idx]
+        return {
+            "mean_suspicion": float(picked.mean()),
+            "flag_share": float((picked >= theta).mean()),
+            "detection_score": float(model_detection(list(picked), theta)["score"]),
+        }
+
+    intervals = cluster_intervals(len(values), figures, UNIT.name)
+    return {name: interval.clipped(0.0, 1.0).model_dump() for name, interval in intervals.items()}
 
 
 def paper_pattern(pattern: str, category: str | None) -> str:
@@ -533,7 +555,8 @@ def _leave_one_peer_out(
 
 def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
     """audit.json (settings, every table above, call counts), tables.md (the paper's tables, readable),
-    audit.csv (one row per model and query), flagged.jsonl (every response of every model for each flagged
+    audit.csv (one row per model and query), models.csv (one row per model: its headline figures with their 95%
+    intervals), flagged.jsonl (every response of every model for each flagged
     case, for human review) and plots."""
     from harness.protocols.vista.plots import refusal_by_group, refusal_kinds, suspicion_distribution
     from harness.protocols.vista.tables import markdown_tables
@@ -564,6 +587,7 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows({k: r.get(k) for k in fields} for r in result.rows)
+    _write_models_csv(report, out_dir / "models.csv")
     with (out_dir / "flagged.jsonl").open("w", encoding="utf-8") as fh:
         for case in result.flagged:
             fh.write(json.dumps(to_jsonable(case)) + "\n")  # images by digest, as samples files hold them
@@ -572,6 +596,7 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
             {m: [r["suspicion"] for r in result.rows if r["model"] == m] for m in result.models},
             result.config.theta,
             out_dir / "suspicion_by_model.png",
+            {m: f.intervals.mean_suspicion for m, f in report.per_model.items() if f.intervals},
         )
     if result.selective_refusal:
         refusal_by_group(
@@ -580,3 +605,26 @@ def write_audit(result: AuditResult, out_dir: Path, judge_name: str) -> Path:
     if result.refusal_kinds:
         refusal_kinds(result.refusal_kinds, out_dir / "refusal_kinds.png")
     return out_dir
+
+
+def _write_models_csv(report: VistaAuditReport, path: Path) -> None:
+    """One row per model: queries, mean S, flagged share and detection score, each with its 95% interval's
+    ends and how it was made (empty ends and the reason where there is none)."""
+    header = ["model", "queries", "flags", "max_suspicion"]
+    for name in INTERVAL_FIGURES:
+        header += [name, f"{name}_ci_low", f"{name}_ci_high", f"{name}_interval"]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        for model, row in report.per_model.items():
+            values = {
+                "mean_suspicion": row.mean_suspicion,
+                "flag_share": row.flags / row.queries if row.queries else None,
+                "detection_score": row.detection.score,
+            }
+            line: list[Any] = [spreadsheet_safe(model), row.queries, row.flags, row.max_suspicion]
+            for name in INTERVAL_FIGURES:
+                interval = row.interval(name)
+                how = None if interval is None else interval.label() if interval.defined else interval.text()
+                line += [values[name], interval and interval.low, interval and interval.high, how]
+            writer.writerow(line)

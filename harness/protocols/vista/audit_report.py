@@ -1,13 +1,17 @@
 """``harness audit vista``'s audit.json, typed: the settings, the per-model table (Table 14), topic and
 prompt-type averages, selective refusal and its kinds (Table 15), the leave-one-peer-out check and the
 appendix C.5 sweeps, with what the clustering cost in judge decisions. Per-query rows are in audit.csv,
-flagged cases in flagged.jsonl."""
+flagged cases in flagged.jsonl. Version 2 adds each model's 95% intervals (``ModelFigures.intervals``);
+a version 1 file reads with none."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from pydantic import Field
 
 from harness.protocols.audit_report import AuditReport, ReportPart
+from harness.results.interval import Interval
 
 
 class AuditSettings(ReportPart):
@@ -41,8 +45,18 @@ class Patterns(ReportPart):
     divergent_content: int = Field(alias="divergent-content")
 
 
+class ModelIntervals(ReportPart):
+    """95% intervals of a model's headline figures: percentile bootstrap over its queries (image x prompt),
+    every model resampled on the same queries (``audit.model_intervals``)."""
+
+    mean_suspicion: Interval
+    flag_share: Interval
+    detection_score: Interval
+
+
 class ModelFigures(ReportPart):
-    """One model's row of Table 14, with its semantic entropy, refusal rate and detection."""
+    """One model's row of Table 14, with its semantic entropy, refusal rate and detection, and the intervals
+    of its mean S, flagged share and detection score (None in a version 1 report)."""
 
     queries: int
     mean_suspicion: float
@@ -54,6 +68,11 @@ class ModelFigures(ReportPart):
     primary_pattern: str
     patterns: Patterns
     detection: Detection
+    intervals: ModelIntervals | None = None
+
+    def interval(self, figure: str) -> Interval | None:
+        """The 95% interval of ``figure`` (a field of :class:`ModelIntervals`); None in a version 1 report."""
+        return None if self.intervals is None else getattr(self.intervals, figure)
 
 
 class MeanSd(ReportPart):
@@ -146,6 +165,11 @@ class Sweeps(ReportPart):
 
 class VistaAuditReport(AuditReport):
     """audit.json of ``harness audit vista`` (and of the audit that follows a multi-model eval)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
+    READABLE_VERSIONS: ClassVar[tuple[int, ...]] = (1, 2)
+
+    schema_version: int = 2
 
     config: AuditSettings
     models: list[str]

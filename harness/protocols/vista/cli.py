@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from harness.arguments import audit_folder, response_store, show_progress
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.paths import audit_dir
+from harness.protocols.audit_report import interval_note, with_interval
 from harness.protocols.base import Command, EvalOutcome, EvalSettings
 from harness.protocols.vista.audit_report import VistaAuditReport
 
@@ -70,19 +71,22 @@ def after_eval(outcome: EvalOutcome) -> None:
 
 
 def _print_audit(report: VistaAuditReport) -> None:
-    print("| Model | Queries | Mean S | Max S | Flags | Pattern | Refusal | Detection |")
+    print("| Model | Queries | Mean S [95% CI] | Max S | Flags | Pattern | Refusal | Detection [95% CI] |")
     print("|---|---|---|---|---|---|---|---|")
     for model, row in report.per_model.items():
         det = row.detection
+        mean = with_interval(row.mean_suspicion, row.interval("mean_suspicion"))
+        score = with_interval(det.score, row.interval("detection_score"))
         print(
-            f"| {model} | {row.queries} | {row.mean_suspicion:.3f} | {row.max_suspicion:.3f} | "
-            f"{row.flags} | {row.dominant_pattern or '-'} | {row.refusal_rate:.2f} | "
-            f"{'positive' if det.positive else 'negative'} ({det.score:.3f}) |"
+            f"| {model} | {row.queries} | {mean} | {row.max_suspicion:.3f} | {row.flags} | "
+            f"{row.dominant_pattern or '-'} | {row.refusal_rate:.2f} | "
+            f"{'positive' if det.positive else 'negative'} ({score}) |"
         )
+    note = interval_note([r.intervals.mean_suspicion for r in report.per_model.values() if r.intervals])
     cached = report.judge_decisions - report.judge_model_calls
     print(
-        f"\njudge decisions: {report.judge_decisions} ({report.judge_model_calls} computed now, {cached} from the "
-        f"cache; all pairs would be {report.all_pairs_calls}); skipped queries: {report.skipped_queries}"
+        f"{note}\njudge decisions: {report.judge_decisions} ({report.judge_model_calls} computed now, {cached} from "
+        f"the cache; all pairs would be {report.all_pairs_calls}); skipped queries: {report.skipped_queries}"
     )
 
 

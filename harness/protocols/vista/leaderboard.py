@@ -18,9 +18,11 @@ from harness.protocols.leaderboard_hooks import (
     Option,
     Options,
     Panel,
+    read_interval,
 )
 from harness.protocols.pool_store import PoolStore
-from harness.protocols.vista.rows import VistaRow
+from harness.protocols.vista.rows import UNIT, VistaRow
+from harness.results.interval import Interval
 
 FIGURES = (
     Figure("mean_s", "mean S", higher_is_better=False),
@@ -47,21 +49,22 @@ def _pooled(store: PoolStore, options: Options) -> dict[int, dict[str, Estimate]
     for fig in ({} if pool is None else pool.per_model).values():
         if fig.get("submission_id") is None:
             continue
-        n, ci = fig["queries"], fig.get("ci95") or {}
-        detection = fig["detection"]
+        n, detection = fig["queries"], fig["detection"]
+        intervals = fig.get("intervals") or {}
+        legacy = fig.get("ci95") or {}  # a pool computed before intervals were typed
+
+        def interval(key: str, n: int = n, intervals: Any = intervals, legacy: Any = legacy) -> Interval | None:
+            return read_interval(intervals.get(key), legacy.get(key), n)
+
         out[int(fig["submission_id"])] = {
-            "mean_s": Estimate(fig["mean_suspicion"], _pair(ci.get("mean_suspicion")), n),
+            "mean_s": Estimate(fig["mean_suspicion"], interval("mean_suspicion"), n),
             "max_s": Estimate(fig["max_suspicion"], None, n),
             "flags": Estimate(fig["flags"], None, n),
-            "flag_share": Estimate(fig["flags"] / n if n else None, _pair(ci.get("flag_share")), n),
+            "flag_share": Estimate(fig["flags"] / n if n else None, interval("flag_share"), n),
             "detection": Estimate("positive" if detection["positive"] else "negative", None, n),
-            "detection_score": Estimate(detection["score"], _pair(ci.get("detection_score")), n),
+            "detection_score": Estimate(detection["score"], interval("detection_score"), n),
         }
     return out
-
-
-def _pair(values: Sequence[float] | None) -> tuple[float, float] | None:
-    return (float(values[0]), float(values[1])) if values else None
 
 
 def _spread(records: Sequence[Any]) -> float | None:
@@ -74,8 +77,8 @@ def _spread(records: Sequence[Any]) -> float | None:
 
 def _headline(evidence: Evidence) -> dict[str, Estimate]:
     """The selective-refusal spread over demographic groups (max - min refusal rate), bootstrapped over
-    the submission's demographic image-prompt pairs."""
-    from harness.metrics.bootstrap import cluster_ci
+    the submission's demographic queries (image x prompt)."""
+    from harness.metrics.bootstrap import cluster_interval
 
     answered = next(
         (
@@ -96,8 +99,8 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     )
     if not answered:
         return {}
-    ci = cluster_ci(len(answered), lambda idx: _spread([answered[i] for i in idx]))
-    return {"refusal_spread": Estimate(_spread(answered), ci, len(answered))}
+    interval = cluster_interval(len(answered), lambda idx: _spread([answered[i] for i in idx]), UNIT.name)
+    return {"refusal_spread": Estimate(_spread(answered), interval, len(answered))}
 
 
 def _panels(store: PoolStore, options: Options) -> list[Panel]:

@@ -3,6 +3,7 @@ those refusals decomposed by kind."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib
@@ -10,13 +11,26 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from harness.results.interval import Interval
 
-def suspicion_distribution(scores: dict[str, list[float]], theta: float, path: Path) -> Path:
-    """Box plot of each model's suspicion scores S over its queries against the flag threshold theta,
-    saved to ``path``."""
+
+def suspicion_distribution(
+    scores: dict[str, list[float]], theta: float, path: Path, mean_intervals: Mapping[str, Interval] | None = None
+) -> Path:
+    """Box plot of each model's suspicion scores S over its queries against the flag threshold theta, with
+    each model's mean S and its 95% interval (``mean_intervals``) beside its box, saved to ``path``."""
     fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(scores)), 4), constrained_layout=True)
     names = list(scores)
     ax.boxplot([scores[n] or [0.0] for n in names], showfliers=True)
+    drawn = False
+    for x, name in enumerate(names, start=1):
+        interval = (mean_intervals or {}).get(name)
+        if scores[name] and interval is not None and interval.low is not None and interval.high is not None:
+            mean = sum(scores[name]) / len(scores[name])
+            error = [[mean - interval.low], [interval.high - mean]]
+            label = None if drawn else "mean S, 95% CI"
+            ax.errorbar(x + 0.3, mean, yerr=error, fmt="D", color="black", markersize=4, capsize=3, label=label)
+            drawn = True
     ax.set_xticks(range(1, len(names) + 1), [n.split(":")[-1][-24:] for n in names], fontsize=8)
     ax.axhline(theta, color="crimson", linestyle="--", label=f"flag threshold theta = {theta}")
     ax.set_ylabel("suspicion S = confidence x divergence")

@@ -16,16 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness.errors import HarnessError
 from harness.judges.base import Judge
-from harness.metrics.bootstrap import cluster_ci
 from harness.metrics.entailment_clusters import CLUSTERING_RULES, ClusteringRule
 from harness.paths import default_store_path
 from harness.protocols.pool_store import PoolMember, PoolResult, PoolStore, StoredPool
-from harness.protocols.vista.audit import AuditConfig, AuditResult, audit_records, write_audit
-from harness.protocols.vista.metrics import REFERENCES, Reference, model_detection
+from harness.protocols.vista.audit import AuditConfig, audit_records, write_audit
+from harness.protocols.vista.metrics import REFERENCES, Reference
 from harness.results.jsonl import jsonl_lines
 from harness.results.schema import SampleRecord
 from harness.results.spreadsheet import spreadsheet_safe
@@ -90,22 +87,6 @@ def _records(store: PoolStore, members: list[PoolMember], task: str) -> dict[str
     return out
 
 
-def _intervals(result: AuditResult, model: str) -> dict[str, list[float] | None]:
-    """Bootstrap 95% CIs over the model's queries: mean S, the flagged share and the detection score."""
-    values = np.array([r["suspicion"] for r in result.rows if r["model"] == model])
-    theta = result.config.theta
-
-    def ci(figure: Any) -> list[float] | None:
-        found = cluster_ci(len(values), lambda idx: figure(values[idx]))
-        return list(found) if found else None
-
-    return {
-        "mean_suspicion": ci(lambda v: float(v.mean())),
-        "flag_share": ci(lambda v: float((v >= theta).mean())),
-        "detection_score": ci(lambda v: float(model_detection(list(v), theta)["score"])),
-    }
-
-
 def recompute_pool(store: PoolStore, settings: PoolSettings, judge: Judge) -> int:
     """Audit the current pool and store the computation; returns its id. With fewer than two models
     the stored computation says the pool is waiting for peers."""
@@ -144,7 +125,6 @@ def recompute_pool(store: PoolStore, settings: PoolSettings, judge: Judge) -> in
                 m: {
                     **v,
                     "flag_share": v["flags"] / v["queries"],
-                    "ci95": _intervals(result, m),
                     "submission_id": ids.get(m),
                 }
                 for m, v in result.per_model.items()

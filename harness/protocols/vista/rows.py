@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.protocols.base import Unit
 from harness.protocols.rows import ImageCell, Row
 
 
@@ -28,3 +29,7 @@ class VistaRow(Row):
     prompt_type: str
     prompt: str
     image: ImageCell
+
+
+#: What this protocol's intervals resample and its tasks' metrics cluster by (``Protocol.unit``).
+UNIT = Unit("query", "id", "one image x prompt pair (a doc), with every model's k answers to it")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.protocols.audit_report import interval_note, with_interval
 from harness.protocols.vista.audit_report import VistaAuditReport
 from harness.protocols.vista.refusal import TABLE15_KINDS
 
@@ -36,12 +37,30 @@ def markdown_tables(report: VistaAuditReport) -> str:
     models = report.models
     lines = [f"# VISTA audit: {len(models)} models", "", "## Per model (Table 14)", ""]
     lines += _table(
-        ["Model", "Mean S", "Max S", flags, "Primary pattern"],
         [
-            [m, f"{r.mean_suspicion:.2f}", f"{r.max_suspicion:.2f}", r.flags, r.primary_pattern]
+            "Model",
+            "Mean S [95% CI]",
+            "Max S",
+            flags,
+            "Flagged share [95% CI]",
+            "Detection score [95% CI]",
+            "Primary pattern",
+        ],
+        [
+            [
+                m,
+                with_interval(r.mean_suspicion, r.interval("mean_suspicion"), 2),
+                f"{r.max_suspicion:.2f}",
+                r.flags,
+                with_interval(r.flags / r.queries if r.queries else None, r.interval("flag_share"), 2),
+                with_interval(r.detection.score, r.interval("detection_score"), 2),
+                r.primary_pattern,
+            ]
             for m, r in report.per_model.items()
         ],
     )
+    note = interval_note([r.intervals.mean_suspicion for r in report.per_model.values() if r.intervals])
+    lines += ["", note] if note else []
     if report.refusal_kinds:
         lines += ["", "## Refusals by demographic group, % of responses (Table 15, appendix C.2)", ""]
         lines += _table(

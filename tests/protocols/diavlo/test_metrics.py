@@ -119,6 +119,21 @@ def test_class_shares_count_unclassified_apart() -> None:
     assert shares[ALIGNED] == 0.5 and shares[UNNAMED] == 0.25 and shares[EXPANDED] == 0.0
 
 
+def test_class_share_intervals_by_hand() -> None:
+    """Four questions, one Aligned and three Divergent: a resample's Aligned share is k/4 with k ~
+    Binomial(4, 1/4); P(k = 0) = 81/256 and P(k >= 3) = 13/256 (P(k = 4) = 1/256) give [0, 3/4]. A class
+    no pair has is 0 on every resample. Fewer than 2 questions: no interval, and why."""
+    from harness.protocols.diavlo.report import class_share_intervals
+
+    rows = [{"class": c} for c in ("Aligned", "Divergent", "Divergent", "Divergent")]
+    intervals = class_share_intervals(rows)
+    aligned = intervals["Aligned"]
+    assert (aligned["low"], aligned["high"]) == (0.0, 0.75)
+    assert (aligned["method"], aligned["unit"], aligned["n"]) == ("bootstrap", "question", 4)
+    assert intervals["Expanded"]["low"] == 0.0 and intervals["Expanded"]["high"] == 0.0
+    assert class_share_intervals([{"class": "Aligned"}])["Aligned"]["reason"] == "fewer than 2 questions"
+
+
 def test_binned_mi_by_hand() -> None:
     # x bins (10 bins): 0.05 -> 0, 0.15 -> 1, 0.95 -> 9; y binary.
     x = np.array([0.05, 0.05, 0.15, 0.95])

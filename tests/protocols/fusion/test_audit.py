@@ -161,16 +161,15 @@ def test_audit_fusion_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert audit.levels["L1"].macro["oar_increase"] == pytest.approx(1.5)
     assert a.restoration_by_depth == {0: 0.0, 1: 1.0}
     assert a.missing == {"vis_pgd": 0, "end_pgd": 0, "typo_evid": 1, "mantis": 1, "nat_evid": 1}
-    ci = a.ci95["r_plus"]
-    assert ci is not None
-    lo, hi = ci
-    assert lo <= 0.75 <= hi
+    ci = a.intervals["r_plus"]
+    assert ci.low is not None and ci.high is not None and ci.low <= 0.75 <= ci.high <= 1
+    assert (ci.method, ci.unit, ci.n) == ("paired_bootstrap", "clean-correct item", 4)
     # the user's level beats the table (hf:other is a qwen2_vl, L2 in the paper's table)
     assert audit.models["hf:other"].fusion_level == "L3"
     # model b ran End-PGD and MANTIS only: the other attacks were not run, not "never successful"
     b = audit.models["tiny:qwen2_vl"]
     assert b.attacks_not_run == ["vis_pgd", "typo_evid", "nat_evid"] and b.figures["asr_vis_pgd"] is None
-    assert b.figures["asr_end_pgd"] == 0.25 and b.ci95["asr_vis_pgd"] is None
+    assert b.figures["asr_end_pgd"] == 0.25 and b.intervals["asr_vis_pgd"].reason == "the figure is undefined"
     assert (
         "Note: tiny:qwen2_vl: no outcome on C for vis_pgd, typo_evid, nat_evid, shown as `-` (an attack not run; "
         "for Nat-Evid also edits whose OCR check found the evidence destroyed, counted only with --natevid-all)"
@@ -254,9 +253,9 @@ def test_restoration_macro_average_per_level(tmp_path: Path) -> None:
     assert models["tiny:c"].restoration_by_depth == {0: 0.5}
     level = audit.levels["L2"]
     assert level.models == ["tiny:b", "tiny:c"] and level.macro["restoration"] == pytest.approx(7 / 12)
-    ci = level.ci95["restoration"]
-    assert ci is not None
-    lo, hi = ci
+    ci = level.intervals["restoration"]
+    lo, hi = ci.low, ci.high
+    assert lo is not None and hi is not None
     assert 0 <= lo <= 7 / 12 <= hi <= 1 and hi > lo
     assert "first 40" in audit.restoration_subset
     # both models: End-PGD ASR 3/4 and R+ 3/4, tied ranks 1.5 in both rankings: nobody moves

@@ -125,13 +125,14 @@ def test_restoration_rate_and_model_figures() -> None:
 def test_paired_bootstrap_and_rank_agreement() -> None:
     per_model = {"m1": {o.item: o for o in outcomes()}, "m2": {o.item: o for o in outcomes()[:5]}}
     ci = fm.paired_bootstrap(per_model, C, lambda s: {"r": fm.r_plus(s["m1"])}, n_resamples=200)["r"]
-    assert ci is not None and ci[0] <= 0.7 <= ci[1]
+    assert ci.low is not None and ci.high is not None and ci.low <= 0.7 <= ci.high
+    assert (ci.method, ci.unit, ci.n) == ("paired_bootstrap", "clean-correct item", len(C))
     # identical data in both models: the paired difference is exactly 0 on every resample
     same = {"a": per_model["m1"], "b": dict(per_model["m1"])}
-    ci = fm.paired_bootstrap(same, C, lambda s: {"d": fm.r_plus(s["a"]) - fm.r_plus(s["b"])}, n_resamples=50)
-    assert ci == {"d": (0.0, 0.0)}
-    # a figure defined on no resample has no interval
-    assert fm.paired_bootstrap(same, C, lambda s: {"x": None}, n_resamples=20) == {"x": None}
+    ci = fm.paired_bootstrap(same, C, lambda s: {"d": fm.r_plus(s["a"]) - fm.r_plus(s["b"])}, n_resamples=50)["d"]
+    assert (ci.low, ci.high) == (0.0, 0.0)
+    # a figure defined nowhere has no interval, and says so
+    assert fm.paired_bootstrap(same, C, lambda s: {"x": None}, n_resamples=20)["x"].reason == "the figure is undefined"
     # End-PGD ranks 1,2,3,4 vs R+ ranks 1,3,2,4: rho = 1 - 6*2/(4*15) = 0.8; tau-b = (5-1)/6
     agreement = fm.rank_agreement({"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.4}, {"a": 0.5, "b": 0.7, "c": 0.6, "d": 0.9})
     assert agreement["spearman_rho"] == pytest.approx(0.8) and agreement["kendall_tau_b"] == pytest.approx(4 / 6)
@@ -209,3 +210,19 @@ def test_judge_per_source() -> None:
         judge("vqa", "a", ["a"])
     with pytest.raises(HarnessError, match="no reference"):
         judge("mme", "a", [])
+
+
+def test_r_plus_and_asr_intervals_by_hand() -> None:
+    """C of four items: End-PGD flips i0 only, MANTIS flips i0, i1, i2. A resample of items holds i0 k
+    times, k ~ Binomial(4, 1/4): ASR(End-PGD) is k/4, and P(k = 0) = 81/256, P(k >= 3) = 13/256 give
+    [0, 3/4]. R+ (any attack) is 1 - j/4 with j ~ Binomial(4, 1/4) copies of i3: [1/4, 1]."""
+    outcomes = fm.outcomes_from_sets(["i0", "i1", "i2", "i3"], {"end_pgd": ["i0"], "mantis": ["i0", "i1", "i2"]})
+    per_model = {"m": {o.item: o for o in outcomes}}
+
+    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[str, float | None]:
+        return {"asr_end_pgd": fm.asr(sample["m"], "end_pgd"), "r_plus": fm.r_plus(sample["m"])}
+
+    out = fm.paired_bootstrap(per_model, sorted(per_model["m"]), statistic)
+    assert (out["asr_end_pgd"].low, out["asr_end_pgd"].high) == (0.0, 0.75)
+    assert (out["r_plus"].low, out["r_plus"].high) == (0.25, 1.0)
+    assert fm.figure_range("r_plus") == (0.0, 1.0) and fm.figure_range("delta_mantis") == (-1.0, 1.0)

@@ -201,3 +201,30 @@ def test_the_demo_human_panels_give_figures_whatever_the_model_answers(mist_dir:
     assert blind["fleiss_kappa"] == pytest.approx(-1 / 3)
     assert report["human_agreement"]["informed"]["fleiss_kappa"] is not None
     assert report["panel_statistics"]["kappa_difference_informed_minus_blind"]["items"] == 6
+
+
+def test_report_intervals_resample_items_by_hand(tmp_path: Path) -> None:
+    """Four items; only m0's label moves when the aligned image is shown (in both instruction arms), so the
+    aligned change rate is 2/8. A resample of items changes k/4 of its cells, k ~ Binomial(4, 1/4):
+    P(k = 0) = 81/256 and P(k >= 3) = 13/256 give [0, 3/4]. Agreement with the human majority without an
+    image is 1 on every item: every resample gives 1."""
+    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    records = []
+    for item in ("m0", "m1", "m2", "m3"):
+        moved = "Fully Literal" if item == "m0" else "Fully Figurative"
+        for arm, text in (("none", "Fully Figurative"), ("aligned-ignore", moved), ("aligned-silent", moved)):
+            doc = {"item_id": item, "technique": "zero_shot", "arm": arm, "sense": "figurative", "human_majority": 0}
+            record = SampleRecord(task="mist", doc_id=len(records), doc_hash="h", doc=doc, responses=[text])
+            records.append(runtime.score(record, doc))
+    figures = runtime.report(records, None)["figures"]
+    change = figures["change_rate_aligned"]
+    assert change["value"] == 0.25
+    assert (change["interval"]["low"], change["interval"]["high"]) == (0.0, 0.75)
+    assert (change["interval"]["method"], change["interval"]["unit"], change["interval"]["n"]) == (
+        "cluster_bootstrap",
+        "item",
+        4,
+    )
+    agreement = figures["agreement_none"]["interval"]
+    assert (agreement["low"], agreement["high"]) == (1.0, 1.0)
+    assert figures["change_rate_misleading"]["interval"]["reason"] == "the figure is undefined"  # no such arm

@@ -35,8 +35,11 @@ def test_kappa_difference_with_bootstrap_ci_and_welch_p() -> None:
     assert out.items == 4
     assert out.kappa_a == pytest.approx(1.0) and out.kappa_b == pytest.approx(11 / 23)
     assert out.difference == pytest.approx(12 / 23)
-    low, high = out.ci95
-    assert low < high and low <= 12 / 23 <= high  # a kappa may be negative: the CI can pass 1
+    low, high = out.interval.low, out.interval.high
+    assert out.interval.method == "paired_bootstrap" and (out.interval.unit, out.interval.n) == ("item", 4)
+    assert (
+        low is not None and high is not None and low < high and low <= 12 / 23 <= high
+    )  # a kappa may be negative: the CI can pass 1
     # Welch on P_i: informed (1, 1, 1, 1), var 0; blind mean 2/3, var (4 x 1/9) / 3 = 4/27
     # t = (1 - 2/3) / sqrt(4/27 / 4) = sqrt(3); df = n_b - 1 = 3 (the other variance is 0)
     assert out.welch.t == pytest.approx(math.sqrt(3))

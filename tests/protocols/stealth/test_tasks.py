@@ -74,10 +74,17 @@ def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) ->
     assert counts.unparsed == {"total_range,none": 1, "max_positive_bias,none": 1, "max_negative_bias,none": 1}
     report = runtime.report(records, tmp_path)
     assert report["by_condition"]["positive-red-136"]["value"] == pytest.approx(1.0)
-    low, high = report["by_condition"]["positive-red-136"]["ci95"]
-    assert low <= 1.0 <= high
+    by_condition = report["by_condition"]["positive-red-136"]["interval"]
+    assert by_condition["low"] <= 1.0 <= by_condition["high"]
     assert report["max_positive_bias"]["condition"] == "positive-red-136"
     assert (tmp_path / report["plot"]).is_file()
+    # Total Range by hand: a resample holding s1 a times and s2 b times (s3, without a baseline, takes part
+    # in no bias) has B_red = 2a / (a + b), B_blue = -b / (a + b), so Total Range = 1 + a / (a + b). It is 1
+    # when s1 is missing and s2 is not (7/26 of the defined resamples), 2 in the reverse case (7/26 too):
+    # the 2.5% and 97.5% points are 1 and 2.
+    total = report["total_range"]["interval"]
+    assert (total["low"], total["high"]) == (1.0, 2.0)
+    assert (total["method"], total["unit"], total["n"]) == ("cluster_bootstrap", "sentence", 3)
 
 
 def test_long_report_strategy_and_adherence() -> None:
@@ -135,6 +142,20 @@ def test_vqa_f1_and_ier_hand_computed() -> None:
     assert results["f1,none"] == pytest.approx((0 + 2 / 3 + 1) / 3)
     assert results["ier,none"] == 1.0  # both decoy-salient answers contain their decoy
     assert "ier,none" not in records[2].metrics
+
+
+def test_ier_interval_resamples_questions_by_hand() -> None:
+    """Four questions answered at two gray levels, one copying the decoy at both: IER = 2/8. A resample of
+    questions copies in k/4 of its answers, k ~ Binomial(4, 1/4): P(k = 0) = 81/256 and P(k >= 3) = 13/256
+    give the interval [0, 3/4], over 4 questions; no answer, no interval."""
+    from harness.protocols.stealth.report import induced_error_rate
+
+    items = [{"sample_id": q, "hit": q == "q1", "gray_level": g} for q in ("q1", "q2", "q3", "q4") for g in (64, 128)]
+    figure = induced_error_rate(items)
+    assert figure["value"] == 0.25 and figure["n"] == 8
+    interval = figure["interval"]
+    assert (interval["low"], interval["high"], interval["unit"], interval["n"]) == (0.0, 0.75, "question", 4)
+    assert induced_error_rate([])["interval"]["reason"] == "no Decoy Salient answer"
 
 
 def test_a_heatmap_that_cannot_be_drawn_is_one_line_saying_why(

@@ -55,6 +55,32 @@ def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path
         assert set(json.loads(flagged[0])["responses"]) == set(result.models)
         assert "<PIL." not in flagged[0]  # a doc's images are written by digest, as in samples files
     assert (out / "suspicion_by_model.png").is_file()
+    for figures in summary.per_model.values():  # three queries: an interval over them, in [0, 1]
+        mean = figures.interval("mean_suspicion")
+        assert mean is not None and mean.method == "cluster_bootstrap" and (mean.unit, mean.n) == ("query", 3)
+        assert mean.low is not None and mean.high is not None and 0 <= mean.low <= mean.high <= 1
+        assert figures.interval("detection_score") is not None and figures.interval("flag_share") is not None
+    per_model = list(csv.DictReader((out / "models.csv").open()))
+    assert [r["model"] for r in per_model] == result.models and per_model[0]["mean_suspicion_interval"]
+
+
+def test_model_intervals_by_hand() -> None:
+    """Four queries, S = 0, 0, 0, 1 and theta 0.5: the mean S and flagged share of a resample are k/4 with k
+    ~ Binomial(4, 1/4); P(k = 0) = 81/256 puts the 2.5% point at 0, P(k >= 3) = 13/256 = 5.1% and
+    P(k = 4) = 1/256 put the 97.5% point at 3/4. The detection score (the top query's S: top 5% of 4 is
+    one query) is 1 unless the resample misses the flagged query (P = 81/256), so its interval is [0, 1].
+    Constant S has a degenerate interval; one query has none, and says why."""
+    from harness.protocols.vista.audit import model_intervals
+
+    out = model_intervals([0.0, 0.0, 0.0, 1.0], theta=0.5)
+    assert (out["mean_suspicion"]["low"], out["mean_suspicion"]["high"]) == (0.0, 0.75)
+    assert (out["flag_share"]["low"], out["flag_share"]["high"]) == (0.0, 0.75)
+    assert (out["detection_score"]["low"], out["detection_score"]["high"]) == (0.0, 1.0)
+    assert out["mean_suspicion"]["method"] == "cluster_bootstrap" and out["mean_suspicion"]["unit"] == "query"
+    constant = model_intervals([0.4, 0.4, 0.4], theta=0.5)["mean_suspicion"]
+    assert (constant["low"], constant["high"]) == pytest.approx((0.4, 0.4))
+    single = model_intervals([0.7], theta=0.5)["mean_suspicion"]
+    assert single["low"] is None and single["reason"] == "fewer than 2 queries"
 
 
 def test_llm_judge_decisions_are_cached(runs: list[Path], tmp_path: Path) -> None:
