@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.disk import write_atomic
 from harness.errors import HarnessError
+from harness.results.interval import Interval
 from harness.results.jsonl import read_jsonl
 from harness.results.schema import ModelInfo
 
@@ -50,7 +51,8 @@ class Diagnostic(BaseModel):
 
 
 class AttackSummary(BaseModel):
-    """``attack.json``: the settings of an attack run, its timings and each attack's ASR over C."""
+    """``attack.json``: the settings of an attack run, its timings and each attack's ASR over C with its 95%
+    interval (the audit's paired bootstrap over clean-correct items; none in an older attack.json)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -65,6 +67,7 @@ class AttackSummary(BaseModel):
     time_s: dict[str, float]
     items_per_minute: dict[str, float | None]
     asr: dict[str, float | None]
+    asr_intervals: dict[str, Interval] = Field(default_factory=dict)
     errors: int
 
 

@@ -151,11 +151,13 @@ def attack_table(spec: str, summary: AttackSummary) -> str:
             f"nothing to attack: the model answered none of the clean items of {summary.task} "
             f"correctly{why}, and ASR is a share of C, so every figure below is `-`"
         )
-    lines.append("| Attack | ASR | items/min |\n|---|---|---|")
+    lines.append("| Attack | ASR [95% CI] | items/min |\n|---|---|---|")
     for attack in summary.attacks:
         asr, rate = summary.asr[attack], summary.items_per_minute[attack]
-        lines.append(f"| {attack} | {'-' if asr is None else f'{asr:.3f}'} | {'-' if rate is None else rate} |")
-    return "\n".join(lines)
+        interval = with_interval(asr, summary.asr_intervals.get(attack))
+        lines.append(f"| {attack} | {interval} | {'-' if rate is None else rate} |")
+    note = interval_note(list(summary.asr_intervals.values()))
+    return "\n".join([*lines, note] if note else lines)
 
 
 def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:

@@ -165,6 +165,13 @@ def attack_end_to_end(arch: str, fusion_dir: Path, tmp_path: Path, limit: int = 
     for attack in ("vis_pgd", "end_pgd", "mantis"):
         flips = sum(r["flipped"] for r in rows if r["attack"] == attack)
         assert summary["asr"][attack] == pytest.approx(flips / limit)
+        interval = summary["asr_intervals"][attack]  # over the limit items of C, in [0, 1]
+        assert (interval["method"], interval["unit"], interval["n"]) == (
+            "paired_bootstrap",
+            "clean-correct item",
+            limit,
+        )
+        assert 0 <= interval["low"] <= summary["asr"][attack] <= interval["high"] <= 1
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
     assert len(oars) == limit and all(v is not None and v > 0 for v in oars)  # the region is in view
@@ -294,6 +301,7 @@ def test_layer_restoration_counts_only_reproduced_flips() -> None:
 def test_attack_table_has_no_none_and_explains_an_empty_clean_set() -> None:
     from harness.protocols.fusion.attack_outcomes import AttackSummary
     from harness.protocols.fusion.cli import attack_table
+    from harness.results.interval import Interval
     from harness.results.schema import ModelInfo
 
     def summary(n: int, asr: float | None, rate: float | None) -> AttackSummary:
@@ -320,7 +328,13 @@ def test_attack_table_has_no_none_and_explains_an_empty_clean_set() -> None:
         "is `-`"
     ) in empty
     full = attack_table("tiny:qwen2_vl", summary(3, 1 / 3, 12.5))
-    assert "| end_pgd | 0.333 | 12.5 |" in full and "nothing to attack" not in full
+    assert "| end_pgd | 0.333 | 12.5 |" in full and "nothing to attack" not in full  # an older attack.json
+    interval = Interval.of(0.0, 1.0, "paired_bootstrap", 3, "clean-correct item")
+    with_ci = attack_table(
+        "tiny:qwen2_vl", summary(3, 1 / 3, 12.5).model_copy(update={"asr_intervals": {"end_pgd": interval}})
+    )
+    assert "| end_pgd | 0.333 [0.000, 1.000] | 12.5 |" in with_ci
+    assert "Intervals: 95% CIs, paired_bootstrap over clean-correct items." in with_ci
 
 
 def test_attack_with_nothing_to_attack_draws_no_empty_bars(

@@ -11,7 +11,7 @@ the same region, on their clean images) and layer restoration on End-PGD flips. 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -25,6 +25,7 @@ from harness.errors import HarnessError
 from harness.hashing import derive_seed, stable_hash
 from harness.models.base import GenerationParams, WhiteBoxBackend
 from harness.models.messages import ChatMessage, ImagePart
+from harness.protocols.fusion import metrics as fm
 from harness.protocols.fusion.attack_outcomes import (
     AttackName,
     AttackOutcome,
@@ -44,6 +45,7 @@ from harness.protocols.fusion.attacks.pixels import image_to_tensor, tensor_to_i
 from harness.protocols.fusion.judge import judge
 from harness.protocols.fusion.metrics import CORRECT
 from harness.protocols.fusion.rows import FusionRow
+from harness.results.interval import Interval
 from harness.results.schema import ModelInfo
 
 Name = TypeVar("Name", bound=str)
@@ -182,10 +184,24 @@ def run_attacks(
         asr={
             a: (sum(o.flipped for o in outcomes if o.attack == a) / len(items)) if items else None for a in opts.attacks
         },
+        asr_intervals=asr_intervals(items, outcomes, opts.attacks, opts.seed),
         errors=sum(o.error is not None for o in outcomes),
     )
     write_attack(run_dir, outcomes, diagnostics, summary)
     return summary
+
+
+def asr_intervals(
+    items: list[CleanItem], outcomes: list[AttackOutcome], attacks: Sequence[str], seed: int
+) -> dict[str, Interval]:
+    """Each attack's ASR interval over the clean-correct items, as the audit makes it (``fm.paired_bootstrap``
+    with this one model): an item with every attack's outcome on it is one unit."""
+    flipped = {(o.item, o.attack) for o in outcomes if o.flipped}
+    per_item = {i.item: fm.ItemOutcome(i.item, flips={a: (i.item, a) in flipped for a in attacks}) for i in items}
+    intervals = fm.paired_bootstrap(
+        {"model": per_item}, sorted(per_item), lambda s: {a: fm.asr(s["model"], a) for a in attacks}, seed=seed
+    )
+    return {a: interval.clipped(*fm.SHARE) for a, interval in intervals.items()}
 
 
 def white_box_replica(spec: str, model_args: dict[str, str]) -> WhiteBox:
