@@ -214,7 +214,7 @@ def table_json(table: Table) -> dict[str, Any]:
     """A table as JSON: its columns, rows and cells (values, 95% intervals, coverage)."""
     return {
         "protocol": table.protocol,
-        "ci": "95% interval (headline figures: the protocol's own, each cell's ``interval`` names its method and "
+        "ci": "95% interval (headline figures: the protocol's own, each cell's interval names its method and "
         "unit; task metrics: value ± 1.96 stderr), clipped to the figure's range",
         "title": table.title,
         "summary": table.summary,
