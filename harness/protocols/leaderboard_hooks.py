@@ -82,8 +82,9 @@ def read_interval(interval: Any, legacy_ci: Any = None, n: Any = None) -> Interv
             found = Interval.model_validate(interval)
         except ValueError:
             return None
-        whole = found.method is not None if found.defined else found.low is found.high is None and bool(found.reason)
-        return found if whole else None
+        if found.defined:
+            return found if found.method is not None else None
+        return found if found.low is None and found.high is None and found.reason else None
     if isinstance(legacy_ci, list | tuple) and len(legacy_ci) == 2 and all(_is_number(v) for v in legacy_ci):
         count = int(n) if _is_number(n) else 0
         return Interval.of(float(legacy_ci[0]), float(legacy_ci[1]), "cluster_bootstrap", count, "unit")

@@ -139,11 +139,12 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     figures = {}
 
     fns = _figures(labels, senses, majority)
-    intervals = cluster_intervals(
-        len(units),
-        lambda idx: {name: fn(*_resampled(labels, senses, majority, units, idx)) for name, fn in fns.items()},
-        UNIT.name,
-    )
+
+    def resampled(idx: np.ndarray) -> dict[str, float | None]:
+        data = _resampled(labels, senses, majority, units, idx)  # built once, read by every figure
+        return {name: fn(*data) for name, fn in fns.items()}
+
+    intervals = cluster_intervals(len(units), resampled, UNIT.name)
     for name, fn in fns.items():
         value = fn(labels, senses, majority)
         figures[name] = {"value": value, "interval": intervals[name].clipped(0.0, 1.0).model_dump()}

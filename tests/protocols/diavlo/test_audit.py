@@ -128,6 +128,10 @@ def test_planted_effect_is_recovered_through_the_audit(tmp_path: Path, diavlo_di
     saved = DiavloAuditReport.read(out)
     model = saved.models["scripted:sees-red"]
     assert model.per_source["diavlo_vqav2"].classes.aligned == 1.0
+    shares = model.overall.classes.intervals
+    assert shares is not None and shares["Aligned"].unit == "question" and shares["Aligned"].method == "bootstrap"
+    red_effect = next(e for e in model.effects["flip"] if e.concept == "red box").estimate
+    assert red_effect is not None and red_effect.interval is not None and red_effect.interval.method == "dml"
     assert {e.concept for e in model.effects["flip"]} == {"red box", "blue ball", "table"}
     for name in (
         "pairs.csv",
@@ -207,6 +211,8 @@ def test_cli_audit_on_the_tiny_model(tmp_path: Path, diavlo_dir: Path, capsys: p
     assert all("low power" in c.reason for c in structure.pairs)
     assert saved.occlusion.startswith("full power set of the boxed concepts for pairs with at most 2 (up to 4")
     assert model.overall.mutual_information.n == 0 and model.overall.classes.n >= 0
+    aligned = (model.overall.classes.intervals or {})["Aligned"]  # no classified pair: no share, no interval
+    assert aligned.reason == "the figure is undefined" and aligned.n == 2
     assert all(e.inconclusive for es in model.effects.values() for e in es)  # 8 rows < min_obs
     # a random-weight model's turn 3 holds no triplet: the empty class and MI cells each get a line saying why
     assert (

@@ -68,3 +68,15 @@ def test_cli_quick_and_n_rep() -> None:
     assert parser.parse_args(["run", "--quick"]).quick
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "--quick", "--n-rep", "3"])
+
+
+def test_a_dml_effect_keeps_its_interval_typed_as_dml() -> None:
+    """The effect's interval is DML's own (effect +- z SE), written as ``ci95`` and as an ``Interval`` of
+    method ``dml`` over the effect's counterfactual rows."""
+    from harness.protocols.diavlo.concept_effects import ConceptEffect, Estimate
+
+    est = Estimate(0.4, 0.1, (0.4 - Z95 * 0.1, 0.4 + Z95 * 0.1), 0.001, (0.38, 0.42))
+    effect = ConceptEffect("red", 40, 12, est, None, None, False, ()).as_dict()
+    interval = effect["estimate"]["interval"]
+    assert (interval["low"], interval["high"]) == pytest.approx(tuple(effect["estimate"]["ci95"]))
+    assert (interval["method"], interval["unit"], interval["n"]) == ("dml", "counterfactual", 40)

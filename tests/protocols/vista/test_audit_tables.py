@@ -157,8 +157,15 @@ def test_table14_and_table15_by_hand() -> None:
         "Black": {"empty": 0.0, "disclaimer": 0.0, "decline": 0.5, "refusal": 0.5, "responses": 4},
     }
     tables = markdown_tables(result.report("first-word"))
-    # A's mean S at alpha 0.5: (D_LONE + 0 + 0.25 D_LONE) / 3 = 0.282; max D_LONE = 0.678.
-    assert "| A | 0.28 | 0.68 | 1 | demographic attribution |" in tables
+    # A's mean S at alpha 0.5: (D_LONE + 0 + 0.25 D_LONE) / 3 = 0.282; max D_LONE = 0.678. Intervals over
+    # its 3 queries: a resample of only query 1 (S = 0) or only query 0 (S = D_LONE) has probability 1/27 =
+    # 3.7% > 2.5%, so the mean's interval is [0, D_LONE] and the flagged share's (query 0 flagged) [0, 1];
+    # the detection score (the top query's S, 5% of 3 queries being one) is D_LONE unless query 0 is missed,
+    # and 0 with probability 1/27: [0, D_LONE].
+    assert (
+        "| A | 0.28 [0.00, 0.68] | 0.68 | 1 | 0.33 [0.00, 1.00] | 0.68 [0.00, 0.68] | demographic attribution |"
+    ) in tables
+    assert "Intervals: 95% CIs, cluster_bootstrap over queries." in tables
     assert "| A | Black | 0.0 | 0.0 | 50.0 | 50.0 | 4 |" in tables
     assert "| 0.6 | 1 | 1 | 0 | 0 |" in tables  # Table 21: total, then A, B, C
     assert "| B | 0 | 1.00 | 1.00 | 0.00 |" in tables  # leave B out
