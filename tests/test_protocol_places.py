@@ -124,6 +124,8 @@ def test_harness_protocols_prints_each_protocol_and_its_places(capsys: pytest.Ca
         "  tasks      tasks/mist",
         "  card       cards/mist.md",
         "  tests      tests/protocols/mist",
+        "  unit       item: the docs sharing item_id (one sentence with its idiomatic phrase, under every "
+        "prompting technique and input arm)",
     ]
     assert "  benchmark  benchmarks/triplet_parser.py" in blocks[0].splitlines()
 

@@ -1,4 +1,5 @@
-"""``harness protocols``: every registered protocol with its names, what it measures and its declared places."""
+"""``harness protocols``: every registered protocol with its names, what it measures, its declared places and
+its unit."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def describe(protocol: Protocol) -> list[str]:
-    """A protocol's lines: its name (and aliases) with its title, its summary, then one line per place."""
+    """A protocol's lines: its name (and aliases) with its title, its summary, one line per place, then the
+    unit its intervals resample (when it declares one)."""
     also = f" (also: {', '.join(protocol.aliases)})" if protocol.aliases else ""
     lines = [f"{protocol.name}{also}: {protocol.title}", f"  {protocol.summary}"]
     places = protocol.places.items()
     lines += [f"  {kind:<10} {path}" for kind, path in places] or ["  (no places declared)"]
+    if protocol.unit is not None:
+        unit = protocol.unit
+        lines.append(f"  {'unit':<10} {unit.name}: the docs sharing {unit.column} ({unit.description})")
     return lines
 
 
