@@ -134,8 +134,9 @@ def normal_test(difference: float, se: float | None) -> tuple[float | None, floa
 
 def minimum_detectable_effect(se: float | None, alpha: float = ALPHA, power: float = POWER) -> float | None:
     """``(z_{1-alpha/2} + z_{power}) * se``: the smallest true difference a two-sided test at ``alpha``
-    finds with probability ``power`` (Miller section 5; lmms-eval's ``min_detectable_effect``)."""
-    if se is None:
+    finds with probability ``power`` (Miller section 5; lmms-eval's ``min_detectable_effect``). None
+    without a standard error, or with a zero one (no spread in ``d``: the variance estimate says nothing)."""
+    if not se:
         return None
     normal = NormalDist()
     return (normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)) * se

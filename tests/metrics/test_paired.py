@@ -69,7 +69,7 @@ def test_minimum_detectable_effect_by_hand_and_against_statsmodels_power() -> No
     sd, n = 0.4, 50
     standardized = NormalIndPower().solve_power(nobs1=n, alpha=0.05, power=0.8, ratio=0)
     assert minimum_detectable_effect(sd / math.sqrt(n)) == pytest.approx(standardized * sd, rel=1e-4)
-    assert minimum_detectable_effect(None) is None
+    assert minimum_detectable_effect(None) is None and minimum_detectable_effect(0.0) is None
 
 
 def test_paired_bootstrap_interval_by_hand_and_against_scipy() -> None:
