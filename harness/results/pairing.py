@@ -75,7 +75,9 @@ def _by_doc(records: list[SampleRecord], task: str, label: str) -> dict[int, Sam
     return docs
 
 
-def _cluster(record: SampleRecord, metric: str, cluster_key: str, task: str) -> Any:
+def cluster_of(record: SampleRecord, metric: str, cluster_key: str, task: str) -> Any:
+    """A doc's unit: the ``cluster_key`` field of its per-sample ``metric`` dict, else of its doc (a value
+    that is not a plain scalar stands as its repr); neither is a :class:`HarnessError` naming the doc."""
     value = record.metrics.get(metric)
     if isinstance(value, dict) and cluster_key in value:
         found = value[cluster_key]
@@ -124,7 +126,7 @@ def pair_docs(
         b=tuple(r[4] for r in rows),
         answers_a=tuple(r[1].filtered.get(filter_name) for r in rows),
         answers_b=tuple(r[2].filtered.get(filter_name) for r in rows),
-        clusters=None if cluster_key is None else tuple(_cluster(r[1], metric, cluster_key, task) for r in rows),
+        clusters=None if cluster_key is None else tuple(cluster_of(r[1], metric, cluster_key, task) for r in rows),
         cluster_key=cluster_key,
         dropped=len(docs_a.keys() | docs_b.keys()) - len(rows),
     )
