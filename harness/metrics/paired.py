@@ -48,6 +48,7 @@ from harness.results.interval import LEVEL, Interval
 
 ALPHA = 0.05
 POWER = 0.8
+RESAMPLE_CHUNK = 100  # resamples drawn at once by rank_intervals (memory: models x units x this)
 
 #: Which test gave a comparison's p-value: McNemar's mid-p (0/1 scores), the paired t-test, or the
 #: clustered z-test (docs share a cluster unit).
@@ -278,9 +279,13 @@ def rank_intervals(
     sums, sizes = units.sums(scores), units.sizes()
     point = ranks(sums.sum(axis=1) / sizes.sum(), higher_is_better)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(sizes), size=(n_resamples, len(sizes)))
-    means = sums[:, idx].sum(axis=2) / sizes[idx].sum(axis=1)  # models x resamples
-    drawn = ranks(means, higher_is_better)
+    drawn = np.empty((len(sums), n_resamples), dtype=int)
+    for start in range(0, n_resamples, RESAMPLE_CHUNK):
+        k = min(RESAMPLE_CHUNK, n_resamples - start)
+        picks = rng.integers(0, units.count, size=(k, units.count)) + units.count * np.arange(k)[:, None]
+        # how often each resample drew each unit: its mean is sums @ counts / sizes @ counts
+        counts = np.bincount(picks.ravel(), minlength=k * units.count).reshape(k, units.count).T.astype(float)
+        drawn[:, start : start + k] = ranks((sums @ counts) / (sizes @ counts), higher_is_better)
     alpha = (1 - LEVEL) / 2
     low = np.quantile(drawn, alpha, axis=1, method="inverted_cdf")
     high = np.quantile(drawn, 1 - alpha, axis=1, method="inverted_cdf")
