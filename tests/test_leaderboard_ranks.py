@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -10,13 +12,14 @@ import pytest
 
 from harness.engine.compare import CompareOptions, compare_runs
 from harness.leaderboard.db import Database
-from harness.leaderboard.ranks import compare_submissions, table_ranks
+from harness.leaderboard.ranks import RankCell, compare_submissions, table_ranks
 from harness.leaderboard.records import list_submissions
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_* and ranked_board: fixtures)
     board_data_dir,
     board_runs,
+    edited_run,
     ranked_board,
     running_server,
 )
@@ -56,3 +59,28 @@ def test_paired_comparison_of_two_submissions_is_harness_compare(
         page = httpx.get(f"{url}/compare.html", params={"a": 3, "b": 2})
         assert page.status_code == 200 and "tiny:qwen2_vl-right #3 vs tiny:qwen2_vl #2" in page.text
         assert httpx.get(f"{url}/compare.html", params={"a": "x", "b": 2}).status_code == 422
+
+
+def test_a_flagged_task_is_not_ranked_and_the_export_keeps_the_ranks(
+    ranked: tuple[Database, Settings, Path], runs: list[Path], tmp_path: Path
+) -> None:
+    from harness.leaderboard.bundle import read_run_files
+    from harness.leaderboard.export import export_site
+    from harness.leaderboard.service import submit_files
+
+    db, settings, _ = ranked
+    copy = tmp_path / "board.sqlite"
+    shutil.copy(settings.db_url.removeprefix("sqlite:///"), copy)
+    db, settings = Database(f"sqlite:///{copy}"), replace(settings, db_url=f"sqlite:///{copy}")
+
+    def claim(results: dict) -> None:
+        results["results"]["shapes_color"]["exact_match,none"] = 0.5
+
+    flagged = edited_run(runs[0], tmp_path / "flagged", claim)
+    assert submit_files(db, read_run_files(flagged), "bob", settings).status == "flagged"
+    records = list_submissions(db)
+    ranks = table_ranks(db, records)["shapes"]
+    assert ranks.cells[4]["shapes_color/exact_match,none"] == RankCell(None, reason="not ranked: mismatch")
+    assert ranks.cells[4]["shapes_kind/exact_match,none"].interval is not None  # its other task is re-scored
+    site = (export_site(db, tmp_path / "site", settings) / "index.html").read_text()
+    assert '<table class="ranks" data-protocol="shapes">' in site and 'class="pair"' not in site
