@@ -101,7 +101,7 @@ def test_compare_two_tiny_model_runs(tiny_runs: list[Path], tmp_path: Path, caps
     assert main(["compare", *map(str, tiny_runs), "--output", str(tmp_path / "cmp")]) == 0
     printed = capsys.readouterr().out
     assert "| tiny:llava | tiny:qwen2_vl | shapes_color | exact_match | 4 | 0 |" in printed
-    assert "shapes_kind answer_accuracy: no per-doc number in both runs" in printed  # every answer unparsed
+    assert "shapes_kind answer_accuracy: none of tiny:llava's answers could be parsed for it; not compared" in printed
     report = CompareReport.model_validate_json((tmp_path / "cmp" / "compare.json").read_text())
     assert {c.task for c in report.comparisons} == {"shapes_color", "shapes_kind"}
     assert all(c.stats.n == 4 and c.stats.interval.method == "paired_bootstrap" for c in report.comparisons)

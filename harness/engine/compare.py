@@ -182,13 +182,11 @@ def _compare_pair(
     for task in [t for t in a.samples if t in b.samples]:
         records_a, records_b = a.samples[task], b.samples[task]
         score_key, cluster_key = a.score_key(task), a.cluster_key(task)
-        numeric_b = numeric_metrics(records_b, score_key)
-        metrics = [m for m in numeric_metrics(records_a, score_key) if m in numeric_b]
+        numeric_a, numeric_b = numeric_metrics(records_a, score_key), numeric_metrics(records_b, score_key)
+        metrics = [m for m in numeric_a if m in numeric_b]
         for metric in sorted(_metric_keys(records_a) & _metric_keys(records_b) - set(metrics)):
-            notes.append(
-                f"{task} {label_of(metric)}: no per-doc number in both runs (every answer unparsed, or a "
-                "figure aggregated over docs); not compared"
-            )
+            why = _why_unpaired(metric, ((a.label, records_a, numeric_a), (b.label, records_b, numeric_b)))
+            notes.append(f"{task} {label_of(metric)}: {why}; not compared")
         for metric in metrics:
             docs = pair_docs(task, metric, records_a, records_b, (a.label, b.label), cluster_key, score_key)
             if not docs.doc_ids:
@@ -215,6 +213,15 @@ def _compare_pair(
                 )
             )
     return out
+
+
+def _why_unpaired(metric: str, runs: Sequence[tuple[str, Sequence[SampleRecord], list[str]]]) -> str:
+    """Why a metric has no per-doc numbers to pair: a run none of whose answers the metric could parse,
+    else per-doc values that are not numbers (the figure is aggregated over docs)."""
+    for label, records, numeric in runs:
+        if metric not in numeric and any(metric in r.unparsed for r in records):
+            return f"none of {label}'s answers could be parsed for it"
+    return "its per-doc values are not numbers (a figure aggregated over docs)"
 
 
 def _metric_keys(records: Sequence[SampleRecord]) -> set[str]:

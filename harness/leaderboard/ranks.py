@@ -14,6 +14,7 @@ model's rank interval holds the 2.5th and 97.5th percentiles of its ranks
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,10 +118,26 @@ def _doc_scores(db: Database, submission_id: int, task: str, cluster_key: str | 
     return DocScores(scores, clusters)
 
 
+_COMPUTED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], dict[str, TableRanks]] = {}
+_LOCK = threading.Lock()
+_KEEP = 4  # sets of ranks kept: a page drawn again with no new submission reuses its ranks
+
+
 def table_ranks(
     db: Database, records: Sequence[Submission], include_paths: tuple[str, ...] = ()
 ) -> dict[str, TableRanks]:
-    """Per table (protocol, or group of tasks of no protocol), the rank intervals of its task metrics."""
+    """Per table (protocol, or group of tasks of no protocol), the rank intervals of its task metrics;
+    computed once per set of submissions (keyed by their content hashes: records never change)."""
+    key = (db.url, tuple(r.content_hash for r in records), include_paths)
+    with _LOCK:  # the server draws pages in threads
+        if key not in _COMPUTED:
+            while len(_COMPUTED) >= _KEEP:
+                _COMPUTED.pop(next(iter(_COMPUTED)))
+            _COMPUTED[key] = _table_ranks(db, records, include_paths)
+        return _COMPUTED[key]
+
+
+def _table_ranks(db: Database, records: Sequence[Submission], include_paths: tuple[str, ...]) -> dict[str, TableRanks]:
     registry = task_configs(include_paths)
     out: dict[str, TableRanks] = {}
     for table in sorted({s.protocol for r in records for s in r.scores}):
