@@ -42,6 +42,7 @@ from typing import Literal, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar
 
 from harness.metrics.bootstrap import N_RESAMPLES, SEED, cluster_ci
 from harness.results.interval import LEVEL, Interval
@@ -90,7 +91,7 @@ def mcnemar_p_values(n10: int, n01: int) -> tuple[float, float]:
     total, k = n10 + n01, min(n10, n01)
     if total == 0:
         return 1.0, 1.0
-    exact = min(1.0, 2.0 * float(stats.binom.cdf(k, total, 0.5)))
+    exact = float(mcnemar([[0, n10], [n01, 0]], exact=True).pvalue)  # statsmodels: the binomial test
     return exact, exact - float(stats.binom.pmf(k, total, 0.5))
 
 

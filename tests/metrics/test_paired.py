@@ -31,6 +31,7 @@ def test_mcnemar_exact_and_mid_p_by_hand_and_against_statsmodels() -> None:
     exact, mid = mcnemar_p_values(5, 1)
     assert exact == pytest.approx(14 / 64) and mid == pytest.approx(8 / 64)
     assert exact == pytest.approx(mcnemar([[3, 5], [1, 2]], exact=True).pvalue)
+    assert exact == pytest.approx(stats.binomtest(1, 6, 0.5).pvalue)  # the same test, as scipy runs it
     assert mcnemar_p_values(0, 0) == (1.0, 1.0)
     assert mcnemar_p_values(3, 3)[0] == 1.0  # capped at 1
 
