@@ -14,7 +14,7 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from harness.cli import main
-from harness.engine.compare import CompareReport, compare_samples
+from harness.engine.compare import CompareReport, compare_samples, compare_table
 from harness.errors import HarnessError
 from harness.metrics.paired import compare_paired
 from harness.results.pairing import RunSamples, pair_docs
@@ -60,7 +60,7 @@ def test_score_key_and_cluster_key_as_lmms_eval_reads_them() -> None:
         pair_docs("t", "acc,none", [_record(0, 1.0)], [_record(0, 0.0)], cluster_key="nope")
 
 
-def test_three_runs_all_pairs_corrected_together_and_vs_first() -> None:
+def test_three_runs_all_pairs_corrected_together_and_vs_first(tmp_path: Path) -> None:
     a, b, c = (
         _run("A", [1, 1, 1, 1, 1, 0, 1, 0]),
         _run("B", [0, 0, 0, 0, 0, 1, 1, 0]),
@@ -75,10 +75,15 @@ def test_three_runs_all_pairs_corrected_together_and_vs_first() -> None:
     assert [x.p_adjusted for x in report.comparisons] == pytest.approx(list(multipletests(p, method="fdr_by")[1]))
     assert [d.doc_id for d in ab.changed] == [0, 1, 2, 3, 4, 5]
     assert (ab.changed[0].answer_a, ab.changed[0].answer_b) == ("A1", "B0") and ab.answers_changed == 8
+    assert "- A vs B, t acc: 6 doc(s): A higher on 0, 1, 2, 3, 4; B higher on 5" in compare_table(report)
     assert [(x.model_a, x.model_b) for x in compare_samples([a, b, c], "vs_first").comparisons] == [
         ("A", "B"),
         ("A", "C"),
     ]
+    formula = _run("=HYPERLINK", [1, 0, 1, 1, 1, 0, 1, 0])  # model text and names stay text in a spreadsheet
+    compare_samples([a, formula]).write(tmp_path)
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "changed.csv").read_text())))
+    assert rows[0]["model_b"] == "'=HYPERLINK" and rows[0]["answer_b"] == "'=HYPERLINK0"
     clustered = compare_samples([_run("A", [1, 0, 1, 1], {"cluster_key": "image"}), _run("B", [0, 0, 1, 0])])
     stats = clustered.comparisons[0].stats
     assert (stats.test, stats.units, stats.interval.unit) == ("clustered_z", 2, "image")

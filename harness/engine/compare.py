@@ -166,7 +166,7 @@ def compare_samples(
         n_resamples=n_resamples,
         seed=seed,
         comparisons=comparisons,
-        notes=notes,
+        notes=list(dict.fromkeys(notes)),  # a run's note is said once, not once per pair
     )
 
 
@@ -315,12 +315,13 @@ def compare_table(report: CompareReport) -> str:
             parts = [f"{c.model_a} higher on {_doc_list(higher_a)}"] if higher_a else []
             parts += [f"{c.model_b} higher on {_doc_list(higher_b)}"] if higher_b else []
             changes.append(
-                f"- {c.task} {label_of(c.metric)}: {len(c.changed)} doc(s) changed score: {'; '.join(parts)}"
+                f"- {c.model_a} vs {c.model_b}, {c.task} {label_of(c.metric)}: {len(c.changed)} doc(s): "
+                + "; ".join(parts)
             )
     if not report.comparisons:
         lines.append("| " + " | ".join(["-"] * 15) + " |")
     if changes:
-        lines += ["", "Docs that changed score (A vs B):", *changes]
+        lines += ["", "Docs that changed score:", *changes]
     if report.notes:
         lines += ["", "Not compared:", *(f"- {note}" for note in report.notes)]
     lines += [
