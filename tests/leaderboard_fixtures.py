@@ -11,9 +11,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.leaderboard.db import Database
+    from harness.leaderboard.service import Settings
 
 _RUNS: dict[str, list[Path]] = {}
 _DATA: dict[str, Path] = {}
@@ -115,3 +119,41 @@ def running_server(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def answered_run(run_dir: Path, dest: Path, model: str, right: dict[str, set[int]]) -> Path:
+    """A copy of a run whose every answer to the docs in ``right[task]`` is the doc's target, rescored with
+    ``harness score`` (so its figures are its samples') and renamed ``model``: a model that gets those
+    docs right, whose submission the server verifies."""
+    from harness.cli import main
+
+    edited = edited_run(run_dir, dest.with_name(dest.name + "-edited"), lambda r: r["config"].update(model=model))
+    for task, docs in right.items():
+        path = edited / f"samples_{task}.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            if row["doc_id"] in docs:
+                row["responses"] = [row["target"]] * len(row["responses"])
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["score", str(edited), "--output", str(dest), "--verbosity", "quiet"]) == 0
+    return dest
+
+
+@pytest.fixture(scope="module", name="ranked")
+def ranked_board(
+    runs: list[Path], data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Database, Settings, Path]:
+    """(database, settings, the third run) of three verified submissions on shapes: tiny:llava,
+    tiny:qwen2_vl and a copy of the latter that answers the colour of docs 0 and 1 right (import this
+    fixture into a test module)."""
+    from harness.leaderboard.bundle import read_run_files
+    from harness.leaderboard.db import Database
+    from harness.leaderboard.service import Settings, submit_files
+
+    tmp = tmp_path_factory.mktemp("ranks")
+    right = answered_run(runs[1], tmp / "right", "tiny:qwen2_vl-right", {"shapes_color": {0, 1}})
+    db_url = f"sqlite:///{tmp / 'board.sqlite'}"
+    db, settings = Database(db_url), Settings(db_url=db_url, data_dir=data_dir)
+    for run_dir in (*runs, right):
+        assert submit_files(db, read_run_files(run_dir), "alice", settings).status == "verified"
+    return db, settings, right

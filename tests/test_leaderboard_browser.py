@@ -17,10 +17,11 @@ from harness.leaderboard.service import Settings
 from harness.leaderboard.tokens import create_token
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks
 from harness.results.interval import Interval
-from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
+from tests.leaderboard_fixtures import (  # noqa: F401 (board_* and ranked_board: fixtures)
     board_data_dir,
     board_runs,
     edited_run,
+    ranked_board,
     running_server,
 )
 
@@ -201,6 +202,49 @@ def test_protocol_tables_pagination_and_width_in_chromium(
         assert "/home/alice" not in page.content()
         assert b"/home/alice" not in page.request.get(f"{url}/files/3/results.json").body()
         page.screenshot(path=str(shots / "model-local.png"), full_page=True)
+        browser.close()
+    keep = os.environ.get("LEADERBOARD_SCREENSHOTS")
+    if keep:
+        shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_rank_intervals_and_a_paired_comparison_in_chromium(
+    ranked: tuple[Database, Settings, Path], tmp_path: Path
+) -> None:
+    """The rank intervals under the shapes table (ties marked), then two submissions picked in its form and
+    their paired comparison: difference, interval, p and MDE."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; or set HARNESS_CHROMIUM)")
+    from playwright.sync_api import expect, sync_playwright
+
+    db, settings, _ = ranked
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    with running_server(create_app(settings, db)) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        page.goto(f"{url}/")
+        ranks = page.locator("table.ranks[data-protocol=shapes]")
+        expect(ranks.locator("thead th")).to_contain_text(["Model", "shapes_color exact_match", "shapes_kind"])
+        color = [ranks.locator(f"tr[data-id='{i}'] td.rank").first for i in (1, 2, 3)]
+        expect(color[0]).to_have_text("1-2 tied")
+        expect(color[1]).to_have_text("1-2 tied")
+        expect(color[2]).to_have_text("1 tied")
+        expect(color[0]).to_have_attribute("title", "tied with tiny:qwen2_vl #2, tiny:qwen2_vl-right #3")
+        ranks.scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "ranks.png"), full_page=True)
+
+        form = page.locator("form.pair[data-protocol=shapes]")
+        form.locator("select[name=a]").select_option("3")
+        form.locator("select[name=b]").select_option("2")
+        form.get_by_role("button", name="Compare").click()
+        expect(page.locator("h1")).to_have_text("tiny:qwen2_vl-right #3 vs tiny:qwen2_vl #2")
+        row = page.locator("table.paired tbody tr", has_text="shapes_color").filter(has_text="exact_match,none")
+        expect(row.locator("td.difference")).to_have_text("0.667")
+        expect(row.locator("td.interval")).to_have_text(re.compile(r"^\[0\.\d{3}, 1\.000\]$"))
+        expect(row.locator("td.p")).to_have_text("0.250")
+        expect(row.locator("td.mde")).to_have_text(re.compile(r"^\d\.\d{3}$"))
+        page.screenshot(path=str(shots / "compare.png"), full_page=True)
         browser.close()
     keep = os.environ.get("LEADERBOARD_SCREENSHOTS")
     if keep:

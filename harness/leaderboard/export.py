@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.leaderboard.db import Database
 from harness.leaderboard.pages import STATIC, render_index, render_model
 from harness.leaderboard.protocol_parts import board_parts
+from harness.leaderboard.ranks import table_ranks
 from harness.leaderboard.records import file_index, get_file, list_submissions, submission_summary
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
@@ -22,7 +23,8 @@ def export_site(db: Database, out: Path, settings: Settings | None = None) -> Pa
     records = list_submissions(db)
     settings = settings or Settings()
     parts = board_parts(db, settings)
-    (out / "index.html").write_text(render_index(records, parts, settings.page_size), encoding="utf-8")
+    ranks = table_ranks(db, records, settings.include_paths)
+    (out / "index.html").write_text(render_index(records, parts, settings.page_size, ranks), encoding="utf-8")
     shutil.copytree(STATIC, out / "static", dirs_exist_ok=True)
     tables = out / "tables"
     tables.mkdir(exist_ok=True)

@@ -11,11 +11,14 @@ from typing import Any
 
 import jinja2
 
+from harness.engine.compare import CompareReport
 from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact
+from harness.leaderboard.ranks import TableRanks
 from harness.leaderboard.records import Z95
 from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
+from harness.metrics.bootstrap import N_RESAMPLES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -54,8 +57,15 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render_index(records: list[Submission], parts: BoardParts, page_size: int = 25) -> str:
-    """The index: a table per protocol, shown ``page_size`` rows a page (``?rows=N`` on the page overrides)."""
+def render_index(
+    records: list[Submission],
+    parts: BoardParts,
+    page_size: int = 25,
+    ranks: dict[str, TableRanks] | None = None,
+    live: bool = False,
+) -> str:
+    """The index: a table per protocol, shown ``page_size`` rows a page (``?rows=N`` on the page overrides),
+    each with its rank intervals and, when served (``live``), a form comparing two of its submissions."""
     tables = protocol_tables(records, parts)
     families = sorted({r.family or "unknown" for r in records})
     present = {r.size for t in tables for r in t.rows}
@@ -72,6 +82,26 @@ def render_index(records: list[Submission], parts: BoardParts, page_size: int = 
             n_submissions=len(records),
             panels=parts.panels,
             page_size=page_size,
+            ranks=ranks or {},
+            n_resamples=N_RESAMPLES,
+            live=live,
+        )
+    )
+
+
+def render_compare(a: Submission, b: Submission, report: CompareReport) -> str:
+    """The paired comparison of two submissions (``compare.html?a=ID&b=ID``)."""
+    return (
+        _environment()
+        .get_template("compare.html")
+        .render(
+            root="",
+            generated=_now(),
+            a_id=a.id,
+            b_id=b.id,
+            a_label=report.runs[0].label,
+            b_label=report.runs[1].label,
+            report=report,
         )
     )
 

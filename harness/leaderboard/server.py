@@ -9,6 +9,7 @@ Routes mirror the static export's file layout (``index.html``, ``model/<id>.html
 
 from __future__ import annotations
 
+import html
 import logging
 import shutil
 import tempfile
@@ -30,12 +31,15 @@ from starlette.formparsers import MultiPartException
 from starlette.middleware.base import RequestResponseEndpoint
 from starlette.requests import ClientDisconnect
 
+from harness.engine.compare import CompareReport
+from harness.errors import HarnessError
 from harness.leaderboard.bundle import Limits, SubmissionError, is_bundle_file
-from harness.leaderboard.db import Database
-from harness.leaderboard.pages import STATIC, render_index, render_model
+from harness.leaderboard.db import Database, Submission
+from harness.leaderboard.pages import STATIC, render_compare, render_index, render_model
 from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.protocol_parts import board_parts
 from harness.leaderboard.quota import RateLimit, release, reserve
+from harness.leaderboard.ranks import compare_submissions, table_ranks
 from harness.leaderboard.records import (
     file_index,
     get_file,
@@ -291,9 +295,28 @@ def _add_api_routes(app: FastAPI, db: Database, settings: Settings, workers: dic
         worker = workers.get(found.name)
         return JSONResponse(parts.state(found.name, worker.pending if worker else 0))
 
+    @app.get("/api/compare")
+    def compare(a: int, b: int) -> Response:
+        try:
+            return JSONResponse(_compared(db, settings, a, b)[2].model_dump(mode="json"))
+        except _Refusal as refusal:
+            return refusal.response
+
     @app.get("/api/health")
     async def health() -> dict[str, Any]:  # on the event loop: never queued behind the thread pool
         return {"ok": True, "database": db.engine.url.get_backend_name()}
+
+
+def _compared(db: Database, settings: Settings, a: int, b: int) -> tuple[Submission, Submission, CompareReport]:
+    """Submissions ``a`` and ``b`` and their paired comparison; refused with 404 for an unknown id, 422 for
+    docs that differ between them."""
+    first, second = get_submission(db, a), get_submission(db, b)
+    if first is None or second is None:
+        raise _Refusal(404, f"no submission {a if first is None else b}")
+    try:
+        return first, second, compare_submissions(db, first, second, settings.include_paths)
+    except HarnessError as exc:
+        raise _Refusal(422, str(exc)) from None
 
 
 def _add_page_routes(app: FastAPI, db: Database, settings: Settings) -> None:
@@ -302,7 +325,16 @@ def _add_page_routes(app: FastAPI, db: Database, settings: Settings) -> None:
     @app.get("/", response_class=HTMLResponse)
     @app.get("/index.html", response_class=HTMLResponse)
     def index() -> HTMLResponse:
-        return HTMLResponse(render_index(list_submissions(db), board_parts(db, settings), settings.page_size))
+        records = list_submissions(db)
+        ranks = table_ranks(db, records, settings.include_paths)
+        return HTMLResponse(render_index(records, board_parts(db, settings), settings.page_size, ranks, live=True))
+
+    @app.get("/compare.html", response_class=HTMLResponse)
+    def compare_page(a: int, b: int) -> Response:
+        try:
+            return HTMLResponse(render_compare(*_compared(db, settings, a, b)))
+        except _Refusal as refusal:
+            return HTMLResponse(f"<h1>{html.escape(str(refusal))}</h1>", status_code=refusal.response.status_code)
 
     @app.get("/model/{submission_id}.html", response_class=HTMLResponse)
     def model_page(submission_id: int) -> Response:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import HarnessError
+from harness.metrics.multiple_testing import benjamini_yekutieli
 
 Scoring = Callable[[Any, Sequence[Any]], float]
 
@@ -178,9 +179,7 @@ def matched_alt_test(
         )
     if not rows:
         return AltTestResult(None, None, False, epsilon, q_fdr, [], skipped, len(used))
-    from statsmodels.stats.multitest import multipletests
-
-    rejected = multipletests([r.p_value for r in rows], alpha=q_fdr, method="fdr_by")[0]
+    rejected, _ = benjamini_yekutieli([r.p_value for r in rows], q_fdr)
     rows = [
         AnnotatorRow(r.annotator, r.n, r.rho_f, r.rho_h, r.p_value, bool(rej))
         for r, rej in zip(rows, rejected, strict=True)
