@@ -184,3 +184,32 @@ def test_report_errors(tmp_path: Path, five: Path) -> None:
     broken = write(tmp_path / "broken" / "results.json", "{")
     assert main(["report", str(broken.parent), "--out", str(tmp_path / "x.html"), *QUIET]) == 2
     shutil.rmtree(tmp_path / "broken")
+
+
+def test_the_leaderboard_links_each_entry_to_its_report(five: Path, tmp_path: Path) -> None:
+    import httpx
+
+    from harness.data import default_data_dir
+    from harness.leaderboard.db import Database
+    from harness.leaderboard.export import export_site
+    from harness.leaderboard.server import create_app
+    from harness.leaderboard.service import Settings
+    from harness.leaderboard.tokens import create_token
+    from harness.report.html import PAGE_POLICY
+    from tests.leaderboard_fixtures import running_server
+
+    db_url = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    db = Database(db_url)
+    token = create_token(db, "alice")
+    run = next((five / "fusion" / "tiny__qwen2_vl").iterdir())
+    settings = Settings(db_url=db_url, data_dir=default_data_dir())
+    with running_server(create_app(settings, db)) as url:
+        assert main(["submit", str(run), "--to", url, "--token", token, *QUIET]) == 0
+        assert 'href="../report/1.html"' in httpx.get(f"{url}/model/1.html").text
+        page = httpx.get(f"{url}/report/1.html", timeout=120)
+        assert page.status_code == 200 and page.headers["content-security-policy"] == PAGE_POLICY
+        assert "Audit of tiny:qwen2_vl" in page.text and "data:image/png;base64," in page.text
+        assert str(run) not in page.text  # the submitter's paths are not the server's
+        assert httpx.get(f"{url}/report/99.html").status_code == 404
+    site = export_site(db, tmp_path / "site", settings)
+    assert "Audit of tiny:qwen2_vl" in (site / "report" / "1.html").read_text(encoding="utf-8")

@@ -42,8 +42,11 @@ EVIDENCE_CSS = """
 .ev-fields,.ev-labels{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0}
 .ev-fields dt,.ev-labels dt{color:#666}
 .ev-fields dd,.ev-labels dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
-.ev-panels{display:flex;flex-wrap:wrap;gap:.8rem}
-.ev-panel{margin:0;flex:1 1 260px;max-width:560px;min-width:200px;border:1px solid #eee;padding:.4rem;background:#fff}
+.ev-panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:.8rem}
+.ev-panel{margin:0;min-width:0;border:1px solid #eee;padding:.4rem;background:#fff}
+.ev-panel:only-child{grid-column:1/-1;display:grid;grid-template-columns:minmax(160px,300px) 1fr;gap:0 1rem}
+.ev-panel:only-child>*{grid-column:2}
+.ev-panel:only-child>img,.ev-panel:only-child>.ev-noimage{grid-column:1;grid-row:1/span 20}
 .ev-panel img{width:100%;max-width:360px;height:auto;display:block;border:1px solid #ddd}
 .ev-panel figcaption{font-weight:bold;margin:.3rem 0}
 .ev-noimage{color:#888;border:1px dashed #bbb;padding:1rem;text-align:center}

@@ -143,10 +143,12 @@ def _redacted(argv: Sequence[str]) -> str:
 
 
 def _run_command(run: LoadedRun) -> str:
-    """The command that made the run: as recorded, else rebuilt from its config."""
+    """The command that made the run: as recorded when ``harness`` made it, else (a run made from Python, a
+    test) rebuilt from its config."""
     argv = run.results.provenance.command
-    if argv:
-        return _redacted(["harness", *argv[1:]] if argv[0].endswith(("harness", "__main__.py")) else argv)
+    program = Path(argv[0]) if argv else None
+    if program is not None and (program.name == "harness" or program.parent.name in ("harness", "cli")):
+        return _redacted(["harness", *argv[1:]])
     config = run.results.config
     parts = ["harness", "eval", "--model", config.model, "--tasks", ",".join(config.tasks or run.tasks)]
     if config.model_args:

@@ -98,7 +98,7 @@ class ModelAudit(ReportPart):
     generated_at: str
     harness_version: str
     runs: list[RunSummary]
-    peers: list[str] = Field(description="other models whose runs were read (VISTA compares models)")
+    peers: list[str] = Field(description="other models whose runs were read (a cross-model audit compares them)")
     protocols: list[ProtocolPart]
     not_run: list[NotRun]
     other_tasks: list[str] = Field(description="tasks of the model's runs that belong to no protocol")
