@@ -42,7 +42,7 @@ EVIDENCE_CSS = """
 .ev-fields,.ev-labels{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0}
 .ev-fields dt,.ev-labels dt{color:#666}
 .ev-fields dd,.ev-labels dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
-.ev-panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:.8rem}
+.ev-panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:.8rem;align-items:start}
 .ev-panel{margin:0;min-width:0;border:1px solid #eee;padding:.4rem;background:#fff}
 .ev-panel:only-child{grid-column:1/-1;display:grid;grid-template-columns:minmax(160px,300px) 1fr;gap:0 1rem}
 .ev-panel:only-child>*{grid-column:2}
@@ -57,7 +57,7 @@ EVIDENCE_CSS = """
 .ev-answers pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.1rem 0;background:#f5f5f8;padding:.2rem .4rem;
  max-height:9rem;overflow:auto;font-size:.85em}
 .ev-plots{display:flex;flex-wrap:wrap;gap:.8rem}
-.ev-plot{margin:0;max-width:460px}
+.ev-plot{margin:0;max-width:640px}
 .ev-plot img{max-width:100%;height:auto;border:1px solid #ddd}
 .ev-plot figcaption{color:#555;font-size:.85em}
 .ev-lines{margin:.2rem 0;padding-left:1.1rem;font-size:.9em}

@@ -167,12 +167,14 @@ def _item(
             answers=[_answer(clean_run, clean)],
         )
     )
-    for task, _, caption in ATTACKED_TASKS:
+    for task, attack, caption in ATTACKED_TASKS:
         if task in samples:
             run, record = samples[task]
             digest = image_of(record)
+            status = str(FusionRow.read(record.doc, "natevid_status", "")) if attack == fm.NAT_EVID else ""
+            counted = status != "destroyed"  # the audit leaves out edits whose OCR check found the evidence gone
             flipped = record.metrics.get(fm.CORRECT) == 0.0
-            flips += flipped
+            flips += flipped and counted
             panels.append(
                 Panel(
                     caption=caption,
@@ -180,7 +182,10 @@ def _item(
                     if digest
                     else None,
                     answers=[_answer(run, record)],
-                    labels={"flipped": "yes" if flipped else "no"},
+                    labels={
+                        "flipped": ("yes" if flipped else "no") + ("" if counted else " (not counted)"),
+                        **({"edit status": status} if status else {}),
+                    },
                 )
             )
     for run, outcome in attacks:
