@@ -129,7 +129,7 @@ class EvidenceFigure(EvidencePart):
 
     key: str
     label: str
-    value: float | str | None
+    value: int | float | str | None
     interval: Interval | None = None
     n: int | None = None
     higher_is_better: bool | None = None

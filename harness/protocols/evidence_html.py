@@ -38,7 +38,7 @@ EVIDENCE_CSS = """
 .ev-dir{color:#777;font-size:.85em}
 .ev-fnote td{color:#666;font-size:.85em}
 .ev-item{border:1px solid #e3e3ea;border-radius:6px;padding:.6rem .8rem;margin:.8rem 0;background:#fcfcfe}
-.ev-item h4,.ev-item h5{margin:.1rem 0 .4rem}
+.ev-item h4,.ev-item h5,.ev-item h6{margin:.1rem 0 .4rem;font-size:1em}
 .ev-fields,.ev-labels{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0}
 .ev-fields dt,.ev-labels dt{color:#666}
 .ev-fields dd,.ev-labels dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}

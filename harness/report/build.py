@@ -23,7 +23,6 @@ from harness.protocols.evidence import (
     EvidenceInput,
     LoadedRun,
     ProtocolEvidence,
-    ReferenceValue,
     as_mapping,
     extractor_of,
     interval_from,
@@ -179,7 +178,7 @@ def _hooks(protocol: Protocol) -> LeaderboardHooks | None:
 
 
 def _hook_figures(
-    protocol: Protocol, runs: Sequence[LoadedRun], tasks: Sequence[str], references: Sequence[ReferenceValue]
+    protocol: Protocol, runs: Sequence[LoadedRun], tasks: Sequence[str]
 ) -> tuple[list[HeadlineFigure], list[str]]:
     """The protocol's leaderboard headline figures, computed from the model's runs as the server would."""
     hooks = _hooks(protocol)
@@ -210,11 +209,33 @@ def _hook_figures(
             value=estimate.value if not isinstance(estimate.value, float) or estimate.value == estimate.value else None,
             interval=_estimate_interval(estimate),
             n=estimate.n,
-            source="the protocol's headline (as the leaderboard computes it)",
-            references=[r for r in references if r.figure == key],
+            source="the leaderboard's figure, from the samples",
         )
         for key, estimate in estimates.items()
     ], []
+
+
+def _audit_figures(evidence: ProtocolEvidence | None, headline: Sequence[HeadlineFigure]) -> list[HeadlineFigure]:
+    """The figures the protocol's evidence heads its sections with (its audit's, its task reports'), less
+    those the headline already shows with the same value; the paper's values go beside these."""
+    if evidence is None:
+        return []
+    shown = {(f.key, f.value) for f in headline}
+    return [
+        HeadlineFigure(
+            key=f.key,
+            label=f.label,
+            kind="audit",
+            value=f.value,
+            interval=f.interval,
+            n=f.n,
+            source=section.title,
+            references=[r for r in evidence.references if r.figure == f.key],
+        )
+        for section in evidence.sections
+        for f in section.figures
+        if (f.key, f.value) not in shown
+    ]
 
 
 def _task_figures(runs: Sequence[LoadedRun], tasks: Sequence[str]) -> list[HeadlineFigure]:
@@ -325,8 +346,16 @@ def build_report(options: ReportOptions) -> ModelAudit:
         runs_of = [r for r in runs if any(owner.get(t) is protocol for t in r.tasks)]
         own_runs = [r for r in runs_of if r.model == model]
         evidence, notes = _evidence(protocol, runs_of, audits, model, options.max_items)
-        references = evidence.references if evidence else []
-        headline, more = _hook_figures(protocol, own_runs, tasks, references)
+        headline, more = _hook_figures(protocol, own_runs, tasks)
+        audit_figures = _audit_figures(evidence, headline)
+        if evidence is not None:  # a paper's value goes beside the audit's figure when there is one
+            placed = {f.key for f in audit_figures}
+            headline = [
+                f.model_copy(update={"references": [r for r in evidence.references if r.figure == f.key]})
+                if f.key not in placed
+                else f
+                for f in headline
+            ]
         notes += more
         if protocol.audit is not None and not audits:
             not_run.append(
@@ -343,7 +372,7 @@ def build_report(options: ReportOptions) -> ModelAudit:
                 tasks=tasks,
                 runs=[str(r.path) for r in own_runs],
                 audits=[str(a) for a in audits],
-                headline=headline + _task_figures(own_runs, tasks),
+                headline=headline + audit_figures + _task_figures(own_runs, tasks),
                 evidence=evidence,
                 reproduce=_reproduce(protocol, own_runs, runs_of, audits),
                 notes=notes,

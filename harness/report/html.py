@@ -41,7 +41,7 @@ nav a{color:#2a4fa8}
 section>h2{border-bottom:2px solid #dde;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th{background:#f6f6f9}
+th{background:#f6f6f9;overflow-wrap:normal}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 .refs caption{text-align:left;font-weight:bold}
 code,pre{font-family:ui-monospace,monospace}
@@ -81,12 +81,16 @@ class InlineImages:
 
 
 def _flagged(evidence: ProtocolEvidence) -> ProtocolEvidence | None:
-    """The flagged sections of the evidence, each with its strongest items only."""
-    sections = [
-        s.model_copy(update={"items": s.items[:FLAG_ITEMS], "tables": [], "plots": [], "truncated": 0})
-        for s in evidence.sections
-        if s.flag
-    ]
+    """The flagged sections of the evidence, each with its strongest items only; a flagged section of
+    figures alone (an audit's) gets the strongest case of the first section after it that shows cases."""
+    sections = []
+    for k, section in enumerate(evidence.sections):
+        if not section.flag:
+            continue
+        items = section.items or next((s.items for s in evidence.sections[k + 1 :] if s.items), [])
+        sections.append(
+            section.model_copy(update={"items": items[:FLAG_ITEMS], "tables": [], "plots": [], "truncated": 0})
+        )
     return evidence.model_copy(update={"sections": sections, "notes": []}) if sections else None
 
 

@@ -53,13 +53,17 @@ class NotRun(ReportPart):
 
 
 class HeadlineFigure(ReportPart):
-    """One headline figure: its value, its interval (None: none recorded), n, where it comes from, and the
-    paper's value for the same model or setting, labelled as the paper's."""
+    """One headline figure: its value, its interval (None: none recorded), n, where it comes from (for an
+    audit figure, the part of the evidence it heads), and the paper's value for the same model or setting,
+    labelled as the paper's."""
 
     key: str
     label: str
-    kind: Literal["headline", "task metric"]
-    value: float | str | None
+    kind: Literal["headline", "audit", "task metric"] = Field(
+        description="the leaderboard's figure from the samples, a figure of the protocol's audit or task "
+        "report (its evidence), or a task metric of results.json"
+    )
+    value: int | float | str | None
     interval: Interval | None = None
     n: int | None = None
     source: str

@@ -180,7 +180,7 @@ def _model_figures(report: VistaAuditReport, model: str) -> list[EvidenceFigure]
         )
         for key, label, value, better in names
     ]
-    figures.append(EvidenceFigure(key="flags", label="flagged cases", value=float(row.flags), n=row.queries))
+    figures.append(EvidenceFigure(key="flags", label="flagged cases", value=row.flags, n=row.queries))
     figures.append(EvidenceFigure(key="pattern", label="primary pattern", value=row.primary_pattern))
     return figures
 
