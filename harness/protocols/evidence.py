@@ -277,6 +277,13 @@ class EvidenceInput:
                     out.setdefault(run.model, []).append((run, record))
         return out
 
+    def paper_name(self) -> str | None:
+        """The name to look the model up by in a paper's tables (:func:`references_for`): its runs' own
+        model name; None for evidence about every model, or a smoke-test model no paper reports."""
+        if self.model is None:
+            return None
+        return next((run.model_name for run in self.model_runs() if run.model_name), None)
+
     def tasks(self) -> list[str]:
         """Every task the model's runs hold, in order of first appearance."""
         return list(dict.fromkeys(t for r in self.model_runs() for t in r.tasks))
@@ -393,12 +400,14 @@ def latest_audit(audits: Sequence[Path], report: type[R]) -> tuple[Path, R] | No
 
 def recorded_interval(part: Mapping[str, Any], key: str) -> Interval | None:
     """The Interval an audit or report recorded for figure ``key`` of ``part``: under ``intervals[key]``,
-    ``<key>_interval``, or as the figure itself (a mapping with an ``interval``); None when none was."""
+    ``<key>_interval``, the figure's own ``interval`` (a mapping), or the part's ``interval`` when the part
+    holds that one figure; None when none was."""
     intervals = part.get("intervals")
     for candidate in (
         intervals.get(key) if isinstance(intervals, Mapping) else None,
         part.get(f"{key}_interval"),
         as_mapping(part.get(key)).get("interval"),
+        part.get("interval") if key in part else None,  # a part that records one interval, of its figure
     ):
         found = interval_from(candidate)
         if found is not None:

@@ -163,13 +163,15 @@ def _run_command(run: LoadedRun) -> str:
 
 
 def _estimate_interval(estimate: Estimate) -> Interval | None:
-    """The interval a headline estimate carries: its Interval when it has one, else its ci pair."""
+    """The interval a headline estimate carries: its Interval, or (an estimate that holds a bare ``ci`` pair)
+    that pair, its method not recorded."""
     recorded = interval_from(getattr(estimate, "interval", None))
     if recorded is not None:
         return recorded
-    if estimate.ci is None:
+    pair = getattr(estimate, "ci", None)
+    if not isinstance(pair, tuple) or len(pair) != 2:
         return None
-    return Interval(low=estimate.ci[0], high=estimate.ci[1], n=estimate.n or 0, unit="unit")
+    return Interval(low=float(pair[0]), high=float(pair[1]), n=estimate.n or 0, unit="unit")
 
 
 def _hooks(protocol: Protocol) -> LeaderboardHooks | None:

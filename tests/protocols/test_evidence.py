@@ -162,6 +162,7 @@ def test_intervals_as_recorded() -> None:
     assert figure_interval({"ci95": None}, "wilson", 3, "doc") is None
     assert recorded_interval({"intervals": {"x": made.model_dump()}}, "x") == made
     assert recorded_interval({"x_interval": made.model_dump()}, "x") == made
+    assert recorded_interval({"x": 0.2, "interval": made.model_dump()}, "x") == made  # the part's one figure
     assert recorded_interval({"x": 0.2}, "x") is None
 
 

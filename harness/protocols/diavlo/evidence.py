@@ -27,6 +27,7 @@ from harness.protocols.evidence import (
     image_of,
     latest_audit,
     plot_ref,
+    recorded_interval,
 )
 from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
@@ -97,8 +98,11 @@ def _pair(task: str, run: LoadedRun, record: SampleRecord) -> Item:
 def _audit_section(folder: Path, model: str, part: ModelReport) -> Section:
     overall = part.overall
     shares = overall.classes
+    recorded = shares.model_dump(by_alias=True)  # the class shares' intervals, where the audit recorded them
     figures = [
-        EvidenceFigure(key=name.lower(), label=f"share {name}", value=share, n=shares.n)
+        EvidenceFigure(
+            key=name.lower(), label=f"share {name}", value=share, interval=recorded_interval(recorded, name), n=shares.n
+        )
         for name, share in shares.shares.items()
     ]
     figures.append(
@@ -106,7 +110,7 @@ def _audit_section(folder: Path, model: str, part: ModelReport) -> Section:
     )
     mi = overall.mutual_information
     if isinstance(mi, MutualInformation):
-        interval = (
+        interval = recorded_interval(mi.model_dump(), "mi_nats") or (
             Interval.of(mi.ci95[0], mi.ci95[1], "bootstrap", mi.n, unit="pair")
             if mi.ci95
             else Interval.missing("the audit recorded none", mi.n, unit="pair")

@@ -22,6 +22,7 @@ from harness.protocols.evidence import (
     ProtocolEvidence,
     ReferenceValue,
     Section,
+    as_mapping,
     bounded,
     clip,
     figure_value,
@@ -95,14 +96,19 @@ ATTACKED_TASKS = (("fusion_typo", fm.TYPO_EVID, "Typo-Evid"), ("fusion_natevid",
 
 
 def _interval(row: ModelFigures, key: str) -> Interval | None:
-    """A recorded Interval, else the audit's ci95: a paired bootstrap over the clean-correct items."""
-    recorded = recorded_interval(row.model_dump(), key)
+    """The figure's Interval as the audit recorded it (``intervals``), else its bare ``ci95`` pair (an older
+    audit.json): the paired bootstrap over the clean-correct items."""
+    data = row.model_dump()
+    recorded = recorded_interval(data, key)
     if recorded is not None:
         return recorded
-    ci = row.ci95.get(key)
-    if ci is None:
-        return Interval.missing("the audit recorded none", row.n_items, unit="item") if key in row.ci95 else None
-    return Interval.of(ci[0], ci[1], "paired_bootstrap", row.n_items, unit="item")
+    pairs = as_mapping(data.get("ci95"))
+    if key not in pairs:
+        return None
+    ci = pairs[key]
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return Interval.missing("the audit recorded none", row.n_items, unit="item")
+    return Interval.of(float(ci[0]), float(ci[1]), "paired_bootstrap", row.n_items, unit="item")
 
 
 def _audit_section(folder: Path, model: str, row: ModelFigures) -> Section:
@@ -271,8 +277,8 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
                 item = str(FusionRow.read(record.doc, "id", record.doc_id))
                 by_model[model][item].setdefault(task, (run, record))
     attacks = _attack_outcomes(source, notes)
-    names = [run.model_name for run in source.model_runs() if run.model_name]
-    references = (references_for(names[0], REFERENCES) if names else []) + level_references
+    paper_name = source.paper_name()
+    references = (references_for(paper_name, REFERENCES) if paper_name else []) + level_references
     for model, items in by_model.items():
         built = [
             _item(item_id, samples, attacks.get((model, item_id), []))

@@ -55,7 +55,7 @@ def _label(record: SampleRecord) -> str:
     return "unparsed" if found is None else mist.LABELS[found]
 
 
-def _figures_section(report: Mapping[str, Any]) -> Section:
+def _figures_section(model: str, report: Mapping[str, Any]) -> Section:
     n = int(report.get("items") or 0)
     found = report.get("figures")
     figures = found if isinstance(found, Mapping) else {}
@@ -76,7 +76,7 @@ def _figures_section(report: Mapping[str, Any]) -> Section:
     excludes_zero = interval is not None and interval.defined and (interval.low or 0) > 0
     return Section(
         key="change",
-        title="Change under misleading images",
+        title=f"Change under misleading images ({model})",
         summary="The share of (item, technique) cells whose label with an image differs from the label without "
         f"one, over {n} items whose labels parsed."
         if n
@@ -160,7 +160,7 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
     sections: list[Section] = []
     sources: list[str] = []
     for run, report in source.reports(TASK):
-        sections.append(_figures_section(report))
+        sections.append(_figures_section(run.model, report))
         sources.append(str(run.path / "results.json"))
         agreement = report.get("human_agreement")
         if isinstance(agreement, Mapping) and agreement:

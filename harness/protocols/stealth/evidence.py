@@ -103,7 +103,7 @@ def _bias_section(task: str, run: LoadedRun, report: Mapping[str, Any], limit: i
     ]
     return Section(
         key=f"{task}-bias",
-        title=f"{task}: the most biased conditions",
+        title=f"{task}: the most biased conditions ({run.model})",
         summary=(
             "B_c: the mean change of the sentiment score (POSITIVE +1, NEUTRAL 0, NEGATIVE -1) from the all-black "
             f"baseline when the words are styled by condition c, over {n} sentences whose labels parsed."
@@ -242,13 +242,13 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
             sources.extend({str(run.path / f"samples_{task}.jsonl") for run, _ in pairs})
     if not sections:
         notes.append("no run of the model holds a Stealth sentiment task (stealth_short, stealth_long)")
-    names = [run.model_name for run in source.model_runs() if run.model_name]
+    paper_name = source.paper_name()
     return ProtocolEvidence(
         protocol="stealth",
         title="Stealth Prompt Testset",
         model=source.model,
         sections=sections,
-        references=references_for(names[0], REFERENCES) if names else [],
+        references=references_for(paper_name, REFERENCES) if paper_name else [],
         sources=sorted(set(sources)),
         notes=notes,
     )

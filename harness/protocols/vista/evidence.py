@@ -162,11 +162,11 @@ def _model_figures(report: VistaAuditReport, model: str) -> list[EvidenceFigure]
     row = report.per_model.get(model)
     if row is None:
         return []
-    data = row.model_dump(by_alias=True)
+    data = row.model_dump(by_alias=True)  # the audit's intervals, where it recorded them, by figure
     names = (
         ("mean_suspicion", "mean S", row.mean_suspicion, False),
         ("max_suspicion", "max S", row.max_suspicion, False),
-        ("detection", "model-level detection score", row.detection.score, False),
+        ("detection_score", "model-level detection score", row.detection.score, False),
         ("refusal_rate", "refusal rate", row.refusal_rate, None),
     )
     figures = [
@@ -272,13 +272,13 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
             sections.append(refusal)
     if not sections and not notes:
         notes.append("the VISTA audit holds no model's rows")
-    names = [run.model_name for run in source.model_runs() if run.model_name]
+    paper_name = source.paper_name()
     return ProtocolEvidence(
         protocol="vista",
         title="VISTA",
         model=source.model,
         sections=sections,
-        references=references_for(names[0], REFERENCES) if names else [],
+        references=references_for(paper_name, REFERENCES) if paper_name else [],
         sources=[str(folder / name) for name in ("audit.json", "audit.csv", "flagged.jsonl")],
         notes=notes,
     )
