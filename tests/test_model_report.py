@@ -181,6 +181,7 @@ def test_report_errors(tmp_path: Path, five: Path) -> None:
         build_report(ReportOptions(paths=[five / "vista"]))
     with pytest.raises(HarnessError, match="no run of 'tiny:gemma3'"):
         build_report(ReportOptions(paths=[five / "vista"], model="tiny:gemma3"))
+    assert main(["report", str(five / "mist"), "--max-items", "0", "--out", str(tmp_path / "x.html"), *QUIET]) == 2
     broken = write(tmp_path / "broken" / "results.json", "{")
     assert main(["report", str(broken.parent), "--out", str(tmp_path / "x.html"), *QUIET]) == 2
     shutil.rmtree(tmp_path / "broken")
