@@ -40,7 +40,7 @@ nav ol{margin:.4rem 0;padding-left:1.2rem}
 nav a{color:#2a4fa8}
 section>h2{border-bottom:2px solid #dde;padding-bottom:.2rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.9em}
-th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f6f6f9;overflow-wrap:normal}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 .refs caption{text-align:left;font-weight:bold}
