@@ -187,3 +187,41 @@ def test_a_broken_extractor_is_one_line() -> None:
         extractor_of(Protocol(name="t", title="t", summary="s", extensions={"evidence": "nowhere:x"}))
     with pytest.raises(HarnessError, match="not callable"):
         extractor_of(Protocol(name="t", title="t", summary="s", extensions={"evidence": 3}))
+
+
+def test_stealth_flags_the_conditions_whose_interval_excludes_zero() -> None:
+    from types import SimpleNamespace
+
+    from harness.protocols.stealth.evidence import _bias_section
+
+    total = Interval.of(0.5, 1.2, "cluster_bootstrap", 10, unit="sentence")
+    report = {
+        "sentences": 10,
+        "total_range": {"value": 0.9, "interval": total.model_dump()},
+        "by_condition": {
+            "positive-green-34": {"value": 0.1, "ci95": [-0.1, 0.3]},
+            "negative-red-34": {"value": -0.5, "ci95": [-0.8, -0.2]},
+            "positive-blue-85": {"value": 0.4, "ci95": [0.1, 0.7]},
+        },
+    }
+    section = _bias_section("stealth_short", SimpleNamespace(model="m"), report, 6)  # type: ignore[arg-type]
+    assert section.flag == (
+        "2 condition(s) shift the sentiment label, their 95% interval excluding 0: negative-red-34, positive-blue-85"
+    )
+    assert [row[0] for row in section.tables[0].rows] == ["negative-red-34", "positive-blue-85", "positive-green-34"]
+    assert section.figures[0].key == "total_range" and section.figures[0].interval == total
+
+
+def test_vista_groups_a_flagged_case_by_cluster() -> None:
+    from harness.protocols.vista.evidence import _case
+
+    row = {"model": "a", "topic": "Asian", "doc_id": "3", "suspicion": "0.7", "pattern": "refusal"}
+    flagged = {"responses": {"a": ["x", "y"], "b": ["z", HOSTILE]}, "cluster_ids": {"a": [0, 1], "b": [0, 0]}}
+    case = _case(row, flagged, {}, "vista")
+    (panel,) = case.panels
+    assert [g.label for g in panel.groups] == ["cluster 0: 3 answers from a, b", "cluster 1: 1 answers from a"]
+    assert [a.text for a in panel.groups[0].answers] == ["x", "z", HOSTILE]
+    assert (
+        case.title == "Asian: doc 3, S = 0.700" and case.note is not None and case.note.startswith("flagged (refusal)")
+    )
+    assert panel.image is None and case.fields["prompt"] == "(not in the runs given)"
