@@ -327,6 +327,13 @@ def bounded(items: Sequence[Item], limit: int) -> tuple[list[Item], int]:
     return list(items[:limit]), max(0, len(items) - limit)
 
 
+def strongest(scored: Sequence[tuple[Item, float]], limit: int) -> tuple[list[Item], int]:
+    """The ``limit`` items of the highest strength (a stable sort: ties keep their order), and how many
+    were left out."""
+    ranked = sorted(scored, key=lambda pair: -pair[1])
+    return bounded([item for item, _ in ranked], limit)
+
+
 def image_of(record: SampleRecord) -> str | None:
     """The digest of the first image of a sample's prompt (samples record images as ``image_sha256``)."""
     return next(iter(images_of(record.prompt)), None)

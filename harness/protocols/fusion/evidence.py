@@ -23,7 +23,6 @@ from harness.protocols.evidence import (
     ReferenceValue,
     Section,
     as_mapping,
-    bounded,
     clip,
     figure_value,
     file_image,
@@ -32,6 +31,7 @@ from harness.protocols.evidence import (
     plot_ref,
     recorded_interval,
     references_for,
+    strongest,
 )
 from harness.protocols.fusion import metrics as fm
 from harness.protocols.fusion.attack_outcomes import AttackOutcome, read_outcomes
@@ -285,8 +285,7 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
             for item_id, samples in items.items()
             if "fusion_clean" in samples
         ]
-        built.sort(key=lambda pair: -pair[1])
-        shown, left = bounded([item for item, _ in built], source.max_items)
+        shown, left = strongest(built, source.max_items)
         sections.append(
             Section(
                 key=f"items-{len(sections)}",

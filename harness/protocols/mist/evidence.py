@@ -20,11 +20,11 @@ from harness.protocols.evidence import (
     ProtocolEvidence,
     Section,
     Table,
-    bounded,
     clip,
     figure_interval,
     figure_value,
     image_of,
+    strongest,
 )
 from harness.protocols.mist import metrics as mist
 from harness.protocols.mist.rows import MistJudgeDoc
@@ -194,11 +194,10 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         for run, record in pairs:
             by_item[str(MistJudgeDoc.read(record.doc, "item_id", record.doc_id))].append((run, record))
         built = [_item(item_id, rows) for item_id, rows in by_item.items()]
-        built.sort(key=lambda pair: -pair[1])
-        items, left = bounded([item for item, _ in built], source.max_items)
+        items, left = strongest(built, source.max_items)
         sections.append(
             Section(
-                key="items",
+                key=f"items-{len(sections)}",
                 title=f"Items under no, aligned and misleading images ({model})",
                 summary="Each answer is labelled with what the task parsed from it and its prompting technique "
                 "and arm; items whose label moved under the misleading image come first.",
