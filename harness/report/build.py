@@ -314,6 +314,41 @@ def _evidence(
         return None, [f"its evidence could not be read: {exc}"]
 
 
+def _protocol_part(
+    protocol: Protocol,
+    tasks: Sequence[str],
+    runs: Sequence[LoadedRun],
+    audits: Sequence[Path],
+    model: str,
+    options: ReportOptions,
+) -> ProtocolPart:
+    """One protocol's part of the report from its runs (the model's and its peers') and audit folders."""
+    own = [r for r in runs if r.model == model]
+    evidence, notes = _evidence(protocol, runs, audits, model, options.max_items)
+    headline, more = _hook_figures(protocol, own, tasks)
+    audit_figures = _audit_figures(evidence, headline)
+    if evidence is not None:  # a paper's value goes beside the audit's figure when there is one
+        placed = {f.key for f in audit_figures}
+        headline = [
+            f
+            if f.key in placed
+            else f.model_copy(update={"references": [r for r in evidence.references if r.figure == f.key]})
+            for f in headline
+        ]
+    return ProtocolPart(
+        protocol=protocol.name,
+        title=protocol.title,
+        summary=protocol.summary,
+        tasks=list(tasks),
+        runs=[str(r.path) for r in own],
+        audits=[str(a) for a in audits],
+        headline=headline + audit_figures + _task_figures(own, tasks),
+        evidence=evidence,
+        reproduce=_reproduce(protocol, own, runs, audits),
+        notes=notes + more,
+    )
+
+
 def build_report(options: ReportOptions) -> ModelAudit:
     """The model's audit across every protocol its runs (or audits) cover, and what is missing and why."""
     run_dirs, audit_dirs = find_folders(options.paths)
@@ -335,7 +370,6 @@ def build_report(options: ReportOptions) -> ModelAudit:
     not_run: list[NotRun] = []
     for protocol in protocols():
         tasks = list(dict.fromkeys(t for r in own for t in r.tasks if owner.get(t) is protocol))
-        audits = _matching_audits(protocol, audit_dirs)
         if not tasks:
             reason = (
                 f"no run of {model} holds its tasks ({', '.join(protocol.tasks)})"
@@ -346,40 +380,11 @@ def build_report(options: ReportOptions) -> ModelAudit:
             not_run.append(NotRun(protocol=protocol.title, reason=reason))
             continue
         runs_of = [r for r in runs if any(owner.get(t) is protocol for t in r.tasks)]
-        own_runs = [r for r in runs_of if r.model == model]
-        evidence, notes = _evidence(protocol, runs_of, audits, model, options.max_items)
-        headline, more = _hook_figures(protocol, own_runs, tasks)
-        audit_figures = _audit_figures(evidence, headline)
-        if evidence is not None:  # a paper's value goes beside the audit's figure when there is one
-            placed = {f.key for f in audit_figures}
-            headline = [
-                f.model_copy(update={"references": [r for r in evidence.references if r.figure == f.key]})
-                if f.key not in placed
-                else f
-                for f in headline
-            ]
-        notes += more
-        if protocol.audit is not None and not audits:
-            not_run.append(
-                NotRun(
-                    protocol=protocol.title,
-                    reason=f"its audit (harness audit {protocol.name}) is not among the folders given",
-                )
-            )
-        parts.append(
-            ProtocolPart(
-                protocol=protocol.name,
-                title=protocol.title,
-                summary=protocol.summary,
-                tasks=tasks,
-                runs=[str(r.path) for r in own_runs],
-                audits=[str(a) for a in audits],
-                headline=headline + audit_figures + _task_figures(own_runs, tasks),
-                evidence=evidence,
-                reproduce=_reproduce(protocol, own_runs, runs_of, audits),
-                notes=notes,
-            )
-        )
+        part = _protocol_part(protocol, tasks, runs_of, _matching_audits(protocol, audit_dirs), model, options)
+        parts.append(part)
+        if protocol.audit is not None and not part.audits:
+            reason = f"its audit (harness audit {protocol.name}) is not among the folders given"
+            not_run.append(NotRun(protocol=protocol.title, reason=reason))
     return ModelAudit(
         model=model,
         generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
