@@ -7,6 +7,7 @@ of the evidence (answers, prompts, dataset fields, model names) reaches the page
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -85,12 +86,25 @@ def interval_text(interval: Interval | None) -> str:
     return f"{interval.text()} ({how})"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(value: Any) -> Any:
+    r"""A string with its control characters (which models emit and HTML does not allow) shown as ``\xNN``;
+    markup the page made itself, and anything not a string, as it is."""
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
 @functools.cache
 def environment() -> jinja2.Environment:
-    """The Jinja2 environment of evidence pages: autoescape on, undefined names an error."""
+    """The Jinja2 environment of evidence pages: autoescape on, control characters made visible, undefined
+    names an error."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
+        finalize=visible,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

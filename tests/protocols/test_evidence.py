@@ -148,6 +148,8 @@ def test_the_fragment_escapes_every_string() -> None:
     assert all(not key.startswith("on") for _, attrs in page.tags for key in attrs)
     assert [a["src"] for t, a in page.tags if t == "img"] == ["data:image/png;base64,AAAA"]
     assert page.text.count(HOSTILE) >= 14
+    bell = evidence.model_copy(update={"notes": ["ring\x07\x00 done\n"]})
+    assert "ring\\x07\\x00 done" in render_evidence(bell, lambda ref: None)  # shown, not written raw
     unresolved = render_evidence(evidence, lambda ref: None)
     assert f"image {'ab' * 6} not available" in unresolved
 
