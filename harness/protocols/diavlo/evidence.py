@@ -21,6 +21,7 @@ from harness.protocols.evidence import (
     LoadedRun,
     Panel,
     ProtocolEvidence,
+    ReferenceValue,
     Section,
     Table,
     clip,
@@ -34,6 +35,19 @@ from harness.results.metric_key import MetricKey
 from harness.results.schema import SampleRecord
 
 TASK_PREFIX = "diavlo_"
+PAPER = "DiaVLo: Diagnosing Behaviours of Vision-Language Models"
+#: The behaviour classes over the paper's four VLMs and four sources (a setting, not a model).
+REFERENCES: tuple[ReferenceValue, ...] = tuple(
+    ReferenceValue(
+        figure=name.lower(),
+        label=f"share {name}",
+        paper_model="four VLMs' shares over four sources",
+        value=value,
+        paper=PAPER,
+        where="results",
+    )
+    for name, value in (("Aligned", 0.064), ("Expanded", 0.525), ("Divergent", 0.411))
+)
 #: The order pairs are shown in: the behaviours a person should look at first.
 SHOWN_FIRST = (DIVERGENT, "Unnamed", "Expanded", "Aligned", None)
 PLOTS = (
@@ -214,6 +228,7 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         title="DiaVLo",
         model=source.model,
         sections=sections,
+        references=list(REFERENCES) if source.model is not None and found is not None else [],
         sources=sorted(set(sources)),
         notes=notes,
     )

@@ -18,6 +18,7 @@ from harness.protocols.evidence import (
     LoadedRun,
     Panel,
     ProtocolEvidence,
+    ReferenceValue,
     Section,
     Table,
     clip,
@@ -32,6 +33,20 @@ from harness.results.interval import Interval
 from harness.results.schema import SampleRecord
 
 TASK = "mist"
+PAPER = "It's Not What the Image Shows: Irrelevant Context Destabilises VLM Judges Without Informing Them"
+#: The paper's figures over its thirteen judges (a setting, not a model): change rates with an image and
+#: agreement with the human majority under each condition.
+_SETTING = "13 judges' mean"
+REFERENCES: tuple[ReferenceValue, ...] = tuple(
+    ReferenceValue(figure=key, label=label, paper_model=_SETTING, value=value, paper=PAPER, where="results")
+    for key, label, value in (
+        ("change_rate_aligned", "change rate, aligned image", 0.205),
+        ("change_rate_misleading", "change rate, misleading image", 0.194),
+        ("agreement_none", "agreement with the human majority, no image", 0.544),
+        ("agreement_aligned", "agreement with the human majority, aligned image", 0.537),
+        ("agreement_misleading", "agreement with the human majority, misleading image", 0.547),
+    )
+)
 FIGURES = (
     ("change_rate_misleading", "change rate, misleading image", False),
     ("change_rate_aligned", "change rate, aligned image", False),
@@ -208,5 +223,11 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         sources.extend({str(run.path / f"samples_{TASK}.jsonl") for run, _ in pairs})
     notes = [] if sections else ["no run of the model holds the MIST task"]
     return ProtocolEvidence(
-        protocol="mist", title="MIST", model=source.model, sections=sections, sources=sorted(set(sources)), notes=notes
+        protocol="mist",
+        title="MIST",
+        model=source.model,
+        sections=sections,
+        references=list(REFERENCES) if source.model is not None and sections else [],
+        sources=sorted(set(sources)),
+        notes=notes,
     )
