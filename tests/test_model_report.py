@@ -16,6 +16,7 @@ import pytest
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.report import ModelAudit, ReportOptions, build_report
+from harness.results.interval import Interval
 from tests.conftest import write
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
@@ -26,6 +27,7 @@ ANSWER = '<script>window.__xss = "answer"</script><img src=x onerror="window.__x
 PROMPT = '"><svg onload="window.__xss=2"><a href="javascript:alert(1)">prompt</a>'
 FIELD = '</pre><iframe src="https://example.invalid/"></iframe><style>body{display:none}</style>'
 QUIET = ["--verbosity", "quiet"]
+RECORDED = Interval.of(0.1, 0.4, "cluster_bootstrap", 6, unit="sentence")
 
 
 def _eval(out: Path, *args: str) -> Path:
@@ -65,6 +67,9 @@ def five(
     root = tmp_path_factory.mktemp("five")
     stealth = _eval(root / "stealth", "--tasks", "stealth_short", "--limit", "6")
     _poison(stealth, "stealth_short", "text")
+    results = json.loads((stealth / "results.json").read_text(encoding="utf-8"))
+    results["intervals"] = {"stealth_short": {"total_range,none": RECORDED.model_dump()}}  # as eval records them
+    (stealth / "results.json").write_text(json.dumps(results), encoding="utf-8")
     mist = _eval(root / "mist", "--tasks", "mist", "--limit", "5")
     _poison(mist, "mist", "sentence")
     vista_argv = ["--model", "tiny:llava", "--tasks", "vista", "--limit", "2", "--repeats", "2", "--judge", "embedding"]
@@ -112,6 +117,9 @@ def test_the_report_holds_every_part(report: tuple[Path, ModelAudit]) -> None:
     stealth = [f for f in parts["stealth"].headline if f.kind == "headline"]
     assert {f.key for f in stealth} >= {"total_range", "max_positive_bias"}
     assert any(f.kind == "task metric" and f.key == "mist/change_rate_misleading,none" for f in parts["mist"].headline)
+    recorded = {f.key: f.interval for f in parts["stealth"].headline if f.kind == "task metric"}
+    assert recorded["stealth_short/total_range,none"] == RECORDED  # the interval results.json records
+    assert recorded["stealth_short/max_positive_bias,none"] is None  # none recorded: said so on the page
     assert parts["fusion"].audits and parts["diavlo"].audits and parts["vista"].audits
     vista = parts["vista"].evidence
     assert vista is not None and vista.sections[0].items[0].panels[0].image is not None

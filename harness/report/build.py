@@ -244,8 +244,9 @@ def _task_figures(runs: Sequence[LoadedRun], tasks: Sequence[str]) -> list[Headl
     """Every task metric of results.json with the interval the run recorded under ``intervals``."""
     out = []
     for run in runs:
-        extra = run.results.model_extra or {}
-        intervals = as_mapping(extra.get("intervals"))
+        # a typed field of results.json from schema 3, an extra key before it
+        recorded_by_task = getattr(run.results, "intervals", None) or (run.results.model_extra or {}).get("intervals")
+        intervals = as_mapping(recorded_by_task)
         for task in tasks:
             if task not in run.tasks:
                 continue
