@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__
-from harness.cli import audit, build, compare, leaderboard, protocols, score, submit, tasks
+from harness.cli import audit, build, compare, leaderboard, protocols, report, score, submit, tasks
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
 from harness.disk import disk_problem, failed_path, is_disk_error
@@ -18,7 +18,7 @@ from harness.extras import missing_extra
 from harness.hub import offline_reason
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
-LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "compare"})
+LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "compare", "report"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub, common)
     audit.add_parser(sub, common)
     audit.add_protocol_commands(sub, common)
-    for module in (tasks, protocols, build, submit, leaderboard):
+    for module in (tasks, protocols, build, submit, leaderboard, report):
         module.add_parser(sub, common)
     return parser
 
