@@ -148,7 +148,8 @@ def _page_routes(app: FastAPI, viewer: Viewer) -> None:
         for i, index in enumerate(indexes):
             refs = index.refs([sid for row in rows if (sid := row.ids[i]) is not None])
             for row, view in zip(rows, views, strict=True):
-                ref = refs.get(row.ids[i]) if row.ids[i] is not None else None
+                sid = row.ids[i]
+                ref = None if sid is None else refs.get(sid)
                 view.views.append(None if ref is None else pages.sample_view(ref, index.read(ref)))
         return pages.compare_page(chosen, task, common, views, total, differing, page, 25)
 
@@ -232,5 +233,6 @@ def serve(options: ViewOptions) -> None:
             log.info("indexed %s in %.1fs", catalog.runs[rid].path, time.perf_counter() - started)
     if options.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("listening on %s: anyone who can reach it can read these runs", options.host)
-    print(f"harness view: http://{options.host}:{options.port}/  ({len(catalog.runs)} run(s), {len(catalog.audits)} audit(s))")
+    found = f"{len(catalog.runs)} run(s), {len(catalog.audits)} audit(s)"
+    print(f"harness view: http://{options.host}:{options.port}/  ({found})")
     uvicorn.run(create_app(viewer, options.host), host=options.host, port=options.port, log_level="warning")

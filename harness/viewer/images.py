@@ -184,4 +184,3 @@ class ImageStore:
             while len(self._png) > CACHED_IMAGES:
                 self._png.popitem(last=False)
         return data
-

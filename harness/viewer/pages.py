@@ -44,9 +44,13 @@ def _interval(value: Interval | None) -> str:
     return MISSING if value is None else value.text()
 
 
-def _clip(text: Any, limit: int = SHOWN_CHARS) -> str:
-    text = text if isinstance(text, str) else _fmt(text)
-    return text if len(text) <= limit else text[:limit] + f" \N{HORIZONTAL ELLIPSIS} ({len(text) - limit:,} more characters)"
+def _clip(value: Any, limit: int = SHOWN_CHARS) -> str:
+    text: str = value if isinstance(value, str) else _fmt(value)
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f" \N{HORIZONTAL ELLIPSIS} ({len(text) - limit:,} more characters)"
+    )
 
 
 @functools.cache

@@ -58,6 +58,8 @@ CREATE INDEX samples_hash ON samples(task, doc_hash);
 CREATE INDEX samples_error ON samples(task, error_kind, doc_id);
 CREATE INDEX metrics_key ON metrics(key, value, sample);
 CREATE UNIQUE INDEX metrics_sample ON metrics(sample, key);
+CREATE TABLE error_counts AS SELECT task, error_kind, COUNT(*) AS n FROM samples GROUP BY task, error_kind;
+CREATE TABLE metric_keys AS SELECT DISTINCT s.task, m.key FROM metrics m JOIN samples s ON s.id = m.sample;
 """
 
 
@@ -182,19 +184,8 @@ class SampleIndex:
     def summary(self, task: str) -> TaskSummary:
         """The task's sample count, errors by kind and metric keys."""
         with self.connect() as db:
-            errors = dict(
-                db.execute(
-                    "SELECT error_kind, COUNT(*) FROM samples WHERE task = ? GROUP BY error_kind", (task,)
-                ).fetchall()
-            )
-            keys = [
-                row[0]
-                for row in db.execute(
-                    "SELECT DISTINCT m.key FROM metrics m JOIN samples s ON s.id = m.sample WHERE s.task = ? "
-                    "ORDER BY m.key",
-                    (task,),
-                )
-            ]
+            errors = dict(db.execute("SELECT error_kind, n FROM error_counts WHERE task = ?", (task,)).fetchall())
+            keys = [row[0] for row in db.execute("SELECT key FROM metric_keys WHERE task = ? ORDER BY key", (task,))]
         samples = sum(errors.values())
         errors.pop(NO_ERROR, None)
         return TaskSummary(samples, errors, keys)
@@ -322,12 +313,13 @@ def _sample_row(row_id: int, task: str, line: int, offset: int, length: int, rec
 
 def signatures(record: SampleRecord) -> tuple[str, str]:
     """Digests of a sample's filtered answers and of its metric values: two models' samples of one doc
-    differ in their answers or their scores when these differ (what the side-by-side view sorts first)."""
-
-    def digest(value: Any) -> str:
-        return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-    return digest(record.filtered), digest(record.metrics)
+    differ in their answers or their scores when these differ (what the side-by-side view sorts first).
+    Both are JSON values read from a samples file, whose ``repr`` is canonical for a given key order (the
+    task's code writes the keys of every run in the same order)."""
+    return (
+        hashlib.sha256(repr(record.filtered).encode()).hexdigest()[:16],
+        hashlib.sha256(repr(record.metrics).encode()).hexdigest()[:16],
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -349,14 +341,18 @@ def prompt_text(record: SampleRecord) -> str:
     return "\n".join(parts)
 
 
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def search_text(record: SampleRecord) -> str:
-    """What a text search looks in: prompt, answers, filtered answers, target, doc, error (lower-cased)."""
+    """What a text search looks in: prompt, answers, filtered answers, target, doc, error (case-folded)."""
     parts = [
         prompt_text(record),
         *record.responses,
-        json.dumps(record.filtered, ensure_ascii=False, default=str),
-        json.dumps(record.target, ensure_ascii=False, default=str),
-        json.dumps(record.doc, ensure_ascii=False, default=str),
+        *(_text(v) for v in record.filtered.values()),
+        _text(record.target),
+        _text(record.doc),
         str(record.error or ""),
     ]
     return "\n".join(parts)[:MAX_SEARCH_CHARS].casefold()
@@ -392,7 +388,9 @@ def compare(indexes: Sequence[SampleIndex], task: str, page: int, per_page: int)
         answers = " OR ".join(f"s{i}.answer_sig IS NOT s0.answer_sig" for i in others)
         ids = ", ".join(f"s{i}.id" for i in range(len(indexes)))
         base = f"FROM samples s0{joins} WHERE s0.task = ? AND s0.doc_hash IS NOT NULL"
-        total, differing = db.execute(f"SELECT COUNT(*), COALESCE(SUM(({scores}) OR ({answers})), 0) {base}", (task,)).fetchone()
+        total, differing = db.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(({scores}) OR ({answers})), 0) {base}", (task,)
+        ).fetchone()
         rows = db.execute(
             f"SELECT ({scores}), ({answers}), {ids} {base} ORDER BY 1 DESC, 2 DESC, s0.doc_id, s0.id LIMIT ? OFFSET ?",
             (task, per_page, (max(page, 1) - 1) * per_page),
