@@ -31,6 +31,9 @@ PROTOCOL = Protocol(
             "--sources NAME=PATH,...",
         ),
     ),
-    extensions={"leaderboard": "harness.protocols.diavlo.leaderboard:HOOKS"},
+    extensions={
+        "leaderboard": "harness.protocols.diavlo.leaderboard:HOOKS",
+        "evidence": "harness.protocols.diavlo.evidence:extract",
+    },
     places=ProtocolPlaces.standard("diavlo", benchmarks=("diavlo_dml.py", "triplet_parser.py")),
 )

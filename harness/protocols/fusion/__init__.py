@@ -36,6 +36,9 @@ PROTOCOL = Protocol(
             aliases=("fusionaudit",),
         ),
     ),
-    extensions={"leaderboard": "harness.protocols.fusion.leaderboard:HOOKS"},
+    extensions={
+        "leaderboard": "harness.protocols.fusion.leaderboard:HOOKS",
+        "evidence": "harness.protocols.fusion.evidence:extract",
+    },
     places=ProtocolPlaces.standard("fusion", benchmarks=("fusion_pgd.py",)),
 )

@@ -26,6 +26,9 @@ PROTOCOL = Protocol(
             "--admire ROWS --images DIR --humans FILE",
         ),
     ),
-    extensions={"leaderboard": "harness.protocols.mist.leaderboard:HOOKS"},
+    extensions={
+        "leaderboard": "harness.protocols.mist.leaderboard:HOOKS",
+        "evidence": "harness.protocols.mist.evidence:extract",
+    },
     places=ProtocolPlaces.standard("mist"),
 )

@@ -25,6 +25,9 @@ PROTOCOL = Protocol(
             "[--squad FILE]",
         ),
     ),
-    extensions={"leaderboard": "harness.protocols.stealth.leaderboard:HOOKS"},
+    extensions={
+        "leaderboard": "harness.protocols.stealth.leaderboard:HOOKS",
+        "evidence": "harness.protocols.stealth.evidence:extract",
+    },
     places=ProtocolPlaces.standard("stealth", benchmarks=("stealth_build.py",)),
 )

@@ -31,7 +31,10 @@ PROTOCOL = Protocol(
     builders=(
         Builder("vista", "builders.vista", "VISTA topic images x neutral prompts (generated or photographs)", "vista"),
     ),
-    extensions={"leaderboard": "harness.protocols.vista.leaderboard:HOOKS"},
+    extensions={
+        "leaderboard": "harness.protocols.vista.leaderboard:HOOKS",
+        "evidence": "harness.protocols.vista.evidence:extract",
+    },
     places=ProtocolPlaces.standard("vista", benchmarks=("vista_audit_scale.py",)),
 )
 
