@@ -10,7 +10,7 @@ from harness.data import default_data_dir
 from harness.extras import require
 
 #: What the viewer needs beyond the core install, each named by the [view] extra when missing.
-VIEW_MODULES = ("fastapi", "uvicorn", "jinja2")
+VIEW_MODULES = ("fastapi", "uvicorn")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -24,7 +24,10 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from harness.paths import cache_root
 from harness.viewer import pages
+from harness.protocols.base import Protocol, get_protocol
+from harness.protocols.evidence_html import EVIDENCE_CSS
 from harness.viewer.catalog import Audit, Catalog, Run, discover
+from harness.viewer.evidence_pages import EvidencePages, evidence_protocols
 from harness.viewer.images import ImageStore
 from harness.viewer.sample_index import (
     MetricOp,
@@ -53,7 +56,8 @@ class Viewer:
     def __init__(self, catalog: Catalog, cache: Path, data_dirs: list[Path]) -> None:
         self.catalog = catalog
         self.indexes = {rid: SampleIndex(run.path, run.tasks, cache / "index") for rid, run in catalog.runs.items()}
-        self.images = ImageStore(cache / "images", data_dirs)
+        self.images = ImageStore(data_dirs)
+        self.evidence = EvidencePages(catalog)
 
     def run(self, rid: str) -> Run:
         """The run with that id, or a 404."""
@@ -68,6 +72,13 @@ class Viewer:
         if task not in run.tasks:
             raise HTTPException(404, f"run {run.model} has no samples of task {task!r}")
         return run, self.indexes[rid]
+
+    def protocol(self, name: str) -> Protocol:
+        """The registered protocol of that name with an evidence extractor, or a 404."""
+        found = get_protocol(name)
+        if found is None or found not in evidence_protocols():
+            raise HTTPException(404, f"no protocol {name!r} with evidence")
+        return found
 
     def audit(self, aid: str) -> Audit:
         """The audit with that id, or a 404."""
@@ -157,6 +168,12 @@ def _page_routes(app: FastAPI, viewer: Viewer) -> None:
     def audit(aid: str) -> str:
         return pages.audit_page(viewer.audit(aid))
 
+    @app.get("/protocol/{name}", response_class=HTMLResponse)
+    def protocol(name: str) -> str:
+        found = viewer.protocol(name)
+        audits = [a for a in viewer.catalog.audits.values() if a.protocol is not None and a.protocol.name == name]
+        return pages.protocol_page(found, viewer.evidence.of(found, found.name), audits)
+
 
 def _file_routes(app: FastAPI, viewer: Viewer) -> None:
     @app.get("/image/{rid}/{task}/{doc_id}/{digest}.png")
@@ -165,10 +182,24 @@ def _file_routes(app: FastAPI, viewer: Viewer) -> None:
         fingerprint = found.results.provenance.datasets.get(task) if found.results else None
         if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or fingerprint is None:
             raise HTTPException(404, "no such image")
-        data = viewer.images.png(fingerprint, doc_id, digest, bool(thumb))
+        ref = viewer.images.sample_image(fingerprint, doc_id, digest)
+        data = None if ref is None else viewer.images.png(ref, bool(thumb))
         if data is None:
             raise HTTPException(404, "the run's dataset is not here or does not hold this image")
         return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.get("/protocol/{name}/image/{token}.png")
+    def evidence_image(name: str, token: str) -> Response:
+        found = viewer.protocol(name)
+        ref = viewer.evidence.of(found, found.name).images.get(token)
+        data = None if ref is None else viewer.images.png(ref, thumbnail=not ref.plot)
+        if data is None:
+            raise HTTPException(404, "no such image in this protocol's evidence")
+        return Response(data, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+    @app.get("/evidence.css")
+    def evidence_css() -> Response:
+        return Response(EVIDENCE_CSS, media_type="text/css")
 
     @app.get("/audit/{aid}/files/{name}")
     def audit_file(aid: str, name: str) -> Response:

@@ -14,11 +14,13 @@ from urllib.parse import urlencode
 
 import jinja2
 
+from harness.protocols.base import Protocol
+from harness.protocols.evidence import images_of
 from harness.results.interval import Interval
 from harness.results.metric_key import label_of
 from harness.results.schema import SampleRecord
 from harness.viewer.catalog import Audit, Catalog, Run
-from harness.viewer.images import image_digests
+from harness.viewer.evidence_pages import Evidence, evidence_protocols
 from harness.viewer.sample_index import SampleQuery, SampleRef, TaskSummary, prompt_text
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -82,7 +84,7 @@ class SampleView:
     @property
     def images(self) -> list[str]:
         """The digests of the sample's images."""
-        return image_digests(self.record.prompt) if self.record else []
+        return images_of(self.record.prompt) if self.record else []
 
     @property
     def prompt(self) -> str:
@@ -146,7 +148,8 @@ def runs_page(catalog: Catalog) -> str:
     """The runs page: every run with its figures and provenance, the compare form, and the audits."""
     runs = catalog.sorted_runs()
     tasks = sorted({task for run in runs for task in run.tasks})
-    return render("runs.html", root="", runs=runs, audits=list(catalog.audits.values()), tasks=tasks)
+    audits = list(catalog.audits.values())
+    return render("runs.html", root="", runs=runs, audits=audits, tasks=tasks, protocols=evidence_protocols())
 
 
 def run_page(run: Run, summaries: dict[str, TaskSummary]) -> str:
@@ -215,6 +218,12 @@ def audit_page(audit: Audit) -> str:
     plots = [name for name, _ in files if name.endswith(".png")]
     summary = audit_summary(audit)
     return render("audit.html", root="../", audit=audit, files=files, plots=plots, summary=summary)
+
+
+def protocol_page(protocol: Protocol, evidence: Evidence, audits: list[Audit]) -> str:
+    """A protocol's evidence over every run (its extractor's sections, the shared renderer), and the
+    protocol's audit folders with their plots and files."""
+    return render("protocol.html", root="../", protocol=protocol, evidence=evidence, audits=audits)
 
 
 def audit_summary(audit: Audit) -> list[tuple[str, str]]:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from harness.errors import HarnessError
+from harness.models.messages import from_lmms
 from harness.results.jsonl import MAX_JSON_DEPTH, check_depth
 from harness.results.schema import SampleRecord
 
@@ -330,15 +331,12 @@ def _number(value: Any) -> float | None:
 
 
 def prompt_text(record: SampleRecord) -> str:
-    """The text parts of a sample's prompt, joined (images are shown apart)."""
-    parts = []
-    for message in record.prompt:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(str(i.get("text", "")) for i in content if isinstance(i, dict) and i.get("type") == "text")
-    return "\n".join(parts)
+    """The text of a sample's prompt, a line per message (images are shown apart); a prompt that is not
+    in lmms-eval's message format shows as its JSON."""
+    try:
+        return "\n".join(message.text for message in from_lmms(record.prompt))
+    except ValueError:
+        return json.dumps(record.prompt, ensure_ascii=False)
 
 
 def _text(value: Any) -> str:
