@@ -23,9 +23,9 @@ from starlette.middleware.base import RequestResponseEndpoint
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from harness.paths import cache_root
-from harness.viewer import pages
 from harness.protocols.base import Protocol, get_protocol
 from harness.protocols.evidence_html import EVIDENCE_CSS
+from harness.viewer import pages
 from harness.viewer.catalog import Audit, Catalog, Run, discover
 from harness.viewer.evidence_pages import EvidencePages, evidence_protocols
 from harness.viewer.images import ImageStore
@@ -116,6 +116,8 @@ def sample_query(task: str, params: dict[str, str]) -> SampleQuery:
 
 
 def _page_routes(app: FastAPI, viewer: Viewer) -> None:
+    """The runs page and one run's pages: its figures, its samples, one sample."""
+
     @app.get("/", response_class=HTMLResponse)
     def runs() -> str:
         return pages.runs_page(viewer.catalog)
@@ -141,6 +143,10 @@ def _page_routes(app: FastAPI, viewer: Viewer) -> None:
         if ref is None or ref.task != task:
             raise HTTPException(404, "no such sample")
         return pages.sample_page(found, pages.sample_view(ref, index.read(ref)))
+
+
+def _cross_run_routes(app: FastAPI, viewer: Viewer) -> None:
+    """Pages over several runs: side by side, an audit folder, a protocol's evidence."""
 
     @app.get("/compare", response_class=HTMLResponse)
     def side_by_side(
@@ -236,6 +242,7 @@ def create_app(viewer: Viewer, host: str = "127.0.0.1") -> FastAPI:
         return PlainTextResponse(f"{exc.status_code}: {exc.detail}", status_code=exc.status_code)
 
     _page_routes(app, viewer)
+    _cross_run_routes(app, viewer)
     _file_routes(app, viewer)
     return app
 

@@ -51,7 +51,7 @@ class EvidencePages:
     def _state(self, protocol: Protocol) -> str:
         """A digest of the size and modification time of every file the protocol's evidence may read."""
         parts = []
-        folders = [run.path for run in self.catalog.runs.values()] + [a.path for a in self._audits(protocol)]
+        folders = [run.path for run in self.catalog.runs.values()] + self._audits(protocol)
         for folder in folders:
             for path in sorted(folder.iterdir()):
                 if path.is_file():
@@ -60,9 +60,7 @@ class EvidencePages:
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
     def _audits(self, protocol: Protocol) -> list[Path]:
-        return [
-            a.path for a in self.catalog.audits.values() if a.protocol is None or a.protocol.name == protocol.name
-        ]
+        return [a.path for a in self.catalog.audits.values() if a.protocol is None or a.protocol.name == protocol.name]
 
     def of(self, protocol: Protocol, page: str) -> Evidence:
         """The protocol's evidence over every run and its audits, images linked under ``page``."""

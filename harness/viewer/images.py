@@ -15,9 +15,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from harness.protocols.evidence import DatasetImage, ImageRef
-from harness.protocols.evidence_images import THUMBNAIL
+from harness.protocols.evidence_images import THUMBNAIL, thumbnail_png
 from harness.protocols.evidence_images import ImageStore as PixelStore
-from harness.protocols.evidence_images import thumbnail_png
 from harness.results.schema import DatasetFingerprint
 
 #: How many encoded images the server keeps in memory (thumbnails and full size).
@@ -49,7 +48,8 @@ class ImageStore:
         folder = self.folder_of(fingerprint)
         if folder is None:
             return None
-        return ImageRef(sha256=digest, source=DatasetImage(path=str(folder), split=fingerprint.split or "test", row=doc_id))
+        source = DatasetImage(path=str(folder), split=fingerprint.split or "test", row=doc_id)
+        return ImageRef(sha256=digest, source=source)
 
     def png(self, ref: ImageRef, thumbnail: bool) -> bytes | None:
         """The image as PNG (a thumbnail, or full size), or None when its source does not hold it."""

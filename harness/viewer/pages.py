@@ -16,6 +16,7 @@ import jinja2
 
 from harness.protocols.base import Protocol
 from harness.protocols.evidence import images_of
+from harness.protocols.evidence_html import environment as evidence_environment
 from harness.results.interval import Interval
 from harness.results.metric_key import label_of
 from harness.results.schema import SampleRecord
@@ -57,14 +58,10 @@ def _clip(value: Any, limit: int = SHOWN_CHARS) -> str:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters.update(fmt=_fmt, interval=_interval, clip=_clip, label=label_of)
+    """The evidence renderer's environment (autoescape on, undefined names an error) over these templates,
+    with the viewer's filters (a filter dict of its own: the overlay would share the parent's)."""
+    env = evidence_environment().overlay(loader=jinja2.FileSystemLoader(TEMPLATES))
+    env.filters = {**env.filters, "fmt": _fmt, "interval": _interval, "clip": _clip, "label": label_of}
     return env
 
 
