@@ -209,7 +209,7 @@ def test_entry_point_plugin_is_found(
 
 
 PROTOCOL_NAME = re.compile(r"vista|diavlo|stealth|(?<!dif)fusion|mist(?!ake|ral)", re.IGNORECASE)
-GENERIC = ("harness/cli", "harness/engine", "harness/taskspec", "harness/results", "harness/models")
+GENERIC = ("harness/cli", "harness/engine", "harness/taskspec", "harness/results", "harness/models", "harness/report")
 
 
 def _code_tokens(path: Path) -> list[tuple[int, str]]:

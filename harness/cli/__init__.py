@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__
-from harness.cli import audit, build, leaderboard, protocols, score, submit, tasks, view
+from harness.cli import audit, build, leaderboard, protocols, report, score, submit, tasks, view
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
 from harness.disk import disk_problem, failed_path, is_disk_error
@@ -18,7 +18,7 @@ from harness.extras import missing_extra
 from harness.hub import offline_reason
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
-LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "view"})
+LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "report", "view"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_parser(sub, common)
     audit.add_parser(sub, common)
     audit.add_protocol_commands(sub, common)
-    for module in (tasks, protocols, build, submit, leaderboard, view):
+    for module in (tasks, protocols, build, submit, leaderboard, report, view):
         module.add_parser(sub, common)
     return parser
 

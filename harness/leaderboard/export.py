@@ -11,6 +11,7 @@ from harness.leaderboard.db import Database
 from harness.leaderboard.pages import STATIC, render_index, render_model
 from harness.leaderboard.protocol_parts import board_parts
 from harness.leaderboard.records import file_index, get_file, list_submissions, submission_summary
+from harness.leaderboard.report_link import submission_report
 from harness.leaderboard.service import Settings
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 
@@ -39,6 +40,10 @@ def export_site(db: Database, out: Path, settings: Settings | None = None) -> Pa
         files = file_index(db, record.id)
         (out / "model").mkdir(exist_ok=True)
         (out / "model" / f"{record.id}.html").write_text(render_model(record, files, parts), encoding="utf-8")
+        (out / "report").mkdir(exist_ok=True)
+        (out / "report" / f"{record.id}.html").write_text(
+            submission_report(db, record, settings.data_dir), encoding="utf-8"
+        )
         folder = out / "files" / str(record.id)
         folder.mkdir(parents=True, exist_ok=True)
         for name, _, _ in files:

@@ -43,10 +43,12 @@ from harness.leaderboard.records import (
     list_submissions,
     submission_summary,
 )
+from harness.leaderboard.report_link import submission_report
 from harness.leaderboard.service import Outcome, RescoringPool, Settings, due_jobs
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
 from harness.protocols.leaderboard_hooks import Job, Options
+from harness.report.html import PAGE_POLICY
 from harness.taskspec.registry import TaskRegistry
 
 log = logging.getLogger(__name__)
@@ -310,6 +312,14 @@ def _add_page_routes(app: FastAPI, db: Database, settings: Settings) -> None:
         if record is None:
             return HTMLResponse("<h1>No such submission</h1>", status_code=404)
         return HTMLResponse(render_model(record, file_index(db, record.id), board_parts(db, settings)))
+
+    @app.get("/report/{submission_id}.html", response_class=HTMLResponse)
+    def report_page(submission_id: int) -> Response:
+        record = get_submission(db, submission_id)
+        if record is None:
+            return HTMLResponse("<h1>No such submission</h1>", status_code=404)
+        html = submission_report(db, record, settings.data_dir)
+        return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_POLICY})
 
 
 def _table_content(db: Database, settings: Settings, protocol: str, fmt: str) -> Any:

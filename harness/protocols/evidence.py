@@ -201,6 +201,7 @@ class LoadedRun:
 
     path: Path
     results: RunResults
+    data_dir: Path | None = None  # where the datasets are here, when not where the run's provenance says
     _samples: dict[str, list[SampleRecord]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -231,11 +232,19 @@ class LoadedRun:
         return self._samples[task]
 
     def dataset_image(self, task: str, row: int | None = None) -> DatasetImage | None:
-        """Where the task's dataset is, as provenance records it (None for a Hub dataset not on disk)."""
+        """Where the task's dataset is: the folder provenance records, or with ``data_dir`` the task's
+        ``dataset_path`` below it (a run made elsewhere); None when neither is known."""
         found = self.results.provenance.datasets.get(task)
+        split = (found.split if found else None) or str(self.results.configs.get(task, {}).get("test_split") or "test")
+        if self.data_dir is not None:
+            dataset_path = self.results.configs.get(task, {}).get("dataset_path")
+            local = (self.data_dir / str(dataset_path)).resolve() if isinstance(dataset_path, str) else None
+            if local is not None and local.is_relative_to(self.data_dir.resolve()) and local.is_dir():
+                return DatasetImage(path=str(local), split=split, row=row)
+            return None
         if found is None or not found.path:
             return None
-        return DatasetImage(path=found.path, split=found.split or "test", row=row)
+        return DatasetImage(path=found.path, split=split, row=row)
 
 
 @dataclass(frozen=True)
@@ -280,20 +289,26 @@ class EvidenceInput:
 EvidenceExtractor = Callable[[EvidenceInput], ProtocolEvidence]
 
 
-def extractor_of(protocol: Protocol) -> EvidenceExtractor | None:
-    """The protocol's evidence extractor (``extensions["evidence"]``, a callable or ``"module:attribute"``),
-    or None when it declares none."""
-    found: Any = protocol.extensions.get(EXTENSION)
-    if found is None:
-        return None
+def load_extension(protocol: Protocol, key: str) -> Any:
+    """``protocol.extensions[key]``, a ``"module:attribute"`` imported on first use; None when absent."""
+    found: Any = protocol.extensions.get(key)
     if isinstance(found, str):
         module, _, attribute = found.partition(":")
         try:
             found = getattr(importlib.import_module(module), attribute)
         except (ImportError, AttributeError) as exc:
             raise HarnessError(
-                f"protocol {protocol.name!r}: evidence extractor {found!r} cannot be loaded: {exc}"
+                f"protocol {protocol.name!r}: extensions[{key!r}] {found!r} cannot be loaded: {exc}"
             ) from None
+    return found
+
+
+def extractor_of(protocol: Protocol) -> EvidenceExtractor | None:
+    """The protocol's evidence extractor (``extensions["evidence"]``, a callable or ``"module:attribute"``),
+    or None when it declares none."""
+    found = load_extension(protocol, EXTENSION)
+    if found is None:
+        return None
     if not callable(found):
         raise HarnessError(f"protocol {protocol.name!r}: its evidence extractor is not callable")
     extractor: EvidenceExtractor = found

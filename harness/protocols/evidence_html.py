@@ -38,13 +38,16 @@ EVIDENCE_CSS = """
 .ev-dir{color:#777;font-size:.85em}
 .ev-fnote td{color:#666;font-size:.85em}
 .ev-item{border:1px solid #e3e3ea;border-radius:6px;padding:.6rem .8rem;margin:.8rem 0;background:#fcfcfe}
-.ev-item h4{margin:.1rem 0 .4rem}
+.ev-item h4,.ev-item h5{margin:.1rem 0 .4rem}
 .ev-fields,.ev-labels{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.3rem 0}
 .ev-fields dt,.ev-labels dt{color:#666}
 .ev-fields dd,.ev-labels dd{margin:0;white-space:pre-wrap;overflow-wrap:anywhere}
-.ev-panels{display:flex;flex-wrap:wrap;gap:.8rem}
-.ev-panel{margin:0;flex:0 1 300px;min-width:200px;border:1px solid #eee;padding:.4rem;background:#fff}
-.ev-panel img{max-width:100%;height:auto;display:block;border:1px solid #ddd}
+.ev-panels{display:grid;grid-template-columns:repeat(auto-fill,minmax(250px,1fr));gap:.8rem}
+.ev-panel{margin:0;min-width:0;border:1px solid #eee;padding:.4rem;background:#fff}
+.ev-panel:only-child{grid-column:1/-1;display:grid;grid-template-columns:minmax(160px,300px) 1fr;gap:0 1rem}
+.ev-panel:only-child>*{grid-column:2}
+.ev-panel:only-child>img,.ev-panel:only-child>.ev-noimage{grid-column:1;grid-row:1/span 20}
+.ev-panel img{width:100%;max-width:360px;height:auto;display:block;border:1px solid #ddd}
 .ev-panel figcaption{font-weight:bold;margin:.3rem 0}
 .ev-noimage{color:#888;border:1px dashed #bbb;padding:1rem;text-align:center}
 .ev-group{margin:.3rem 0}
@@ -97,7 +100,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_evidence(evidence: ProtocolEvidence, resolve: ImageResolver) -> Markup:
-    """One protocol's evidence as an HTML fragment (every string escaped), images through ``resolve``."""
-    html = environment().get_template("evidence.html.j2").render(evidence=evidence, resolve=resolve)
+def render_evidence(
+    evidence: ProtocolEvidence, resolve: ImageResolver, prefix: str = "ev", level: int = 3, lazy: bool = False
+) -> Markup:
+    """One protocol's evidence as an HTML fragment (every string escaped), images through ``resolve``;
+    element ids start with ``prefix`` (two renderings on one page need two), headings start at ``level``,
+    and ``lazy`` images load when scrolled to (for a server; inline images gain nothing from it)."""
+    html = (
+        environment()
+        .get_template("evidence.html.j2")
+        .render(evidence=evidence, resolve=resolve, prefix=prefix, level=level, lazy=lazy)
+    )
     return Markup(html)  # rendered with autoescape: every value in it is escaped

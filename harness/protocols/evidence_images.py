@@ -40,7 +40,7 @@ class _Folder:
 
     docs: Any
     columns: list[str]
-    found: dict[str, tuple[int, str]] = field(default_factory=dict)
+    found: dict[str, tuple[int, str, bool]] = field(default_factory=dict)  # digest -> row, column, as RGB
     scanned: bool = False
 
 
@@ -80,8 +80,9 @@ class ImageStore:
         if folder is None:
             return None
         if digest in folder.found:
-            row, column = folder.found[digest]
-            return folder.docs[row][column]
+            row, column, rgb = folder.found[digest]
+            image = folder.docs[row][column]
+            return image.convert("RGB") if rgb else image
         if source.row is not None and 0 <= source.row < len(folder.docs):
             hit = _match(folder, source.row, digest)
             if hit is not None:
@@ -109,16 +110,20 @@ class ImageStore:
 
 
 def _match(folder: _Folder, row: int, digest: str) -> Any | None:
-    """The image of ``row`` with ``digest``, indexing every image digest of the row on the way."""
+    """The image of ``row`` with ``digest``, indexing every image digest of the row on the way. A task that
+    converts its images to RGB before the model sees them records the converted pixels' digest, so an image
+    stored in another mode is also indexed (and returned) as RGB."""
     doc = folder.docs[row]
     hit = None
     for column in folder.columns:
         value = doc.get(column)
-        if _is_image(value):
-            seen = image_digest(value)
-            folder.found.setdefault(seen, (row, column))
+        if not _is_image(value):
+            continue
+        for image, rgb in ((value, False), *(((value.convert("RGB"), True),) if value.mode != "RGB" else ())):
+            seen = image_digest(image)
+            folder.found.setdefault(seen, (row, column, rgb))
             if seen == digest:
-                hit = value
+                hit = image
     return hit
 
 
