@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import HarnessError
-from harness.protocols.audit_report import AUDIT_FILE
 from harness.protocols.base import Protocol, get_protocol, protocols
+from harness.report.build import find_folders
 from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey, figures
 from harness.results.schema import RunResults, read_run
-
-RESULTS_FILE = "results.json"
-#: How deep under a given folder runs and audits are looked for, and how many folders at most are visited
-#: (a folder given by mistake, such as a home directory, ends the walk instead of hanging the viewer).
-MAX_DEPTH = 5
-MAX_FOLDERS = 20_000
 
 
 def folder_id(path: Path) -> str:
@@ -154,48 +147,19 @@ class Catalog:
 
 def discover(folders: list[Path]) -> Catalog:
     """The runs (folders with a results.json) and audits (folders with an audit.json) in or under
-    ``folders``; a folder that is neither and holds none is a one-line error."""
+    ``folders``, found as ``harness report`` finds them; none at all is a one-line error."""
     catalog = Catalog()
-    for folder in folders:
-        if not folder.is_dir():
-            raise HarnessError(f"{folder}: not a folder (give run folders or folders that hold them)")
-        before = len(catalog.runs) + len(catalog.audits)
-        for path in _candidates(folder):
-            if (path / RESULTS_FILE).is_file():
-                run = _read_run(path)
-                catalog.runs[run.id] = run
-            if (path / AUDIT_FILE).is_file():
-                audit = _read_audit(path)
-                catalog.audits[audit.id] = audit
-        if len(catalog.runs) + len(catalog.audits) == before:
-            raise HarnessError(f"{folder}: no run folder (results.json) or audit folder (audit.json) in or under it")
+    runs, audits = find_folders(folders)
+    for path in runs:
+        run = _read_run(path)
+        catalog.runs[run.id] = run
+    for path in audits:
+        audit = _read_audit(path)
+        catalog.audits[audit.id] = audit
+    if not catalog.runs and not catalog.audits:
+        where = ", ".join(map(str, folders))
+        raise HarnessError(f"{where}: no run folder (results.json) or audit folder (audit.json) in or under it")
     return catalog
-
-
-def _candidates(root: Path) -> Iterator[Path]:
-    """``root`` and its folders down to ``MAX_DEPTH``, links and hidden folders not followed; a run's
-    ``original/`` (the first version of a rescored run) is not a run of its own."""
-    visited = 0
-    stack = [(root, 0)]
-    while stack and visited < MAX_FOLDERS:
-        path, depth = stack.pop()
-        visited += 1
-        yield path
-        if depth >= MAX_DEPTH:
-            continue
-        is_run = (path / RESULTS_FILE).is_file()
-        try:
-            with os.scandir(path) as entries:
-                children = sorted(
-                    entry.name
-                    for entry in entries
-                    if entry.is_dir(follow_symlinks=False)
-                    and not entry.name.startswith(".")
-                    and not (is_run and entry.name == "original")
-                )
-        except OSError:
-            continue
-        stack.extend((path / name, depth + 1) for name in reversed(children))
 
 
 def _read_run(path: Path) -> Run:

@@ -91,4 +91,4 @@ class EvidencePages:
             images[token] = ref
             return f"{page}/image/{token}.png"
 
-        return Evidence(render_evidence(evidence, resolve), images, evidence)
+        return Evidence(render_evidence(evidence, resolve, level=2, lazy=True), images, evidence)
