@@ -160,25 +160,26 @@ def main() -> None:
     first, _ = _get(samples_url)
     print(f"warm start (indexes up to date): {warm:.2f}s to the runs page; first samples page {first * 1000:.0f} ms")
     last_page = math.ceil(args.samples / 50)
-    cases = {
-        "page 2": "?page=2",
-        "page 10": "?page=10",
-        "page 100": "?page=100",
-        "page 1,000": "?page=1000",
-        f"last page ({last_page:,})": f"?page={last_page}",
-        "errors only": "?error=generation+failed",
-        "exact_match = 1": "?metric=exact_match%2Cnone&op=eq&value=1",
-        "exact_match = 1, page 500": "?metric=exact_match%2Cnone&op=eq&value=1&page=500",
-        "sorted by length, descending": "?metric=length%2Cnone&sort=-metric",
-        "search 'needle'": "?q=needle",
-        "search 'triangle', page 20": "?q=triangle&page=20",
-        "200 per page": "?per_page=200&page=7",
+    paging = {}
+    for page in (2, 10, 100, 1000, last_page):
+        paging[page] = statistics.median(_get(f"{samples_url}?page={page}")[0] for _ in range(3))
+        print(f"  page {page:>6,}                      {paging[page] * 1000:7.0f} ms (median of 3)")
+    filters = {
+        "errors only": "error=generation+failed",
+        "exact_match = 1": "metric=exact_match%2Cnone&op=eq&value=1",
+        "sorted by length, descending": "metric=length%2Cnone&sort=-metric",
+        "search 'needle'": "q=needle",
+        "search 'triangle'": "q=triangle",
+        "200 per page": "per_page=200",
     }
-    timings = {}
-    for name, query in cases.items():
-        times = [_get(samples_url + query)[0] for _ in range(3)]
-        timings[name] = statistics.median(times)
-        print(f"  {name:<32} {timings[name] * 1000:7.0f} ms (median of 3)")
+    print("  a filter's first page (the matching ids found), then its page 2 and page 20 (read from them):")
+    for name, query in filters.items():
+        first_filtered = _get(f"{samples_url}?{query}")[0]
+        later = [_get(f"{samples_url}?{query}&page={page}")[0] for page in (2, 20)]
+        paging[name] = max(later)
+        print(
+            f"  {name:<30} {first_filtered * 1000:7.0f} ms, then {later[0] * 1000:.0f} ms and {later[1] * 1000:.0f} ms"
+        )
     compare = f"{url}/compare?run={folder_id(run_a)}&run={folder_id(run_b)}&task={TASK}"
     for name, query in {"side by side, page 1": "", "side by side, page 1,000": "&page=1000"}.items():
         times = [_get(compare + query)[0] for _ in range(3)]
@@ -186,9 +187,8 @@ def main() -> None:
     peak = _peak_rss_mb(process.pid)
     _stop(process)
     index_mb = sum(p.stat().st_size for p in index_dir.rglob("*.sqlite")) / 2 / 2**20
-    paging = [v for k, v in timings.items() if k.startswith(("page", "last"))]
     print(f"serving peak RSS {peak:.0f} MB; index {index_mb:.0f} MB per run beside {size_mb:.0f} MB of samples")
-    print(f"first page {first * 1000:.0f} ms (target < 2000); paging max {max(paging) * 1000:.0f} ms (target < 300)")
+    print(f"first page {first * 1000:.0f} ms (target < 2000); paging max {max(paging.values()) * 1000:.0f} ms (< 300)")
     if not args.out:
         for path in sorted(root.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()

@@ -18,6 +18,8 @@ import os
 import sqlite3
 import tempfile
 import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,9 @@ from harness.results.jsonl import MAX_JSON_DEPTH, check_depth
 from harness.results.schema import SampleRecord
 
 #: Bump when the tables change: an index of another version is rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
+#: How many queries' matching ids a run's index keeps (8 bytes a sample: 800 kB each at 100,000 samples).
+CACHED_QUERIES = 16
 #: A sample line longer than this is indexed as unreadable rather than read into memory.
 MAX_LINE_BYTES = 32 << 20
 #: How much of a sample's text the search column keeps (a long answer is searched in its first part).
@@ -55,10 +59,10 @@ CREATE TABLE metrics(sample INTEGER NOT NULL, key TEXT NOT NULL, value REAL);
 """
 _INDEXES = """
 CREATE INDEX samples_doc ON samples(task, doc_id);
-CREATE INDEX samples_hash ON samples(task, doc_hash);
+CREATE INDEX samples_compare ON samples(task, doc_hash, metric_sig, answer_sig, doc_id);
 CREATE INDEX samples_error ON samples(task, error_kind, doc_id);
 CREATE INDEX metrics_key ON metrics(key, value, sample);
-CREATE UNIQUE INDEX metrics_sample ON metrics(sample, key);
+CREATE INDEX metrics_sample ON metrics(sample, key, value);
 CREATE TABLE error_counts AS SELECT task, error_kind, COUNT(*) AS n FROM samples GROUP BY task, error_kind;
 CREATE TABLE metric_keys AS SELECT DISTINCT s.task, m.key FROM metrics m JOIN samples s ON s.id = m.sample;
 """
@@ -122,6 +126,8 @@ class SampleIndex:
         self.files = {task: run_dir / f"samples_{task}.jsonl" for task in tasks}
         self.path = index_path(cache, run_dir)
         self._lock = threading.Lock()
+        self._matches: OrderedDict[tuple[Any, ...], array[int]] = OrderedDict()
+        self._matches_lock = threading.Lock()
 
     def _signature(self) -> str:
         parts = {}
@@ -192,7 +198,27 @@ class SampleIndex:
         return TaskSummary(samples, errors, keys)
 
     def query(self, q: SampleQuery) -> SamplePage:
-        """The page ``q`` asks for: filters in SQL, ordered, ``per_page`` rows from ``(page - 1) * per_page``."""
+        """The page ``q`` asks for: ``per_page`` samples from ``(page - 1) * per_page`` of those that match,
+        in order. The matching ids of the last few queries are kept, so paging through a filtered or
+        searched task reads one page, not the whole task again."""
+        key = (self._signature(), q.task, q.search, q.error, q.metric, q.op, q.value, q.sort)
+        with self._matches_lock:
+            ids = self._matches.get(key)
+            if ids is not None:
+                self._matches.move_to_end(key)
+        if ids is None:
+            ids = self._matching(q)
+            with self._matches_lock:
+                self._matches[key] = ids
+                while len(self._matches) > CACHED_QUERIES:
+                    self._matches.popitem(last=False)
+        start = (max(q.page, 1) - 1) * q.per_page
+        chosen = list(ids[start : start + q.per_page])
+        refs = self.refs(chosen)
+        return SamplePage([refs[i] for i in chosen if i in refs], len(ids))
+
+    def _matching(self, q: SampleQuery) -> array[int]:
+        """The ids of every sample ``q`` matches, in its order (filters and order in SQL)."""
         where, params, joins = ["s.task = ?"], [q.task], ""
         if q.error:
             where.append("s.error_kind = ?")
@@ -216,14 +242,9 @@ class SampleIndex:
             "metric": "m.value IS NULL, m.value, s.doc_id, s.id",
             "-metric": "m.value IS NULL, m.value DESC, s.doc_id, s.id",
         }[q.sort if q.metric or not q.sort.endswith("metric") else "doc"]
-        sql = f"FROM samples s{joins} WHERE {' AND '.join(where)}"
         with self.connect() as db:
-            total = int(db.execute(f"SELECT COUNT(*) {sql}", params).fetchone()[0])
-            rows = db.execute(
-                f"SELECT s.id, s.task, s.line, s.offset, s.length, s.problem {sql} ORDER BY {order} LIMIT ? OFFSET ?",
-                [*params, q.per_page, (max(q.page, 1) - 1) * q.per_page],
-            ).fetchall()
-        return SamplePage([SampleRef(*row) for row in rows], total)
+            rows = db.execute(f"SELECT s.id FROM samples s{joins} WHERE {' AND '.join(where)} ORDER BY {order}", params)
+            return array("q", (row[0] for row in rows))
 
     def refs(self, ids: Sequence[int]) -> dict[int, SampleRef]:
         """The sample lines with those index row ids, by id (ids not in the index are left out)."""
@@ -301,7 +322,7 @@ def _flush(
 ) -> None:
     db.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", samples)
     db.executemany("INSERT INTO texts VALUES (?, ?)", texts)
-    db.executemany("INSERT OR REPLACE INTO metrics VALUES (?, ?, ?)", metrics)
+    db.executemany("INSERT INTO metrics VALUES (?, ?, ?)", metrics)
     samples.clear()
     texts.clear()
     metrics.clear()
