@@ -222,3 +222,28 @@ def test_view_command_errors_are_one_line(tmp_path: Path) -> None:
     done = run_without("fastapi", "view", str(tmp_path))
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "[view]" in lines[0], done.stderr
+
+
+def test_protocol_and_audit_pages_and_their_files(runs: list[Path], tmp_path: Path) -> None:
+    audit = tmp_path / "audit-vista-20260101-000000"
+    audit.mkdir()
+    (audit / "audit.json").write_text('{"not": "a vista report"}')
+    (audit / "plot.png").write_bytes(b"<html><script>alert(1)</script>")  # not a PNG
+    (audit / "notes.csv").write_text("a,b\n<script>,1\n")
+    (tmp_path / "secret.txt").write_text("secret")
+    (audit / "link.txt").symlink_to(tmp_path / "secret.txt")
+    web, viewer = client([runs[0], audit], tmp_path / "cache")
+    (found,) = viewer.catalog.audits.values()
+    assert found.protocol is not None and found.protocol.name == "vista" and "audit.json" in str(found.problem)
+    page = web.get(f"/audit/{found.id}")
+    assert page.status_code == 200 and "notes.csv" in page.text and "link.txt" not in page.text
+    assert web.get(f"/audit/{found.id}/files/plot.png").status_code == 415
+    text = web.get(f"/audit/{found.id}/files/notes.csv")
+    assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
+    assert web.get(f"/audit/{found.id}/files/link.txt").status_code == 404
+    assert web.get(f"/audit/{found.id}/files/..%2Fsecret.txt").status_code == 404
+    # a protocol page over runs that hold none of its tasks says so; its images are only those it named
+    vista = web.get("/protocol/vista")
+    assert vista.status_code == 200 and "VISTA" in vista.text
+    assert web.get(f"/protocol/vista/image/{'a' * 20}.png").status_code == 404
+    assert web.get("/protocol/no_such_protocol").status_code == 404

@@ -197,7 +197,7 @@ def _file_routes(app: FastAPI, viewer: Viewer) -> None:
     @app.get("/protocol/{name}/image/{token}.png")
     def evidence_image(name: str, token: str) -> Response:
         found = viewer.protocol(name)
-        ref = viewer.evidence.of(found, found.name).images.get(token)
+        ref = viewer.evidence.image(found, found.name, token)
         data = None if ref is None else viewer.images.png(ref, thumbnail=not ref.plot)
         if data is None:
             raise HTTPException(404, "no such image in this protocol's evidence")

@@ -72,6 +72,14 @@ class EvidencePages:
                 self._made[protocol.name] = made
             return made[1]
 
+    def image(self, protocol: Protocol, page: str, token: str) -> ImageRef | None:
+        """The image reference a rendered page of the protocol's evidence named by ``token`` (the evidence
+        as last made: an image request does not look at every file again)."""
+        with self._lock:
+            made = self._made.get(protocol.name)
+        evidence = made[1] if made else self.of(protocol, page)
+        return evidence.images.get(token)
+
     def _make(self, protocol: Protocol, page: str) -> Evidence:
         runs = [LoadedRun(run.path, run.results) for run in self.catalog.sorted_runs() if run.results]
         try:
