@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,10 +33,25 @@ def keep(shots: Path) -> None:
         shutil.copytree(shots, target, dirs_exist_ok=True)
 
 
+@contextmanager
+def chromium_page(viewer: Viewer) -> Iterator[tuple[str, Any, list[str]]]:
+    """The viewer served on loopback and a Chromium page (1300 px wide), with the message of every dialog
+    a script opened (none should)."""
+    from playwright.sync_api import sync_playwright
+
+    with running_server(create_app(viewer)) as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 800})
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        yield url, page, dialogs
+        browser.close()
+
+
 def test_runs_samples_filter_and_side_by_side_in_chromium(runs: list[Path], tmp_path: Path) -> None:
     if not CHROMIUM.is_file():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; or set HARNESS_CHROMIUM)")
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     folder = tmp_path / "runs"
     for run in runs:
@@ -50,11 +68,7 @@ def test_runs_samples_filter_and_side_by_side_in_chromium(runs: list[Path], tmp_
     viewer = Viewer(discover([folder]), tmp_path / "cache", [])
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with running_server(create_app(viewer)) as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 800})
-        dialogs: list[str] = []
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    with chromium_page(viewer) as (url, page, dialogs):
         page.goto(f"{url}/")
         expect(page.locator("table.runs a.model")).to_have_text(["tiny:qwen2_vl", "tiny:llava"])
         expect(page.locator("table.runs")).to_contain_text("exact_match")
@@ -95,6 +109,5 @@ def test_runs_samples_filter_and_side_by_side_in_chromium(runs: list[Path], tmp_
         expect(page.locator("table.compare thead th")).to_have_count(3)
         expect(rows.first.locator("> td.answer")).to_have_count(2)
         page.screenshot(path=str(shots / "viewer-compare.png"), full_page=True)
-        browser.close()
     assert dialogs == []  # no hostile string ran
     keep(shots)

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.viewer.app import Viewer, create_app
+from harness.viewer.app import Viewer
 from harness.viewer.catalog import discover
-from tests.leaderboard_fixtures import running_server
-from tests.test_leaderboard_browser import ARGS, CHROMIUM
+from tests.test_leaderboard_browser import CHROMIUM
 from tests.test_model_report import five  # noqa: F401 (tiny-model runs and audits of the five protocols)
-from tests.test_viewer_browser import keep
+from tests.test_viewer_browser import chromium_page, keep
 
 PROTOCOLS = ("vista", "stealth", "mist", "diavlo", "fusion")
 
@@ -24,17 +23,13 @@ def test_each_protocols_evidence_page_in_chromium(five: Path, tmp_path: Path) ->
     an audit folder's page shows its plots."""
     if not CHROMIUM.is_file():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; or set HARNESS_CHROMIUM)")
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     viewer = Viewer(discover([five]), tmp_path / "cache", [])
     assert {a.protocol.name for a in viewer.catalog.audits.values() if a.protocol} >= {"vista", "fusion", "diavlo"}
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with running_server(create_app(viewer)) as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 800})
-        dialogs: list[str] = []
-        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    with chromium_page(viewer) as (url, page, dialogs):
         page.goto(f"{url}/")
         expect(page.locator("ul.protocols a")).to_have_count(len(PROTOCOLS))
         for name in PROTOCOLS:
@@ -54,6 +49,5 @@ def test_each_protocols_evidence_page_in_chromium(five: Path, tmp_path: Path) ->
         page.goto(f"{url}/")
         page.locator("table.audits a", has_text="FusionAudit").first.click()
         expect(page.locator("table.files")).to_contain_text("audit.json")
-        browser.close()
     assert dialogs == []
     keep(shots)
