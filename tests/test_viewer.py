@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from harness.viewer.app import Viewer, create_app, sample_query
 from harness.viewer.catalog import discover, folder_id
@@ -129,7 +130,10 @@ def test_pages_show_figures_samples_and_side_by_side(runs: list[Path], tmp_path:
     assert "tiny:llava" in home.text and "tiny:qwen2_vl" in home.text and "exact_match" in home.text
     rid = folder_id(runs[0])
     run_page = web.get(f"/run/{rid}/")
-    assert run_page.status_code == 200 and "harness git revision" in run_page.text and "not recorded" in run_page.text
+    assert run_page.status_code == 200 and "harness git revision" in run_page.text
+    for figure in viewer.catalog.runs[rid].figures("shapes_color"):  # the run's interval, or that it has none
+        shown = figure.interval.text() if figure.interval else "not recorded by this run"
+        assert str(escape(shown)) in run_page.text
     samples = web.get(f"/run/{rid}/shapes_color/", params={"metric": "exact_match,none", "op": "eq", "value": "0"})
     assert samples.status_code == 200
     assert samples.text.count('<article class="sample') == 3 and "Answers (3)" in samples.text
