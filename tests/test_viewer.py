@@ -178,6 +178,8 @@ def test_hostile_strings_are_text_and_headers_are_strict(hostile_run: Path, tmp_
     assert web.get("/").headers["x-content-type-options"] == "nosniff"
     # a page asked for under another host name (DNS rebinding) is refused
     assert web.get("/", headers={"host": "attacker.example"}).status_code == 400
+    everywhere = TestClient(create_app(Viewer(discover([hostile_run]), tmp_path / "cache", []), host="0.0.0.0"))
+    assert everywhere.get("/", headers={"host": "192.0.2.7:8765"}).status_code == 200
 
 
 def test_images_come_from_the_runs_dataset_by_digest(runs: list[Path], data_dir: Path, tmp_path: Path) -> None:

@@ -33,8 +33,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     vw.add_argument(
         "--index-dir",
-        help="folder for the sample indexes and image digests (default $HARNESS_CACHE/viewer; never the run folder "
-        "unless named here)",
+        help="folder for the runs' sample indexes (default $HARNESS_CACHE/viewer; never a run folder unless named "
+        "here)",
     )
     vw.add_argument(
         "--data-dir",

@@ -231,11 +231,14 @@ async def _security_headers(request: Request, call_next: RequestResponseEndpoint
 
 
 def create_app(viewer: Viewer, host: str = "127.0.0.1") -> FastAPI:
-    """The viewer app over ``viewer``; requests must name ``host`` (or loopback) in their Host header."""
+    """The viewer app over ``viewer``; requests must name ``host`` (or loopback) in their Host header, unless
+    it listens on every interface."""
     app = FastAPI(title="harness view", docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/static", StaticFiles(directory=pages.STATIC), name="static")
     app.middleware("http")(_security_headers)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted({"127.0.0.1", "localhost", "[::1]", host}))
+    # every interface (0.0.0.0, ::) is reached under any of the machine's names: the user chose that
+    named = ["*"] if host in ("0.0.0.0", "::") else sorted({"127.0.0.1", "localhost", "[::1]", host})
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=named)
 
     @app.exception_handler(HTTPException)
     async def error_page(_: Request, exc: HTTPException) -> Any:
