@@ -1,4 +1,4 @@
-"""The ``harness`` command line: eval, score, audit, tasks, protocols, build, submit, leaderboard, and the
+"""The ``harness`` command line: eval, score, audit, tasks, protocols, build, submit, leaderboard, view, and the
 protocols' own commands. Each module maps its arguments to a config object and calls the library; the protocol
 commands come from the registry (:mod:`harness.protocols.base`)."""
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__
-from harness.cli import audit, build, compare, leaderboard, protocols, report, score, submit, tasks
+from harness.cli import audit, build, compare, leaderboard, protocols, report, score, submit, tasks, view
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
 from harness.disk import disk_problem, failed_path, is_disk_error
@@ -18,7 +18,7 @@ from harness.extras import missing_extra
 from harness.hub import offline_reason
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
-LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "compare", "report"})
+LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "compare", "report", "view"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub, common)
     audit.add_parser(sub, common)
     audit.add_protocol_commands(sub, common)
-    for module in (tasks, protocols, build, submit, leaderboard, report):
+    for module in (tasks, protocols, build, submit, leaderboard, report, view):
         module.add_parser(sub, common)
     return parser
 
