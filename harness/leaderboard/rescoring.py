@@ -1,5 +1,5 @@
 """Server-side re-scoring: every metric recomputed from the submitted samples with the harness's own
-scoring code (``harness.engine.runner.rescore_task``, the code behind ``harness score``), then compared
+scoring code (``harness.engine.scoring_pass.score_tasks``, the pass behind ``harness score``), then compared
 with the numbers the submitter claims.
 
 Per task the outcome is one of:
@@ -28,7 +28,8 @@ from typing import Any
 
 from harness.data import resolve_path
 from harness.engine.request_check import RequestCheck, check_requests
-from harness.engine.runner import group_results, rescore_task
+from harness.engine.runner import group_results, rescoring_input
+from harness.engine.scoring_pass import TaskScoring, score_tasks, scoring_order
 from harness.engine.task_runtime import strip_images
 from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
@@ -374,52 +375,61 @@ def verify(
     counts: dict[str, TaskCounts] = {}
     reports: dict[str, dict[str, Any]] = {}
     checks: dict[str, TaskCheck] = {}
-    higher: dict[str, dict[str, bool]] = {}
-    rescored_samples: dict[str, list[SampleRecord]] = {}
+    higher = {task: {m.metric: m.higher_is_better for m in c.metric_list} for task, c in configs.items()}
+    bases: dict[str, dict[str, Any]] = {
+        task: {"task": task, "protocol": table_of(task, registry), "version": str(c.version)}
+        for task, c in configs.items()
+    }
+    opened: dict[str, OpenTask | None] = {}
+    requests: dict[str, RequestCheck] = {}
+    inputs: dict[str, TaskScoring] = {}
+    for task, records in bundle.samples.items():
+        config = configs[task]
+        try:
+            opened[task] = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
+            requests[task] = check_requests(config, records, run, opened[task])
+        except Exception as exc:  # the submitted samples broke the task's code
+            raise SubmissionError(
+                f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
+            ) from None
+        if config.process_results_use_image and opened[task] is None:
+            results[task], counts[task] = run.results[task], run.counts[task]
+            checks[task] = TaskCheck(
+                **bases[task],
+                status=MODIFIED if requests[task].modified else UNVERIFIABLE,
+                message=f"requests differ from this server's task (first: {requests[task].first})"
+                if requests[task].modified
+                else "not re-scorable without the dataset: its scoring reads images",
+            )
+            continue
+        inputs[task] = _rescoring_input(task, config, family, records, opened[task])
+    try:
+        scored, _ = score_tasks(inputs, scoring_order(registry, run.config.tasks, list(inputs)))
+    except Exception as exc:  # the submitted samples broke a task's aggregation
+        raise SubmissionError(f"the samples cannot be scored ({type(exc).__name__}: {exc})") from None
+    rescored_samples = {task: out.records for task, out in scored.items()}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
-        for task, records in bundle.samples.items():
-            config = configs[task]
-            higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base: dict[str, Any] = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
+        for task, out in scored.items():
+            records = bundle.samples[task]
+            results[task], counts[task] = out.results, out.counts
             try:
-                opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
-                requests = check_requests(
-                    config, family, records, run.config, run.provenance.generation.get(task), opened
-                )
-            except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(
-                    f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
-                ) from None
-            if config.process_results_use_image and opened is None:
-                results[task], counts[task] = run.results[task], run.counts[task]
-                checks[task] = TaskCheck(
-                    **base,
-                    status=MODIFIED if requests.modified else UNVERIFIABLE,
-                    message=f"requests differ from this server's task (first: {requests.first})"
-                    if requests.modified
-                    else "not re-scorable without the dataset: its scoring reads images",
-                )
-                continue
-            try:
-                runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
-                report = runtime.report(rescored, Path(tmp))
-                dataset = _dataset_docs(opened, records)
+                report = inputs[task].runtime.report(out.records, Path(tmp))
+                dataset = _dataset_docs(opened[task], records)
             except Exception as exc:  # the submitted samples broke the task's code
                 raise SubmissionError(
                     f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})"
                 ) from None
             if report is not None:
                 reports[task] = report
-            rescored_samples[task] = rescored
             covers = coverage(
                 records, counts[task], run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None
             )
             checks[task] = _check(
-                base,
+                bases[task],
                 run.results[task],
                 run.counts[task],
                 records,
-                rescored,
+                out.records,
                 results[task],
                 counts[task],
                 dataset[0] if dataset else None,
@@ -427,9 +437,11 @@ def verify(
                 (run.reports.get(task), report),
                 tolerance,
                 max_error_share,
-                requests,
+                requests[task],
             )
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
+    results, counts = {t: results[t] for t in bundle.samples}, {t: counts[t] for t in bundle.samples}
+    checks = {t: checks[t] for t in bundle.samples}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     headlines = _headlines(bundle, checks, results, reports, rescored_samples)
     for group, values in groups.items():
@@ -488,6 +500,18 @@ def _headlines(
             ) from None
         out[protocol.name] = {key: estimate.as_json() for key, estimate in figures.items()}
     return out
+
+
+def _rescoring_input(
+    task: str, config: TaskConfig, family: str | None, records: list[SampleRecord], opened: OpenTask | None
+) -> TaskScoring:
+    """A task's submitted samples ready to re-score: with the opened task when its scoring reads the images."""
+    if opened is not None and config.process_results_use_image:
+        return TaskScoring(opened.runtime, records, [opened.docs[r.doc_id] for r in records])
+    try:
+        return rescoring_input(config, family, records, None)
+    except Exception as exc:  # the task's code cannot be opened for these samples
+        raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
 
 
 def _has_dataset(config: TaskConfig, data_dir: Path | None) -> bool:
