@@ -22,6 +22,7 @@ The order, as lmms-eval 0.7.3 applies it:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,17 +55,23 @@ class RunFlags:
         scoring ran under."""
         return SeedPolicy(base_seed=self.seed, scoring=scoring)
 
-    def overrides(self) -> dict[str, Any]:
-        """The flags that move a run away from its tasks' own settings (empty for a run made as the tasks
-        ask), as ``flag -> value``: what a table shows beside the run's figures."""
-        out: dict[str, Any] = {}
+    def describe(self) -> str:
+        """The flags that move a run away from its tasks' own settings, as typed on the command line
+        (``--gen-kwargs max_new_tokens=1 --repeats 3``; empty for a run made as its tasks ask): what every
+        table shows beside the run's figures, so runs under other settings are never compared unmarked."""
+        parts = []
         if self.gen_overrides:
-            out["gen_kwargs"] = dict(self.gen_overrides)
+            parts.append("--gen-kwargs " + ",".join(f"{k}={_flag_text(v)}" for k, v in self.gen_overrides.items()))
         if self.lmms_model:
-            out["lmms_model"] = self.lmms_model
+            parts.append(f"--lmms-model {self.lmms_model}")
         if self.repeats is not None:
-            out["repeats"] = self.repeats
-        return out
+            parts.append(f"--repeats {self.repeats}")
+        return " ".join(parts)
+
+
+def _flag_text(value: Any) -> str:
+    """A ``--gen-kwargs`` value as typed: JSON for lists and booleans, the plain text of a number or string."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
-from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
+from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables, settings_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -129,5 +129,6 @@ def render_model(record: Submission, files: list[tuple[str, str, int]], parts: B
             z=Z95,
             notes=parts.model_notes(record.id),
             scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores],
+            settings=settings_of(record),
         )
     )
