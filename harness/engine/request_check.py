@@ -26,7 +26,7 @@ from typing import Any
 from harness.engine.loglikelihood import choice_key
 from harness.engine.requests import prompt_key
 from harness.engine.settings import RunFlags, TaskSettings, resolve_settings
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.task_runtime import MULTI_ROUND, TaskRuntime
 from harness.engine.tasks import OpenTask, backend_family_of, config_snapshot, model_family_of, open_task
 from harness.hashing import derive_seed
 from harness.models.base import SCORING_TYPES, GenerationParams
@@ -125,7 +125,8 @@ def _sample_difference(
     else:
         key = prompt_key(prompt, params, n)
         seed = derive_seed(base_seed, key)
-        if record.error is None and len(record.responses) != n:
+        # a multi-round doc's responses are its rounds' results (as many as its doc_to_text made), not n answers
+        if record.error is None and runtime.config.output_type != MULTI_ROUND and len(record.responses) != n:
             return f"responses: {len(record.responses)} answer(s), the task asks n={n}"
     if record.request_key != key:
         return (
@@ -217,3 +218,29 @@ def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | N
         opened = open_task(config, family, data_dir) if data_dir is not None else None
         checks.append(check_requests(config, read_samples(run_dir, task), run, opened))
     return checks
+
+
+def claims_difference(
+    task: str,
+    claimed: RunResults,
+    claimed_samples: Sequence[SampleRecord],
+    rescored: RunResults,
+    rescored_samples: Sequence[SampleRecord],
+) -> str | None:
+    """The first claim of a task that its own answers, scored again, do not give: a sample's metrics (an
+    answer edited after scoring), then a task figure; None when every claim holds. Scoring is seeded
+    (``engine/scoring_pass``), so an honest run's claims come out identical."""
+    for before, after in zip(claimed_samples, rescored_samples, strict=True):
+        found = first_difference(_plain_json(before.metrics), _plain_json(after.metrics), "metrics")
+        if found and _canonical(before.metrics) != _canonical(after.metrics):
+            return f"doc {before.doc_id}: {found} (the answers give other scores than the sample claims)"
+    ours, theirs = claimed.results.get(task, {}), rescored.results.get(task, {})
+    if _canonical(ours) != _canonical(theirs):
+        found = first_difference(_plain_json(ours), _plain_json(theirs), "results")
+        return f"{found} (the samples give another figure than the run claims)"
+    return None
+
+
+def _canonical(value: Any) -> str:
+    """A JSON value as comparable text (NaN equals NaN, 1 and 1.0 stay apart as the files write them)."""
+    return json.dumps(value, sort_keys=True, default=str)
