@@ -127,7 +127,7 @@ def _score_verify(run: Path, data_dir: Path | None, includes: list[Path], out: P
     return main(argv)
 
 
-def _verifies(run: Path, data_dir: Path, includes: list[Path], tmp: Path, capsys: pytest.CaptureFixture) -> None:
+def _verifies(run: Path, data_dir: Path, includes: list[Path], tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The run verifies clean with ``harness score --verify`` (dataset images checked) and on the
     leaderboard (never ``modified``, no claim differs; a run cut by --limit is ``partial`` there)."""
     capsys.readouterr()
@@ -149,7 +149,7 @@ FAMILIES = sorted({*LMMS_FAMILY.values(), *LMMS_MODELS, "none"})
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_task_that_sets_no_settings_verifies_for_each_family_default(
-    family: str, tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    family: str, tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = _eval(f"family:{family}", "nolen_color", tmp_path / "runs", data_dir, [tasks / "nolen"])
     recorded = json.loads((run / "results.json").read_text())["provenance"]["generation"]["nolen_color"]
@@ -159,7 +159,7 @@ def test_a_task_that_sets_no_settings_verifies_for_each_family_default(
 
 @pytest.mark.parametrize("lmms_model", sorted(LMMS_MODELS))
 def test_every_lmms_model_class_verifies(
-    lmms_model: str, tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    lmms_model: str, tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The class's prompt blocks, answer length and stop handling, on a task that sets none and on one
     that sets its own (``shapes_color``: 16 tokens, stop at a newline)."""
@@ -191,14 +191,16 @@ def test_each_way_settings_arise_verifies(
     tasks: Path,
     data_dir: Path,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     includes = [tasks / folder] if folder else []
     run = _eval(model, task_names, tmp_path / "runs", data_dir, includes, *flags)
     _verifies(run, data_dir, includes, tmp_path, capsys)
 
 
-def test_the_issue_example_verifies(tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_the_issue_example_verifies(
+    tasks: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``harness eval --model tiny:qwen2_vl --tasks nolen_color --include-path t/nolen``, then ``harness score
     RUN --include-path t/nolen --verify``: 128 tokens (lmms-eval's qwen2_vl default) in the requests and in
     provenance, and verified."""
@@ -300,7 +302,7 @@ def _answer(run: Path) -> None:
     ids=["prompt", "image", "setting", "sample-seed", "declared-seed", "answer"],
 )
 def test_an_edited_run_never_verifies(
-    edit: Any, says: str, sampled_run: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    edit: Any, says: str, sampled_run: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / "run"
     shutil.copytree(sampled_run, run)
@@ -314,7 +316,7 @@ def test_an_edited_run_never_verifies(
 
 
 def test_an_override_written_in_after_the_fact_leaves_a_modified_run_modified(
-    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A run of a copy of shapes_color asking 3 tokens is ``modified``; writing ``--gen-kwargs
     max_new_tokens=3`` into its config afterwards does not make it verified: the copy of the task it
