@@ -12,6 +12,8 @@ generating them: the settings, not the answers, are what these runs test."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -26,7 +28,13 @@ from harness.engine.requests import prompt_key
 from harness.engine.settings import RunFlags
 from harness.hashing import derive_seed
 from harness.leaderboard.bundle import parse_bundle, read_run_files
+from harness.leaderboard.db import Database
+from harness.leaderboard.pages import render_index, render_model
+from harness.leaderboard.protocol_parts import board_parts
+from harness.leaderboard.records import list_submissions
 from harness.leaderboard.rescoring import MISMATCH, MODIFIED, verify
+from harness.leaderboard.service import Settings, submit_files
+from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.models import base
 from harness.models.base import Backend, GenerationParams, GenerationRequest
 from harness.models.hf import LMMS_FAMILY
@@ -355,3 +363,36 @@ def test_the_declared_flags_read_as_typed() -> None:
         flags.describe()
         == '--gen-kwargs temperature=1.0,until=["\\n"],max_new_tokens=5 --lmms-model llava_hf --repeats 3'
     )
+
+
+def test_an_override_is_shown_beside_the_figures_on_every_table_and_page(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of shapes_color, one with the task's settings and one with ``--gen-kwargs max_new_tokens=3
+    --repeats 2``: the second's row carries its flags in the index page, the CSV, the JSON and its model
+    page, and the printed results table says so; the first's carries none."""
+    plain = _eval("family:qwen2_vl", "shapes_color", tmp_path / "plain", data_dir, [])
+    flags = ("--gen-kwargs", "max_new_tokens=3", "--repeats", "2")
+    other = _eval("family:qwen2_vl", "shapes_color", tmp_path / "other", data_dir, [], *flags)
+    typed = "--gen-kwargs max_new_tokens=3 --repeats 2"
+    db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
+    settings = Settings(data_dir=data_dir)
+    try:
+        ids = [submit_files(db, read_run_files(run), "alice", settings).id for run in (plain, other)]
+        records = list_submissions(db)
+        parts = board_parts(db, settings)
+    finally:
+        db.close()
+    (table,) = protocol_tables(records)
+    rows = {row.id: row for row in table.rows}
+    assert (rows[ids[0]].settings, rows[ids[1]].settings) == ("", typed)
+    exported = {int(r["id"]): r["settings"] for r in csv.DictReader(io.StringIO(table_csv(table)))}
+    assert exported == {ids[0]: "", ids[1]: "'" + typed}  # a leading "-" is kept from being a formula
+    assert {r["id"]: r["settings"] for r in table_json(table)["rows"]} == {ids[0]: "", ids[1]: typed}
+    index = render_index(records, parts)
+    assert index.count('class="badge settings"') == 1 and f">{typed}</span>" in index
+    pages = {r.id: render_model(r, [], parts) for r in records}
+    assert f"run with <code>{typed}</code>" in pages[ids[1]] and "badge settings" not in pages[ids[0]]
+    capsys.readouterr()
+    assert main(["score", str(other), "--output", str(tmp_path / "rescored")]) == 0
+    assert f"Settings: run with {typed}, not its tasks' own generation settings." in capsys.readouterr().out
