@@ -29,8 +29,8 @@ from typing import Any
 from harness.data import resolve_path
 from harness.engine.request_check import RequestCheck, check_requests
 from harness.engine.runner import group_results, rescoring_input
-from harness.engine.scoring_pass import TaskScoring, score_tasks, scoring_order
-from harness.engine.task_runtime import strip_images
+from harness.engine.scoring_pass import ScoredTask, TaskScoring, score_tasks, scoring_order
+from harness.engine.task_runtime import TaskRuntime, strip_images
 from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
@@ -371,77 +371,45 @@ def verify(
     configs = {task: _server_config(registry, task, run.versions.get(task)) for task in bundle.samples}
     _check_groups(registry, bundle)
     family = model_family_of(run)
-    results: dict[str, dict[str, Any]] = {}
-    counts: dict[str, TaskCounts] = {}
-    reports: dict[str, dict[str, Any]] = {}
-    checks: dict[str, TaskCheck] = {}
     higher = {task: {m.metric: m.higher_is_better for m in c.metric_list} for task, c in configs.items()}
     bases: dict[str, dict[str, Any]] = {
         task: {"task": task, "protocol": table_of(task, registry), "version": str(c.version)}
         for task, c in configs.items()
     }
-    opened: dict[str, OpenTask | None] = {}
-    requests: dict[str, RequestCheck] = {}
-    inputs: dict[str, TaskScoring] = {}
-    for task, records in bundle.samples.items():
-        config = configs[task]
-        try:
-            opened[task] = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
-            requests[task] = check_requests(config, records, run, opened[task])
-        except Exception as exc:  # the submitted samples broke the task's code
-            raise SubmissionError(
-                f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
-            ) from None
-        if config.process_results_use_image and opened[task] is None:
-            results[task], counts[task] = run.results[task], run.counts[task]
-            checks[task] = TaskCheck(
-                **bases[task],
-                status=MODIFIED if requests[task].modified else UNVERIFIABLE,
-                message=f"requests differ from this server's task (first: {requests[task].first})"
-                if requests[task].modified
-                else "not re-scorable without the dataset: its scoring reads images",
-            )
-            continue
-        inputs[task] = _rescoring_input(task, config, family, records, opened[task])
+    checked = {
+        task: _open_and_check(task, configs[task], records, bundle, family, data_dir)
+        for task, records in bundle.samples.items()
+    }
+    unscorable = {t for t, c in configs.items() if c.process_results_use_image and checked[t][0] is None}
+    inputs = {
+        task: _rescoring_input(task, configs[task], family, records, checked[task][0])
+        for task, records in bundle.samples.items()
+        if task not in unscorable
+    }
     try:
         scored, _ = score_tasks(inputs, scoring_order(registry, run.config.tasks, list(inputs)))
     except Exception as exc:  # the submitted samples broke a task's aggregation
         raise SubmissionError(f"the samples cannot be scored ({type(exc).__name__}: {exc})") from None
-    rescored_samples = {task: out.records for task, out in scored.items()}
+    results: dict[str, dict[str, Any]] = {}
+    counts: dict[str, TaskCounts] = {}
+    reports: dict[str, dict[str, Any]] = {}
+    checks: dict[str, TaskCheck] = {}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
-        for task, out in scored.items():
-            records = bundle.samples[task]
+        for task in bundle.samples:
+            opened, requests = checked[task]
+            if task in unscorable:
+                results[task], counts[task] = run.results[task], run.counts[task]
+                checks[task] = _unscorable_check(bases[task], requests)
+                continue
+            out = scored[task]
             results[task], counts[task] = out.results, out.counts
-            try:
-                report = inputs[task].runtime.report(out.records, Path(tmp))
-                dataset = _dataset_docs(opened[task], records)
-            except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(
-                    f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})"
-                ) from None
+            report, checks[task] = _rescored_check(
+                bases[task], bundle, out, inputs[task].runtime, opened, requests, Path(tmp), tolerance, max_error_share
+            )
             if report is not None:
                 reports[task] = report
-            covers = coverage(
-                records, counts[task], run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None
-            )
-            checks[task] = _check(
-                bases[task],
-                run.results[task],
-                run.counts[task],
-                records,
-                out.records,
-                results[task],
-                counts[task],
-                dataset[0] if dataset else None,
-                covers,
-                (run.reports.get(task), report),
-                tolerance,
-                max_error_share,
-                requests[task],
-            )
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
-    results, counts = {t: results[t] for t in bundle.samples}, {t: counts[t] for t in bundle.samples}
-    checks = {t: checks[t] for t in bundle.samples}
+    rescored_samples = {task: out.records for task, out in scored.items()}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     headlines = _headlines(bundle, checks, results, reports, rescored_samples)
     for group, values in groups.items():
@@ -467,6 +435,72 @@ def verify(
         higher_is_better=higher,
         plots=plots,
         headlines=headlines,
+    )
+
+
+def _open_and_check(
+    task: str,
+    config: TaskConfig,
+    records: list[SampleRecord],
+    bundle: Bundle,
+    family: str | None,
+    data_dir: Path | None,
+) -> tuple[OpenTask | None, RequestCheck]:
+    """The task opened over the server's dataset (None without one) and its samples' requests checked."""
+    try:
+        opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
+        return opened, check_requests(config, records, bundle.run, opened)
+    except Exception as exc:  # the submitted samples broke the task's code
+        raise SubmissionError(
+            f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _unscorable_check(base: dict[str, Any], requests: RequestCheck) -> TaskCheck:
+    """A task whose scoring reads images, without the server's copy of its dataset: its requests checked,
+    its figures not re-scorable."""
+    if requests.modified:
+        return TaskCheck(
+            **base, status=MODIFIED, message=f"requests differ from this server's task (first: {requests.first})"
+        )
+    return TaskCheck(
+        **base, status=UNVERIFIABLE, message="not re-scorable without the dataset: its scoring reads images"
+    )
+
+
+def _rescored_check(
+    base: dict[str, Any],
+    bundle: Bundle,
+    out: ScoredTask,
+    runtime: TaskRuntime,
+    opened: OpenTask | None,
+    requests: RequestCheck,
+    plots: Path,
+    tolerance: float,
+    max_error_share: float,
+) -> tuple[dict[str, Any] | None, TaskCheck]:
+    """A re-scored task's report (its plots drawn in ``plots``) and its check against the claims."""
+    task, run, records = base["task"], bundle.run, bundle.samples[base["task"]]
+    try:
+        report = runtime.report(out.records, plots)
+        dataset = _dataset_docs(opened, records)
+    except Exception as exc:  # the submitted samples broke the task's code
+        raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
+    covers = coverage(records, out.counts, run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None)
+    return report, _check(
+        base,
+        run.results[task],
+        run.counts[task],
+        records,
+        out.records,
+        out.results,
+        out.counts,
+        dataset[0] if dataset else None,
+        covers,
+        (run.reports.get(task), report),
+        tolerance,
+        max_error_share,
+        requests,
     )
 
 
