@@ -233,11 +233,14 @@ def test_multi_choice_regex_as_lmms_eval_reads_it() -> None:
 
 def test_default_answer_length_per_family_and_lmms_model(tmp_path: Path) -> None:
     config = _config(tmp_path, "gen", "doc_to_target: answer\nmetric_list:\n  - metric: exact_match\n")
-    def resolved(family: str | None, overrides: dict, lmms_model: str | None = None) -> tuple[dict, dict]:
+
+    def resolved(
+        family: str | None, overrides: dict[str, Any], lmms_model: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The resolved answer length and stop strings, and the defaults applied."""
         settings = resolve_settings(config, family, RunFlags(overrides, lmms_model))
-        return {k: v for k, v in settings.params.as_dict().items() if k in {"max_new_tokens", "until"}}, (
-            settings.applied_defaults
-        )
+        kept = {k: v for k, v in settings.params.as_dict().items() if k in {"max_new_tokens", "until"}}
+        return kept, settings.applied_defaults
 
     assert resolved("llava_hf", {}) == (
         {"max_new_tokens": 1024, "until": []},
