@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from harness.engine.requests import make_request  # noqa: E402
 from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
+from harness.engine.settings import resolve_settings  # noqa: E402
 from harness.engine.tasks import open_task  # noqa: E402
-from harness.models.base import GenerationParams, finished_text  # noqa: E402
+from harness.models.base import finished_text  # noqa: E402
 from harness.models.tiny import tiny_model_path  # noqa: E402
 
 
@@ -49,10 +50,9 @@ def options(args: argparse.Namespace, data_dir: Path) -> EvalOptions:
 def harness_requests(backend: Any, task: str, opts: EvalOptions) -> list[Any]:
     """The generation requests ``evaluate`` makes of the task's docs (same prompts, parameters and seeds)."""
     opened = open_task(task, backend.model_family, opts.data_dir)
-    config = opened.config
-    params = GenerationParams.from_kwargs(GenerationParams.merge(config.generation_kwargs, opts.gen_overrides))
+    settings = resolve_settings(opened.config, backend.model_family, opts.flags)
     docs = [opened.docs[i] for i in range(min(opts.limit or len(opened.docs), len(opened.docs)))]
-    return [make_request(opened.runtime.build_messages(d), params, opts.repeats or 1, opts.seed) for d in docs]
+    return [make_request(opened.runtime.build_messages(d), settings.params, settings.n, opts.seed) for d in docs]
 
 
 def timed_eval(backend: Any, spec: str, opts: EvalOptions) -> tuple[float, list[list[str]]]:

@@ -13,7 +13,8 @@ import pytest
 
 from harness.engine.filters import apply_pipeline, resolve_step
 from harness.engine.lmms_args import aggregation_args
-from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
+from harness.engine.lmms_models import check_lmms_model
+from harness.engine.settings import RunFlags, resolve_settings
 from harness.engine.task_runtime import TaskRuntime
 from harness.errors import HarnessError, TaskConfigError
 from harness.metrics.lmms_builtin import anls, exact_match
@@ -232,17 +233,26 @@ def test_multi_choice_regex_as_lmms_eval_reads_it() -> None:
 
 def test_default_answer_length_per_family_and_lmms_model(tmp_path: Path) -> None:
     config = _config(tmp_path, "gen", "doc_to_target: answer\nmetric_list:\n  - metric: exact_match\n")
-    assert task_generation_kwargs(config, "llava_hf", {}) == (
-        {"max_new_tokens": 1024},
+
+    def resolved(
+        family: str | None, overrides: dict[str, Any], lmms_model: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The resolved answer length and stop strings, and the defaults applied."""
+        settings = resolve_settings(config, family, RunFlags(overrides, lmms_model))
+        kept = {k: v for k, v in settings.params.as_dict().items() if k in {"max_new_tokens", "until"}}
+        return kept, settings.applied_defaults
+
+    assert resolved("llava_hf", {}) == (
+        {"max_new_tokens": 1024, "until": []},
         {"max_new_tokens": {"value": 1024, "from": "lmms-eval model llava_hf"}},
     )
-    assert task_generation_kwargs(config, "qwen2_vl", {})[0] == {"max_new_tokens": 128}
-    assert task_generation_kwargs(config, "qwen2_vl", {"max_new_tokens": 9}) == ({"max_new_tokens": 9}, {})
-    assert task_generation_kwargs(config, "blip-2", {}) == ({}, {})  # no lmms-eval class: the harness's 256
+    assert resolved("qwen2_vl", {})[0]["max_new_tokens"] == 128
+    assert resolved("qwen2_vl", {"max_new_tokens": 9}) == ({"max_new_tokens": 9, "until": []}, {})
+    assert resolved("blip-2", {}) == ({"max_new_tokens": 256, "until": []}, {})  # no lmms-eval class: 256
     # compatibility mode: qwen2_vl stops at the task's fewshot_delimiter, llava_hf ignores until, gemma3 drops \n\n
-    assert task_generation_kwargs(config, None, {}, "qwen2_vl")[0] == {"max_new_tokens": 128, "until": ["\n\n"]}
-    assert task_generation_kwargs(config, None, {}, "llava_hf")[0] == {"max_new_tokens": 1024, "until": []}
-    assert task_generation_kwargs(config, None, {}, "gemma3")[0] == {"max_new_tokens": 128, "until": []}
+    assert resolved(None, {}, "qwen2_vl")[0] == {"max_new_tokens": 128, "until": ["\n\n"]}
+    assert resolved(None, {}, "llava_hf")[0] == {"max_new_tokens": 1024, "until": []}
+    assert resolved(None, {}, "gemma3")[0] == {"max_new_tokens": 128, "until": []}
     with pytest.raises(HarnessError, match="--lmms-model 'llava' is not one of"):
         check_lmms_model("llava")
 

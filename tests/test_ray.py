@@ -94,6 +94,9 @@ def test_a_sampled_run_on_two_workers_equals_the_single_process_run(data_dir: Pa
     assert requests_of(tmp_path / "ray") == {"tiny__llava": (4, 0), "tiny__qwen2_vl": (4, 0)}
     info = json.loads(next((tmp_path / "ray").glob("tiny__llava/*/results.json")).read_text())["provenance"]["model"]
     assert info["ray_workers"] == 2 and info["fingerprint"] == create_backend("tiny:llava").fingerprint
+    for run in (tmp_path / "ray").glob("*/*/results.json"):  # a run made on replicas verifies as any other
+        verified = ["score", str(run.parent), "--verify", "--data-dir", str(data_dir), "--output"]
+        assert main([*verified, str(tmp_path / "rescored" / run.parent.parent.name)]) == 0
 
 
 def test_a_killed_worker_loses_nothing_and_a_rerun_generates_only_what_is_missing(

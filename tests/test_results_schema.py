@@ -126,7 +126,7 @@ def test_a_version_1_results_file_reads_as_the_current_typed_model(tmp_path: Pat
         "min_pixels": 3136,
     }  # a backend's own keys are kept
     assert run.provenance.datasets["shapes_color"].sha256 == "beef"
-    assert run.provenance.generation["shapes_color"].max_new_tokens == 8
+    assert run.provenance.generation["shapes_color"].params.max_new_tokens == 8
     assert run.provenance.requests.generated == 2 and run.provenance.requests.follow_up_generated == 0
     assert run.provenance.rescored is None
     (turn,) = read_samples(tmp_path / "v1", "shapes_color")[0].turns

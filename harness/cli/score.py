@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.arguments import add_run_task_arguments
+
+if TYPE_CHECKING:
+    from harness.results.schema import RunResults, SampleRecord
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -24,7 +27,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--verify",
         action="store_true",
         help="also rebuild every sample's request from the task "
-        "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs",
+        "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs, or when "
+        "the re-scored answers do not give the run's claimed scores",
     )
     sc.set_defaults(func=_cmd_score)
 
@@ -33,10 +37,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     """Rescores a run from its samples and prints its summary table and which files were written where."""
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
+    from harness.results.schema import read_run, read_samples
 
     if args.verify and not _verified(args):
         return 1
-    run, _ = score_run(
+    run_dir = Path(args.run_dir)
+    claimed = read_run(run_dir) if args.verify else None
+    claimed_samples = {t: read_samples(run_dir, t) for t in claimed.configs} if claimed else {}
+    run, samples = score_run(
         Path(args.run_dir),
         Path(args.data_dir) if args.data_dir else None,
         Path(args.output) if args.output else None,
@@ -53,7 +61,27 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"\nrewrote in {args.run_dir}: {', '.join(rescored.files)}; the run's files as first written "
             f"are kept in {rescored.originals}"
         )
-    return 0
+    return 0 if claimed is None or _claims_hold(claimed, claimed_samples, run, samples) else 1
+
+
+def _claims_hold(
+    claimed: RunResults,
+    claimed_samples: dict[str, list[SampleRecord]],
+    rescored: RunResults,
+    samples: dict[str, list[SampleRecord]],
+) -> bool:
+    """Prints, for ``--verify``, each task whose claims its answers do not give (one line each); whether
+    every claim holds."""
+    from harness.engine.request_check import claims_difference
+
+    differing = {
+        task: found
+        for task in claimed_samples
+        if (found := claims_difference(task, claimed, claimed_samples[task], rescored, samples[task]))
+    }
+    for task, found in differing.items():
+        print(f"{task}: claims differ from the re-scored answers (first: {found})")
+    return not differing
 
 
 def _verified(args: argparse.Namespace) -> bool:

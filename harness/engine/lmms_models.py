@@ -11,17 +11,15 @@ Two levels:
   (lmms-eval's TaskConfig default) and the class's stop handling applies (``llava_hf`` ignores ``until``;
   ``gemma3`` drops a ``"\n\n"`` entry; ``qwen2_vl`` applies all of it).
 
-Every default that was applied is returned, and the run records it (``RunConfig.applied_defaults``).
+``harness.engine.settings.resolve_settings`` applies them (the one place a run's generation settings are
+worked out); every default applied is recorded in the run (``RunConfig.applied_defaults``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from harness.errors import HarnessError
-from harness.models.base import GenerationParams
-from harness.taskspec.config import TaskConfig
 
 IGNORES_UNTIL, ALL_UNTIL, UNTIL_BUT_BLANK_LINE = "ignored", "applied", "applied without \\n\\n"
 
@@ -52,36 +50,3 @@ def check_lmms_model(name: str | None) -> None:
             f"--lmms-model {name!r} is not one of lmms-eval's model classes the harness reproduces "
             f"(known: {', '.join(sorted(LMMS_MODELS))})"
         )
-
-
-def task_generation_kwargs(
-    config: TaskConfig, family: str | None, overrides: dict[str, Any], lmms_model: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A task's generation settings for a model of ``family`` (``lmms_model`` when the run names one), with
-    ``--gen-kwargs`` ``overrides`` on top; and the defaults applied, each with where it came from."""
-    model = lmms_model or family
-    kwargs = config.generation_kwargs_for(model) if lmms_model else dict(config.generation_kwargs)
-    applied: dict[str, Any] = {}
-    known = LMMS_MODELS.get(model or "")
-    if (
-        known is not None
-        and config.output_type.startswith("generate_until")
-        and "max_new_tokens" not in kwargs
-        and "max_new_tokens" not in overrides
-    ):
-        kwargs["max_new_tokens"] = known.max_new_tokens
-        applied["max_new_tokens"] = {"value": known.max_new_tokens, "from": f"lmms-eval model {model}"}
-    if lmms_model and known is not None and "until" not in overrides:
-        until = kwargs.get("until")
-        if until is None:
-            until = [config.fewshot_delimiter]
-            applied["until"] = {"value": until, "from": "lmms-eval TaskConfig default (fewshot_delimiter)"}
-        until = [until] if isinstance(until, str) else list(until)
-        if known.until == IGNORES_UNTIL:
-            until = []
-        elif known.until == UNTIL_BUT_BLANK_LINE:
-            until = [u for u in until if u != "\n\n"]
-        if until != kwargs.get("until"):
-            applied["until"] = {"value": until, "from": f"lmms-eval model {model} (until {known.until})"}
-        kwargs["until"] = until
-    return GenerationParams.merge(kwargs, overrides), applied

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.engine.settings import RunFlags
 from harness.results.metric_key import figures
 from harness.results.schema import RunResults
 
@@ -19,7 +20,8 @@ def _fmt(value: object) -> str:
 def summary_table(run: RunResults, run_dir: Path | None = None) -> str:
     """A Markdown table: one row per task, metric and filter, with n, errors and unparsed counts. Under it,
     a note for the `-` figures: those left empty because no answer could be parsed, and those the task
-    scored on no sample, each saying where the samples are (``run_dir``, when the run was saved)."""
+    scored on no sample, each saying where the samples are (``run_dir``, when the run was saved); and the
+    flags that overrode the tasks' generation settings, so figures made under other settings say so."""
     header = "| Task | Metric | Filter | Value | Stderr | n | Errors | Unparsed |"
     lines = [header, "|" + "---|" * 8]
     unparsed_tasks: dict[str, int] = {}  # task -> its figures left empty by unparsed answers
@@ -54,6 +56,9 @@ def summary_table(run: RunResults, run_dir: Path | None = None) -> str:
             "scoring gave them for no sample (a task leaves out a figure that does not apply to an "
             f"answer); each sample's `metrics` in {where} show what it scored."
         )
+    overridden = RunFlags.of_run(run.config).describe()
+    if overridden:
+        lines.append(f"\nSettings: run with {overridden}, not its tasks' own generation settings.")
     if run.provenance.model.smoke_test_model:
         lines.append("\nNote: this is a smoke-test model with random weights; its outputs and scores are meaningless.")
     return "\n".join(lines)

@@ -4,7 +4,11 @@ Re-scoring checks a run's answers against its claims; it cannot see a run made w
 a task (another prompt text, a shorter ``max_new_tokens``), whose answers score consistently with
 themselves. This module rebuilds every sample's request from the checker's own copy of the task (the
 prompt, images by pixel digest, the generation settings, ``n`` and the seed rule of
-``engine/requests.make_request``) and reports the first field that differs. The leaderboard and
+``engine/requests.make_request``) and reports the first field that differs. The settings are the ones the
+checker derives (``engine/settings.resolve_settings``) from its copy of the task, the run's model family and
+the flags the run declares (``--gen-kwargs``, ``--lmms-model``, ``--repeats``, ``--seed``): a declared
+override is the run's claim, shown beside its figures, and the run's other records of its settings (the
+task copy it records, the defaults it applied, its provenance) must agree with it. The leaderboard and
 ``harness score --verify`` both call :func:`check_requests`.
 
 Without the dataset the prompt is rebuilt from each sample's own doc: its text is checked, its images
@@ -13,6 +17,7 @@ Without the dataset the prompt is rebuilt from each sample's own doc: its text i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +25,13 @@ from typing import Any
 
 from harness.engine.loglikelihood import choice_key
 from harness.engine.requests import prompt_key
-from harness.engine.task_runtime import TaskRuntime
-from harness.engine.tasks import OpenTask, model_family_of, open_task
+from harness.engine.settings import RunFlags, TaskSettings, resolve_settings
+from harness.engine.task_runtime import MULTI_ROUND, TaskRuntime
+from harness.engine.tasks import OpenTask, backend_family_of, config_snapshot, model_family_of, open_task
 from harness.hashing import derive_seed
 from harness.models.base import SCORING_TYPES, GenerationParams
 from harness.models.messages import ChatMessage, prompt_json
-from harness.results.schema import GenerationSettings, RunConfig, SampleRecord, read_run, read_samples
+from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 
@@ -80,16 +86,6 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def expected_params(config: TaskConfig, run: RunConfig) -> tuple[GenerationParams, int]:
-    """The generation settings and ``n`` the task gives, with the run's declared command-line overrides
-    (``--gen-kwargs``, ``--repeats``: recorded in results.json, so shown with the run) on top."""
-    params = GenerationParams.from_kwargs(
-        GenerationParams.merge(config.generation_kwargs, run.gen_overrides),
-        where=f"task {config.task} generation_kwargs",
-    )
-    return params, run.repeats or config.repeats
-
-
 def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, Any] | None) -> Any:
     """The prompt the task builds for the sample's doc (the dataset's, else the sample's own, its images
     then taken as submitted); None when the task cannot build it from what there is."""
@@ -129,7 +125,8 @@ def _sample_difference(
     else:
         key = prompt_key(prompt, params, n)
         seed = derive_seed(base_seed, key)
-        if record.error is None and len(record.responses) != n:
+        # a multi-round doc's responses are its rounds' results (as many as its doc_to_text made), not n answers
+        if record.error is None and runtime.config.output_type != MULTI_ROUND and len(record.responses) != n:
             return f"responses: {len(record.responses)} answer(s), the task asks n={n}"
     if record.request_key != key:
         return (
@@ -141,28 +138,56 @@ def _sample_difference(
     return None
 
 
-def _settings_difference(params: GenerationParams, n: int, claimed: GenerationSettings | None) -> str | None:
-    """The first generation setting the run's provenance records otherwise than the task gives."""
+#: The keys of a task's YAML that shape its requests' settings (``resolve_settings`` reads them).
+SETTINGS_KEYS = ("generation_kwargs", "model_specific_generation_kwargs", "repeats", "fewshot_delimiter")
+
+
+def _plain_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def settings_difference(config: TaskConfig, run: RunResults, expected: TaskSettings) -> str | None:
+    """The first place the run's own record of its settings disagrees with the settings the checker derives
+    from its copy of the task and the run's declared flags: the copy of the task the run records
+    (``configs``), the defaults it says it applied, and the settings its provenance says it used. Each is a
+    claim the run makes beside its samples; an override edited into one of them after the fact leaves the
+    others saying otherwise."""
+    task = config.task
+    ours, theirs = _plain_json(config_snapshot(config)), run.configs.get(task, {})
+    for key in SETTINGS_KEYS:
+        found = first_difference(theirs.get(key), ours.get(key), f"configs.{task}.{key}")
+        if found:
+            return f"{found} (the run's copy of the task sets other generation settings)"
+    recorded = run.config.applied_defaults.get(task, {})
+    found = first_difference(_plain_json(recorded), _plain_json(expected.applied_defaults), "applied_defaults")
+    if found:
+        return f"config {found}"
+    claimed = run.provenance.generation.get(task)
     if claimed is None:
-        return None
-    found = first_difference(claimed.model_dump(), {**params.as_dict(), "n": n}, "generation")
+        return "provenance generation: missing (the run does not record the settings it used)"
+    found = first_difference(claimed.model_dump(), expected.requests.model_dump(), "generation")
     return f"provenance {found}" if found else None
+
+
+def expected_settings(config: TaskConfig, run: RunResults) -> TaskSettings:
+    """The settings a run of ``config``'s task must have used: the one resolution (``resolve_settings``) of
+    the checker's copy of the task for the run's model family, under the flags the run declares."""
+    return resolve_settings(config, backend_family_of(run), RunFlags.of_run(run.config))
 
 
 def check_requests(
     config: TaskConfig,
-    family: str | None,
     records: Sequence[SampleRecord],
-    run: RunConfig,
-    generation: GenerationSettings | None,
+    run: RunResults,
     opened: OpenTask | None = None,
 ) -> RequestCheck:
     """Rebuild each sample's request from ``config`` (``opened``: the task opened over the checker's copy
-    of the dataset, when it holds one) and compare it with the submitted one."""
-    runtime = opened.runtime if opened is not None else TaskRuntime(config, family)
+    of the dataset, when it holds one) and the run's declared flags, and compare it with the submitted one;
+    the run's own record of its settings is compared first (:func:`settings_difference`)."""
+    expected = expected_settings(config, run)
+    runtime = opened.runtime if opened is not None else TaskRuntime(config, expected.prompt_family)
     docs = opened.docs if opened is not None else None
-    params, n = expected_params(config, run)
-    first = _settings_difference(params, n, generation)
+    first = settings_difference(config, run, expected)
     checked = differing = 0
     for record in records:
         if record.error is not None and not record.prompt:
@@ -173,7 +198,7 @@ def check_requests(
                 continue  # a doc id the dataset lacks: the doc check reports it
             doc = docs[record.doc_id]
         checked += 1
-        found = _sample_difference(runtime, record, doc, params, n, run.seed)
+        found = _sample_difference(runtime, record, doc, expected.params, expected.n, run.config.seed)
         if found:
             differing += 1
             first = first or f"doc {record.doc_id}: {found}"
@@ -191,9 +216,31 @@ def check_run_requests(run_dir: Path, registry: TaskRegistry, data_dir: Path | N
     for task in run.configs:
         config = registry.get(task)
         opened = open_task(config, family, data_dir) if data_dir is not None else None
-        checks.append(
-            check_requests(
-                config, family, read_samples(run_dir, task), run.config, run.provenance.generation.get(task), opened
-            )
-        )
+        checks.append(check_requests(config, read_samples(run_dir, task), run, opened))
     return checks
+
+
+def claims_difference(
+    task: str,
+    claimed: RunResults,
+    claimed_samples: Sequence[SampleRecord],
+    rescored: RunResults,
+    rescored_samples: Sequence[SampleRecord],
+) -> str | None:
+    """The first claim of a task that its own answers, scored again, do not give: a sample's metrics (an
+    answer edited after scoring), then a task figure; None when every claim holds. Scoring is seeded
+    (``engine/scoring_pass``), so an honest run's claims come out identical."""
+    for before, after in zip(claimed_samples, rescored_samples, strict=True):
+        found = first_difference(_plain_json(before.metrics), _plain_json(after.metrics), "metrics")
+        if found and _canonical(before.metrics) != _canonical(after.metrics):
+            return f"doc {before.doc_id}: {found} (the answers give other scores than the sample claims)"
+    ours, theirs = claimed.results.get(task, {}), rescored.results.get(task, {})
+    if _canonical(ours) != _canonical(theirs):
+        found = first_difference(_plain_json(ours), _plain_json(theirs), "results")
+        return f"{found} (the samples give another figure than the run claims)"
+    return None
+
+
+def _canonical(value: Any) -> str:
+    """A JSON value as comparable text (NaN equals NaN, 1 and 1.0 stay apart as the files write them)."""
+    return json.dumps(value, sort_keys=True, default=str)

@@ -20,13 +20,15 @@ from tqdm.auto import tqdm
 from harness.data import BuildHint, LoadedDataset, load_task_datasets
 from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.engine.lmms_args import aggregation_args
-from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
+from harness.engine.lmms_models import check_lmms_model
 from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.multi_round import Generate, Rounds, run_rounds
 from harness.engine.requests import make_request
+from harness.engine.scoring_pass import TaskScoring, score_tasks, scoring_order
+from harness.engine.settings import RunFlags, TaskSettings, resolve_settings
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
-from harness.engine.tasks import model_family_of, open_task, run_include_paths
+from harness.engine.tasks import config_snapshot, model_family_of, open_task, run_include_paths
 from harness.errors import HarnessError, UnsupportedRequestError
 from harness.hashing import stable_hash, to_jsonable
 from harness.metrics.aggregation import pooled_stderr, weighted_mean
@@ -39,7 +41,6 @@ from harness.results.metric_key import MetricKey
 from harness.results.sample_error import SampleError
 from harness.results.schema import (
     DatasetFingerprint,
-    GenerationSettings,
     ModelInfo,
     Provenance,
     RequestCounts,
@@ -48,7 +49,7 @@ from harness.results.schema import (
     RunResults,
     RunWriteError,
     SampleRecord,
-    SeedPolicy,
+    ScoredChoice,
     TaskCounts,
     Turn,
     read_run,
@@ -81,19 +82,27 @@ class EvalOptions:
     lmms_model: str | None = None  # the lmms-eval model class whose behaviour the run reproduces
     build_hint: BuildHint | None = None  # how a missing dataset is built (the command line passes the builders')
 
+    @property
+    def flags(self) -> RunFlags:
+        """The options that shape the run's requests (the run records them in its config)."""
+        return RunFlags(dict(self.gen_overrides), self.lmms_model, self.repeats, self.seed)
+
 
 @dataclass
 class _PreparedTask:
     config: TaskConfig
     runtime: TaskRuntime
-    params: GenerationParams
+    settings: TaskSettings
     fingerprint: dict[str, Any]
     records: list[SampleRecord]
     docs: list[dict[str, Any]]
     # multi-turn tasks: doc_id -> (turn-1 request key, turn-1 messages, follow-up user prompts)
     conversations: dict[int, tuple[str, list[ChatMessage], list[str]]] = field(default_factory=dict)
     scoring: list[LoglikelihoodRequest] = field(default_factory=list)  # multiple_choice tasks
-    applied_defaults: dict[str, Any] = field(default_factory=dict)  # generation defaults taken from lmms-eval
+
+    @property
+    def params(self) -> GenerationParams:
+        return self.settings.params
 
 
 def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -111,16 +120,9 @@ def _prepare(
 ) -> tuple[_PreparedTask, list[GenerationRequest]]:
     if not backend.supports(config.output_type):
         raise UnsupportedRequestError(f"backend cannot serve output_type {config.output_type} (task {config.task})")
-    kwargs, applied = task_generation_kwargs(config, backend.model_family, opts.gen_overrides, opts.lmms_model)
-    params = GenerationParams.from_kwargs(kwargs, where=f"task {config.task} generation_kwargs")
-    opened = open_task(config, opts.lmms_model or backend.model_family, opts.data_dir, loaded=loaded)
+    settings = resolve_settings(config, backend.model_family, opts.flags)
+    opened = open_task(config, settings.prompt_family, opts.data_dir, loaded=loaded)
     runtime, docs = opened.runtime, opened.docs
-    n = opts.repeats or config.repeats
-    if config.output_type == MULTI_ROUND and n > 1:
-        raise UnsupportedRequestError(
-            f"task {config.task}: a generate_until_multi_round task answers once per doc "
-            f"(its rounds follow one answer); got repeats {n}"
-        )
     records: list[SampleRecord] = []
     kept_docs: list[dict[str, Any]] = []
     requests: list[GenerationRequest] = []
@@ -158,7 +160,7 @@ def _prepare(
                 SampleRecord(**base, target=to_jsonable(target), prompt=prompt_json(messages), request_key=scored.key)
             )
             continue
-        request = make_request(messages, params, n, opts.seed)
+        request = make_request(messages, settings.params, settings.n, opts.seed)
         requests.append(request)
         records.append(
             SampleRecord(
@@ -172,7 +174,7 @@ def _prepare(
         if follow_ups:
             conversations[doc_id] = (request.key, messages, follow_ups)
     prepared = _PreparedTask(
-        config, runtime, params, opened.dataset.fingerprint, records, kept_docs, conversations, scoring, applied
+        config, runtime, settings, opened.dataset.fingerprint, records, kept_docs, conversations, scoring
     )
     return prepared, requests
 
@@ -379,9 +381,6 @@ def evaluate(
         gen_seconds = time.time() - gen_started
     finally:
         store.close()
-    results: dict[str, dict[str, Any]] = {}
-    counts: dict[str, TaskCounts] = {}
-    samples: dict[str, list[SampleRecord]] = {}
     run_dir, failure = _new_run_folder(opts.output, model_spec, started)
     args = aggregation_args(
         run_dir,
@@ -393,29 +392,12 @@ def evaluate(
         gen_kwargs=opts.gen_overrides,
         include_paths=opts.include_paths,
     )
-    for task in prepared:
-        final = []
-        for record, doc in zip(task.records, task.docs, strict=True):
-            key = record.request_key
-            if record.error is None and key is not None:
-                if key in errors:
-                    record = record.model_copy(update={"error": errors[key]})
-                elif key in scores:
-                    record = task.runtime.score(record.model_copy(update={"choices": scores[key]}), doc)
-                elif (task.config.task, record.doc_id) in rounds:
-                    chain = rounds[(task.config.task, record.doc_id)]
-                    record = record.model_copy(
-                        update={"responses": chain.result or [], "turns": chain.turns, "error": chain.error}
-                    )
-                    record = task.runtime.score(record, doc) if chain.error is None else record
-                else:
-                    record = record.model_copy(
-                        update={"responses": responses[key], "turns": turns.get((task.config.task, record.doc_id), [])}
-                    )
-                    record = task.runtime.score(record, doc)
-            final.append(record)
-        samples[task.config.task] = final
-        results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final, args)
+    answered = {t.config.task: _answered(t, responses, errors, scores, turns, rounds) for t in prepared}
+    order = scoring_order(registry, opts.tasks, list(answered))
+    scored, scoring_seeds = score_tasks(answered, order, args)
+    samples = {task: out.records for task, out in scored.items()}
+    results = {task: out.results for task, out in scored.items()}
+    counts = {task: out.counts for task, out in scored.items()}
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
     reports, failure = _run_reports({t.config.task: t.runtime for t in prepared}, samples, run_dir, failure)
     wall = time.time() - started
@@ -423,7 +405,7 @@ def evaluate(
         results=results,
         groups=groups,
         group_subtasks=group_subtasks,
-        configs={t.config.task: _config_snapshot(t.config) for t in prepared},
+        configs={t.config.task: config_snapshot(t.config) for t in prepared},
         versions={t.config.task: t.config.version for t in prepared},
         n_samples={
             t.config.task: {"original": t.fingerprint["num_rows"], "effective": len(t.records)} for t in prepared
@@ -446,17 +428,16 @@ def evaluate(
             use_cache=opts.use_cache,
             refresh=opts.refresh,
             lmms_model=opts.lmms_model,
-            applied_defaults={t.config.task: t.applied_defaults for t in prepared if t.applied_defaults},
+            applied_defaults={
+                t.config.task: t.settings.applied_defaults for t in prepared if t.settings.applied_defaults
+            },
         ),
         provenance=Provenance(
             **environment(),
             model=ModelInfo.model_validate(backend.info()),
             datasets={t.config.task: DatasetFingerprint.model_validate(t.fingerprint) for t in prepared},
-            generation={
-                t.config.task: GenerationSettings(**t.params.as_dict(), n=opts.repeats or t.config.repeats)
-                for t in prepared
-            },
-            seeds=SeedPolicy(base_seed=opts.seed),
+            generation={t.config.task: t.settings.requests for t in prepared},
+            seeds=opts.flags.seed_policy(scoring_seeds),
             started_at=datetime.fromtimestamp(started, UTC).isoformat(),
             wall_time_s=round(wall, 3),
             generation_time_s=round(gen_seconds, 3),
@@ -473,6 +454,35 @@ def evaluate(
         except RunWriteError as exc:
             raise _unsaved(exc, run_dir or opts.output, run, samples, opts) from None
     return run, samples, run_dir
+
+
+def _answered(
+    task: _PreparedTask,
+    responses: dict[str, list[str]],
+    errors: dict[str, SampleError],
+    scores: dict[str, list[ScoredChoice]],
+    turns: dict[tuple[str, int], list[Turn]],
+    rounds: dict[tuple[str, int], Rounds],
+) -> TaskScoring:
+    """A task's records with what the model answered (responses, scored choices, turns, rounds) or why it
+    did not, ready to score."""
+    final = []
+    for record in task.records:
+        key, at = record.request_key, (task.config.task, record.doc_id)
+        if record.error is None and key is not None:
+            if key in errors:
+                record = record.model_copy(update={"error": errors[key]})
+            elif key in scores:
+                record = record.model_copy(update={"choices": scores[key]})
+            elif at in rounds:
+                chain = rounds[at]
+                record = record.model_copy(
+                    update={"responses": chain.result or [], "turns": chain.turns, "error": chain.error}
+                )
+            else:
+                record = record.model_copy(update={"responses": responses[key], "turns": turns.get(at, [])})
+        final.append(record)
+    return TaskScoring(task.runtime, final, task.docs)
 
 
 def _new_run_folder(output: Path | None, model_spec: str, started: float) -> tuple[Path | None, RunWriteError | None]:
@@ -545,40 +555,15 @@ def _reports(
     return out
 
 
-def _config_snapshot(config: TaskConfig) -> dict[str, Any]:
-    """The resolved YAML of a task, with ``!function`` references written as ``!function name``."""
-
-    def plain(value: Any) -> Any:
-        if hasattr(value, "yaml_dir") and hasattr(value, "name"):
-            return f"!function {value.name}"
-        if isinstance(value, dict):
-            return {k: plain(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [plain(v) for v in value]
-        return value
-
-    return {**plain(config.raw), "source": str(config.source)}
-
-
-def rescore_task(
-    config: TaskConfig,
-    model_family: str | None,
-    records: list[SampleRecord],
-    data_dir: Path | None,
-    args: Any = None,
-) -> tuple[TaskRuntime, list[SampleRecord], dict[str, Any], TaskCounts]:
-    """Re-score one task's saved samples with its scoring code; tasks whose scoring reads images load
-    the dataset (``data_dir``) for them. ``args`` goes to aggregations that take it."""
-    docs: list[dict[str, Any]] = [r.doc for r in records]
+def rescoring_input(
+    config: TaskConfig, model_family: str | None, records: list[SampleRecord], data_dir: Path | None
+) -> TaskScoring:
+    """One task's saved samples ready to score again with its scoring code; tasks whose scoring reads images
+    load the dataset (``data_dir``) for them."""
     if config.process_results_use_image:
         opened = open_task(config, model_family, data_dir)
-        runtime = opened.runtime
-        docs = [opened.docs[r.doc_id] for r in records]
-    else:
-        runtime = TaskRuntime(config, model_family)
-    rescored = [runtime.score(r, d) for r, d in zip(records, docs, strict=True)]
-    results, counts = runtime.aggregate(rescored, args)
-    return runtime, rescored, results, counts
+        return TaskScoring(opened.runtime, records, [opened.docs[r.doc_id] for r in records])
+    return TaskScoring(TaskRuntime(config, model_family), records, [r.doc for r in records])
 
 
 def score_run(
@@ -605,10 +590,6 @@ def score_run(
         raise HarnessError(f"--output {dest} already holds a results.json; choose an empty or new folder")
     registry = TaskRegistry.discover(run_include_paths(run, run_dir, include_paths, trust_run_include_paths))
     family = model_family_of(run)
-    results: dict[str, dict[str, Any]] = {}
-    counts: dict[str, TaskCounts] = {}
-    samples: dict[str, list[SampleRecord]] = {}
-    runtimes: dict[str, TaskRuntime] = {}
     check_output(dest)
     args = aggregation_args(
         dest,
@@ -620,10 +601,14 @@ def score_run(
         gen_kwargs=run.config.gen_overrides,
         include_paths=run.config.include_paths,
     )
-    for task in run.configs:
-        runtimes[task], samples[task], results[task], counts[task] = rescore_task(
-            registry.get(task), family, read_samples(run_dir, task), data_dir, args
-        )
+    inputs = {
+        task: rescoring_input(registry.get(task), family, read_samples(run_dir, task), data_dir) for task in run.configs
+    }
+    scored, scoring_seeds = score_tasks(inputs, scoring_order(registry, run.config.tasks, list(inputs)), args)
+    runtimes = {task: inputs[task].runtime for task in inputs}
+    samples = {task: out.records for task, out in scored.items()}
+    results = {task: out.results for task, out in scored.items()}
+    counts = {task: out.counts for task, out in scored.items()}
     groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
     originals = None
     try:
@@ -646,12 +631,13 @@ def score_run(
                 "reports": reports,
                 "provenance": run.provenance.model_copy(
                     update={
+                        "seeds": run.provenance.seeds.model_copy(update={"scoring": scoring_seeds}),
                         "rescored": Rescoring(
                             **environment(),
                             source=str(run_dir.resolve()),
                             files=written,
                             originals=None if originals is None else str(originals),
-                        )
+                        ),
                     }
                 ),
             }
@@ -731,10 +717,7 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     for name in registry.expand(opts.tasks):
         config = registry.get(name)
         TaskRuntime(config, opts.lmms_model)
-        GenerationParams.from_kwargs(
-            task_generation_kwargs(config, None, opts.gen_overrides, opts.lmms_model)[0],
-            where=f"task {name} generation_kwargs",
-        )
+        resolve_settings(config, None, opts.flags)  # the model's family only adds a valid default length
         configs.append(config)
     return load_task_datasets(configs, opts.data_dir, opts.build_hint)
 

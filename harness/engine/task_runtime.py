@@ -10,7 +10,7 @@ import ast
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,53 +332,76 @@ class TaskRuntime:
 
     # -- scoring -------------------------------------------------------------------------------
     def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
-        """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses. Scoring code that
-        fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
-        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
-        answered = record.choices if self.config.output_type in SCORING_TYPES else record.responses
-        if not answered or (record.error is not None and record.error.kind != "scoring failed"):
-            return record.model_copy(update=empty)
-        try:
-            with doc_step("process_results"):
-                scored = self._score(record, doc)
-        except BadInputError as exc:
-            return record.model_copy(update={**empty, "error": SampleError("scoring failed", str(exc))})
-        return record.model_copy(update={**scored, "error": None})
+        """One record scored (:meth:`score_all` of one)."""
+        return self.score_all([record], [doc])[0]
 
-    def _score(self, record: SampleRecord, doc: dict[str, Any]) -> dict[str, Any]:
-        filtered: dict[str, Any] = {}
-        metrics: dict[str, Any] = {}
-        unparsed: list[str] = []
+    def score_all(self, records: Sequence[SampleRecord], docs: Sequence[dict[str, Any]]) -> list[SampleRecord]:
+        """Fill ``filtered``, ``metrics`` and ``unparsed`` of each record that has responses, in lmms-eval's
+        order: each filter pipeline in turn over every doc (``evaluator.evaluate``), which a scorer that draws
+        random numbers depends on. Scoring code that fails on a doc makes it that sample's error (re-scoring
+        tries it again), never the run's end."""
+        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
+        choices = self.config.output_type in SCORING_TYPES
+        scored: dict[int, dict[str, Any]] = {
+            i: {"filtered": {}, "metrics": {}, "unparsed": []}
+            for i, record in enumerate(records)
+            if (record.choices if choices else record.responses)
+            and (record.error is None or record.error.kind == "scoring failed")
+        }
+        failed: dict[int, SampleError] = {}
+        for pipeline in [None] if choices else self._pipelines:
+            for i, doc in enumerate(docs):
+                if i not in scored or i in failed:
+                    continue
+                try:
+                    with doc_step("process_results"):
+                        self._score(records[i], doc, pipeline, scored[i])
+                except BadInputError as exc:
+                    failed[i] = SampleError("scoring failed", str(exc))
+        return [
+            record.model_copy(update={**empty, "error": failed[i]})
+            if i in failed
+            else record.model_copy(update={**scored[i], "error": None})
+            if i in scored
+            else record.model_copy(update=empty)
+            for i, record in enumerate(records)
+        ]
+
+    def _score(
+        self, record: SampleRecord, doc: dict[str, Any], pipeline: tuple[str, list[Step]] | None, into: dict[str, Any]
+    ) -> None:
+        """One record through one filter pipeline (``None``: a loglikelihood task's one pass), its outputs
+        added to ``into``."""
         scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
-        if self.config.output_type in SCORING_TYPES:
-            return self._score_choices(record, scoring_doc)
+        if pipeline is None:
+            into.update(self._score_choices(record, scoring_doc))
+            return
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
-        for name, steps in self._pipelines:
-            # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
-            answers = (
-                [tuple(record.responses)]
-                if self.config.output_type == MULTI_ROUND
-                else apply_pipeline(steps, record.responses, scoring_doc)
-            )
-            filtered[name] = answers[0] if len(answers) == 1 else answers
-            if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
-                answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
-            if self._process_results is not None:
-                values = self._process_results(scoring_doc, answers)
-            else:
-                values = self._builtin_metrics(scoring_doc, answers)
-            if not isinstance(values, dict):
-                raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
-            for spec in self.config.metric_list:
-                key = MetricKey(spec.metric, name).encoded
-                if spec.metric not in values:
-                    continue  # not applicable to this doc (as in lmms-eval); never counted
-                value = to_jsonable(values[spec.metric])
-                metrics[key] = value
-                if value is None:
-                    unparsed.append(key)
-        return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
+        name, steps = pipeline
+        # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
+        answers = (
+            [tuple(record.responses)]
+            if self.config.output_type == MULTI_ROUND
+            else apply_pipeline(steps, record.responses, scoring_doc)
+        )
+        into["filtered"][name] = answers[0] if len(answers) == 1 else answers
+        if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
+            answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
+        if self._process_results is not None:
+            values = self._process_results(scoring_doc, answers)
+        else:
+            values = self._builtin_metrics(scoring_doc, answers)
+        if not isinstance(values, dict):
+            raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        for spec in self.config.metric_list:
+            key = MetricKey(spec.metric, name).encoded
+            if spec.metric not in values:
+                continue  # not applicable to this doc (as in lmms-eval); never counted
+            value = to_jsonable(values[spec.metric])
+            into["metrics"][key] = value
+            if value is None:
+                into["unparsed"].append(key)
 
     def _builtin_metrics(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
         """lmms-eval's scoring of a generate_until task without ``process_results``: each metric_list entry's

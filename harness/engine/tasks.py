@@ -60,6 +60,22 @@ def open_run_task(
     return open_task(task, model_family_of(run), data_dir, include_paths)
 
 
+def config_snapshot(config: TaskConfig) -> dict[str, Any]:
+    """A task's resolved YAML as a run records it (``results.json`` ``configs``), with ``!function``
+    references written as ``!function name`` and the file it came from."""
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "yaml_dir") and hasattr(value, "name"):
+            return f"!function {value.name}"
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return {**plain(config.raw), "source": str(config.source)}
+
+
 def run_include_paths(
     run: RunResults, run_dir: Path, given: Sequence[str | Path], trust_run: bool = False
 ) -> list[str]:
@@ -88,8 +104,12 @@ def run_include_paths(
 def model_family_of(run: RunResults) -> str | None:
     """The lmms-eval family a run's prompts were built for (it picks ``lmms_eval_specific_kwargs``): the
     ``--lmms-model`` it reproduced, else its model's family."""
-    if run.config.lmms_model:
-        return run.config.lmms_model
+    return run.config.lmms_model or backend_family_of(run)
+
+
+def backend_family_of(run: RunResults) -> str | None:
+    """The lmms-eval family of a run's model, as its backend named it (``Backend.model_family``, which picks
+    the default answer length of a task that sets none), else as the model's type maps to one."""
     model = run.provenance.model
     if model.model_family:
         return model.model_family

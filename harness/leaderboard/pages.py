@@ -17,7 +17,7 @@ from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact
 from harness.leaderboard.ranks import TableRanks
 from harness.leaderboard.records import Z95
-from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
+from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables, settings_of
 from harness.metrics.bootstrap import N_RESAMPLES
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -159,5 +159,6 @@ def render_model(record: Submission, files: list[tuple[str, str, int]], parts: B
             z=Z95,
             notes=parts.model_notes(record.id),
             scores=[(s, *coverage_of(record, s.task, s.metric)) for s in record.scores],
+            settings=settings_of(record),
         )
     )

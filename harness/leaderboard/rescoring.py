@@ -1,5 +1,5 @@
 """Server-side re-scoring: every metric recomputed from the submitted samples with the harness's own
-scoring code (``harness.engine.runner.rescore_task``, the code behind ``harness score``), then compared
+scoring code (``harness.engine.scoring_pass.score_tasks``, the pass behind ``harness score``), then compared
 with the numbers the submitter claims.
 
 Per task the outcome is one of:
@@ -28,8 +28,9 @@ from typing import Any
 
 from harness.data import resolve_path
 from harness.engine.request_check import RequestCheck, check_requests
-from harness.engine.runner import group_results, rescore_task
-from harness.engine.task_runtime import strip_images
+from harness.engine.runner import group_results, rescoring_input
+from harness.engine.scoring_pass import ScoredTask, TaskScoring, score_tasks, scoring_order
+from harness.engine.task_runtime import TaskRuntime, strip_images
 from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
@@ -370,66 +371,45 @@ def verify(
     configs = {task: _server_config(registry, task, run.versions.get(task)) for task in bundle.samples}
     _check_groups(registry, bundle)
     family = model_family_of(run)
+    higher = {task: {m.metric: m.higher_is_better for m in c.metric_list} for task, c in configs.items()}
+    bases: dict[str, dict[str, Any]] = {
+        task: {"task": task, "protocol": table_of(task, registry), "version": str(c.version)}
+        for task, c in configs.items()
+    }
+    checked = {
+        task: _open_and_check(task, configs[task], records, bundle, family, data_dir)
+        for task, records in bundle.samples.items()
+    }
+    unscorable = {t for t, c in configs.items() if c.process_results_use_image and checked[t][0] is None}
+    inputs = {
+        task: _rescoring_input(task, configs[task], family, records, checked[task][0])
+        for task, records in bundle.samples.items()
+        if task not in unscorable
+    }
+    try:
+        scored, _ = score_tasks(inputs, scoring_order(registry, run.config.tasks, list(inputs)))
+    except Exception as exc:  # the submitted samples broke a task's aggregation
+        raise SubmissionError(f"the samples cannot be scored ({type(exc).__name__}: {exc})") from None
     results: dict[str, dict[str, Any]] = {}
     counts: dict[str, TaskCounts] = {}
     reports: dict[str, dict[str, Any]] = {}
     checks: dict[str, TaskCheck] = {}
-    higher: dict[str, dict[str, bool]] = {}
-    rescored_samples: dict[str, list[SampleRecord]] = {}
     with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
-        for task, records in bundle.samples.items():
-            config = configs[task]
-            higher[task] = {m.metric: m.higher_is_better for m in config.metric_list}
-            base: dict[str, Any] = {"task": task, "protocol": table_of(task, registry), "version": str(config.version)}
-            try:
-                opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
-                requests = check_requests(
-                    config, family, records, run.config, run.provenance.generation.get(task), opened
-                )
-            except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(
-                    f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
-                ) from None
-            if config.process_results_use_image and opened is None:
+        for task in bundle.samples:
+            opened, requests = checked[task]
+            if task in unscorable:
                 results[task], counts[task] = run.results[task], run.counts[task]
-                checks[task] = TaskCheck(
-                    **base,
-                    status=MODIFIED if requests.modified else UNVERIFIABLE,
-                    message=f"requests differ from this server's task (first: {requests.first})"
-                    if requests.modified
-                    else "not re-scorable without the dataset: its scoring reads images",
-                )
+                checks[task] = _unscorable_check(bases[task], requests)
                 continue
-            try:
-                runtime, rescored, results[task], counts[task] = rescore_task(config, family, records, data_dir)
-                report = runtime.report(rescored, Path(tmp))
-                dataset = _dataset_docs(opened, records)
-            except Exception as exc:  # the submitted samples broke the task's code
-                raise SubmissionError(
-                    f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})"
-                ) from None
+            out = scored[task]
+            results[task], counts[task] = out.results, out.counts
+            report, checks[task] = _rescored_check(
+                bases[task], bundle, out, inputs[task].runtime, opened, requests, Path(tmp), tolerance, max_error_share
+            )
             if report is not None:
                 reports[task] = report
-            rescored_samples[task] = rescored
-            covers = coverage(
-                records, counts[task], run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None
-            )
-            checks[task] = _check(
-                base,
-                run.results[task],
-                run.counts[task],
-                records,
-                rescored,
-                results[task],
-                counts[task],
-                dataset[0] if dataset else None,
-                covers,
-                (run.reports.get(task), report),
-                tolerance,
-                max_error_share,
-                requests,
-            )
         plots = {p.name: p.read_bytes() for p in sorted(Path(tmp).glob("*.png"))}
+    rescored_samples = {task: out.records for task, out in scored.items()}
     groups, _ = group_results(registry, [g for g in run.group_subtasks if g in registry.groups], results, counts)
     headlines = _headlines(bundle, checks, results, reports, rescored_samples)
     for group, values in groups.items():
@@ -455,6 +435,72 @@ def verify(
         higher_is_better=higher,
         plots=plots,
         headlines=headlines,
+    )
+
+
+def _open_and_check(
+    task: str,
+    config: TaskConfig,
+    records: list[SampleRecord],
+    bundle: Bundle,
+    family: str | None,
+    data_dir: Path | None,
+) -> tuple[OpenTask | None, RequestCheck]:
+    """The task opened over the server's dataset (None without one) and its samples' requests checked."""
+    try:
+        opened = open_task(config, family, data_dir) if _has_dataset(config, data_dir) else None
+        return opened, check_requests(config, records, bundle.run, opened)
+    except Exception as exc:  # the submitted samples broke the task's code
+        raise SubmissionError(
+            f"task {task}: the samples' requests cannot be rebuilt ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _unscorable_check(base: dict[str, Any], requests: RequestCheck) -> TaskCheck:
+    """A task whose scoring reads images, without the server's copy of its dataset: its requests checked,
+    its figures not re-scorable."""
+    if requests.modified:
+        return TaskCheck(
+            **base, status=MODIFIED, message=f"requests differ from this server's task (first: {requests.first})"
+        )
+    return TaskCheck(
+        **base, status=UNVERIFIABLE, message="not re-scorable without the dataset: its scoring reads images"
+    )
+
+
+def _rescored_check(
+    base: dict[str, Any],
+    bundle: Bundle,
+    out: ScoredTask,
+    runtime: TaskRuntime,
+    opened: OpenTask | None,
+    requests: RequestCheck,
+    plots: Path,
+    tolerance: float,
+    max_error_share: float,
+) -> tuple[dict[str, Any] | None, TaskCheck]:
+    """A re-scored task's report (its plots drawn in ``plots``) and its check against the claims."""
+    task, run, records = base["task"], bundle.run, bundle.samples[base["task"]]
+    try:
+        report = runtime.report(out.records, plots)
+        dataset = _dataset_docs(opened, records)
+    except Exception as exc:  # the submitted samples broke the task's code
+        raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
+    covers = coverage(records, out.counts, run.n_samples.get(task), run.config.limit, dataset[1] if dataset else None)
+    return report, _check(
+        base,
+        run.results[task],
+        run.counts[task],
+        records,
+        out.records,
+        out.results,
+        out.counts,
+        dataset[0] if dataset else None,
+        covers,
+        (run.reports.get(task), report),
+        tolerance,
+        max_error_share,
+        requests,
     )
 
 
@@ -488,6 +534,18 @@ def _headlines(
             ) from None
         out[protocol.name] = {key: estimate.as_json() for key, estimate in figures.items()}
     return out
+
+
+def _rescoring_input(
+    task: str, config: TaskConfig, family: str | None, records: list[SampleRecord], opened: OpenTask | None
+) -> TaskScoring:
+    """A task's submitted samples ready to re-score: with the opened task when its scoring reads the images."""
+    if opened is not None and config.process_results_use_image:
+        return TaskScoring(opened.runtime, records, [opened.docs[r.doc_id] for r in records])
+    try:
+        return rescoring_input(config, family, records, None)
+    except Exception as exc:  # the task's code cannot be opened for these samples
+        raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
 
 
 def _has_dataset(config: TaskConfig, data_dir: Path | None) -> bool:

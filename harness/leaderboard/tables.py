@@ -2,7 +2,8 @@
 leaderboard hooks declare (the figures its paper reports), each cell the server's value with its 95% CI
 clipped to the figure's range, and n. A table of tasks with no headline figures (tasks of no protocol)
 has a column per task metric instead, with value ± 1.96 stderr (the stderr ``results.json`` reports).
-The raw per-metric figures of every task are on the model page."""
+The raw per-metric figures of every task are on the model page. A run made under flags that override its
+tasks' generation settings carries them in its row (``settings``), in every table, CSV and JSON."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
+from harness.engine.settings import RunFlags
 from harness.leaderboard.db import Submission
 from harness.leaderboard.hooks import board_protocols
 from harness.leaderboard.protocol_parts import BoardParts
@@ -19,6 +23,7 @@ from harness.leaderboard.records import Z95
 from harness.leaderboard.rescoring import worst
 from harness.protocols.leaderboard_hooks import Estimate, Figure
 from harness.results.metric_key import label_of
+from harness.results.schema import RunConfig
 from harness.results.spreadsheet import spreadsheet_safe
 
 SIZE_BUCKETS = ((1e9, "< 1B"), (4e9, "1-4B"), (10e9, "4-10B"), (40e9, "10-40B"), (float("inf"), "> 40B"))
@@ -71,6 +76,7 @@ class Row:
     submitted_at: str
     smoke_test_model: bool
     cells: dict[str, Cell]
+    settings: str = ""  # the flags that overrode the tasks' generation settings (empty: the tasks' own)
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,19 @@ def _row(record: Submission, cells: dict[str, Cell]) -> Row:
         submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
         smoke_test_model=record.smoke_test_model,
         cells=cells,
+        settings=settings_of(record),
     )
+
+
+def settings_of(record: Submission) -> str:
+    """The flags a submission's run declares that override its tasks' generation settings, as typed
+    (``--gen-kwargs max_new_tokens=1``), paths cut; empty for a run made with the tasks' own settings. The
+    server verified the run's requests against exactly these flags."""
+    try:
+        config = RunConfig.model_validate(record.claimed.get("config", {}))
+    except ValidationError:
+        return ""
+    return redact(RunFlags.of_run(config).describe())
 
 
 def _metric_table(records: list[Submission], name: str) -> tuple[list[Column], list[Row]]:
@@ -207,7 +225,7 @@ def _cell(score: Any, record: Submission) -> Cell:
     )
 
 
-_FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "submitter", "submitted_at"]
+_FIXED = ["id", "model", "family", "parameters", "size", "access", "status", "settings", "submitter", "submitted_at"]
 
 
 def table_json(table: Table) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
+from harness.results.generation import RequestSettings
 from harness.results.jsonl import check_depth, jsonl_lines
 from harness.results.sample_error import SampleErrorField
 
@@ -178,24 +179,26 @@ class RequestCounts(BaseModel):
         self.follow_up_generated_samples += round_counts.generated_samples
 
 
-class GenerationSettings(_Record):
-    """A task's decoding settings as run (``GenerationParams.as_dict()``) and its samples per doc."""
+class ScoringSeeds(BaseModel):
+    """The seeds of the random generators task code can reach, set before every scoring pass as lmms-eval
+    0.7.3 sets them before it evaluates (``simple_evaluate``: ``random_seed=0``, ``numpy_random_seed=1234``,
+    ``torch_random_seed=1234``), so a scorer that draws (MMMU's parser guesses with ``random.choice``) gives
+    the same figures on every pass."""
 
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int | None = None
-    num_beams: int = 1
-    until: list[str] = Field(default_factory=list)
-    do_sample: bool = False
-    n: int = 1
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    random: int = 0
+    numpy: int = 1234
+    torch: int = 1234
 
 
 class SeedPolicy(BaseModel):
-    """How every request's seed derives from the run's base seed (recorded so a reader can repeat it)."""
+    """How every request's seed derives from the run's base seed, and the seeds its scoring ran under
+    (recorded so a reader can repeat both; ``scoring`` is absent from runs scored before it was set)."""
 
     base_seed: int = 0
     per_request: str = "sha256(base_seed:request_key)[:8]"
+    scoring: ScoringSeeds | None = None
 
 
 class Rescoring(Environment):
@@ -211,7 +214,7 @@ class Provenance(Environment):
 
     model: ModelInfo = Field(default_factory=ModelInfo)
     datasets: dict[str, DatasetFingerprint] = Field(default_factory=dict)
-    generation: dict[str, GenerationSettings] = Field(default_factory=dict)
+    generation: dict[str, RequestSettings] = Field(default_factory=dict)
     seeds: SeedPolicy = Field(default_factory=SeedPolicy)
     started_at: str | None = None
     wall_time_s: float | None = None

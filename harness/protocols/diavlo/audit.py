@@ -66,7 +66,8 @@ from harness.protocols.diavlo.report import (
 )
 from harness.protocols.diavlo.rows import DiavloRow
 from harness.protocols.diavlo.structure import OUTCOME, falsify_graph, rk_graph
-from harness.results.schema import GenerationSettings, RunResults, SampleRecord, read_run, read_samples
+from harness.results.generation import RequestSettings
+from harness.results.schema import RunResults, SampleRecord, read_run, read_samples
 
 OUTCOMES = ("flip", "distance")
 
@@ -183,9 +184,8 @@ def concept_boxes(
 
 def _params(run: RunResults, task: str) -> tuple[GenerationParams, int]:
     """The run's generation settings and n for ``task``, so the unoccluded design is the run's own request."""
-    settings = run.provenance.generation.get(task, GenerationSettings())
-    gen = settings.model_dump(exclude={"n"})
-    return GenerationParams.from_kwargs(gen, where=f"{task} generation settings of the run"), settings.n
+    settings = run.provenance.generation.get(task, RequestSettings(params=GenerationParams()))
+    return settings.params, settings.n
 
 
 def audit_run(

@@ -118,16 +118,17 @@ def _first_image(messages: list[ChatMessage]) -> Any:
 def clean_correct_items(
     run_dir: Path, task: str, data_dir: Path | None, include_paths: list[str], family: str | None
 ) -> tuple[list[CleanItem], GenerationParams]:
-    """C from a saved clean run, with each item's doc, prompt and clean answer, and the task's
-    generation settings (used again for the re-check)."""
+    """C from a saved clean run, with each item's doc, prompt and clean answer, and the generation settings
+    the run recorded for the task (its ``--gen-kwargs`` and model defaults included), used again for the
+    re-check."""
     from harness.engine.tasks import open_task
-    from harness.results.schema import read_samples
+    from harness.results.schema import read_run, read_samples
 
     path = run_dir / f"samples_{task}.jsonl"
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no samples of task {task} (run it with harness eval, or drop --clean-run)")
     opened = open_task(task, family, data_dir, include_paths)
-    config, runtime, docs = opened.config, opened.runtime, opened.docs
+    runtime, docs = opened.runtime, opened.docs
     items = []
     for record in read_samples(run_dir, task):
         if record.error is not None or record.metrics.get(CORRECT) != 1.0:
@@ -137,8 +138,10 @@ def clean_correct_items(
         items.append(
             CleanItem(str(FusionRow.read(doc, "id")), doc, messages, _first_image(messages), record.responses[0])
         )
-    params = GenerationParams.from_kwargs(config.generation_kwargs, where=f"task {task} generation_kwargs")
-    return items, params
+    recorded = read_run(run_dir).provenance.generation.get(task)
+    if recorded is None:
+        raise HarnessError(f"{run_dir}: the run records no generation settings for task {task}")
+    return items, recorded.params
 
 
 def run_attacks(
