@@ -14,25 +14,31 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
 
 MAX_JSON_DEPTH = 64
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+# Once escaped backslashes and quotes are gone, a string is a quote, no quote, then a quote (or the end of an
+# unclosed string): one left-to-right scan, never retried from each later quote.
+_STRING = re.compile(r'"[^"]*"?')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def json_depth(text: str) -> int:
-    """How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count)."""
+    """How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
+
+    Linear in the text (a check that runs before the parser must not cost more than the parser): escaped
+    backslashes, then escaped quotes, are dropped, strings are cut out, and the brackets left are summed
+    as a running total."""
     if text.count("[") + text.count("{") == 0:
         return 0
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", unescaped))
+    return max(accumulate(map(_STEP.__getitem__, brackets), initial=0))
 
 
 def check_depth(text: str, where: str, limit: int = MAX_JSON_DEPTH) -> None:

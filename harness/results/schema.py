@@ -295,7 +295,9 @@ def read_run(run_dir: Path) -> RunResults:
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no results.json (is this a run folder?)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        check_depth(text, str(path))  # as every JSONL line: before the parser or a serializer recurses over it
+        raw = json.loads(text)
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise HarnessError(
             f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
