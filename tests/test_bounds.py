@@ -4,7 +4,6 @@ lists (stop strings) are capped."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -57,6 +57,7 @@ from harness.results.schema import (
 )
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
+from harness.unencodable import writable
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,7 @@ def _generate(
                 errors[req.key] = SampleError("generation failed", f"{type(out).__name__}: {out}")
                 log.debug("request %s failed", req.key, exc_info=out)
             else:
+                out = _writable_answers(req.key, out, stats)
                 store.put(backend.fingerprint, req.key, req.seed, out)
                 responses[req.key] = out
                 stats.generated += 1
@@ -210,6 +212,16 @@ def _generate(
     finally:
         bar.close()
     return responses, errors, stats
+
+
+def _writable_answers(key: str, answers: list[str], stats: RequestCounts) -> list[str]:
+    """A request's answers as the store and the samples file can hold them (characters UTF-8 cannot hold
+    as U+FFFD); a request that needed it is noted, so its sample is marked."""
+    fixed = [writable(answer) for answer in answers]
+    if any(replaced for _, replaced in fixed):
+        stats.replaced.add(key)
+        log.warning("request %s: an answer held characters UTF-8 cannot hold; kept with U+FFFD in their place", key)
+    return [text for text, _ in fixed]
 
 
 def answer_requests(
@@ -413,7 +425,7 @@ def evaluate(
                         update={"responses": responses[key], "turns": turns.get((task.config.task, record.doc_id), [])}
                     )
                     record = task.runtime.score(record, doc)
-            final.append(record)
+            final.append(_marked(record, stats.replaced))
         samples[task.config.task] = final
         results[task.config.task], counts[task.config.task] = task.runtime.aggregate(final, args)
     groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
@@ -473,6 +485,12 @@ def evaluate(
         except RunWriteError as exc:
             raise _unsaved(exc, run_dir or opts.output, run, samples, opts) from None
     return run, samples, run_dir
+
+
+def _marked(record: SampleRecord, replaced: set[str]) -> SampleRecord:
+    """The sample marked ``text_replaced`` when an answer of its request or of its turns needed it."""
+    keys = {record.request_key, *(key for turn in record.turns for key in turn.request_keys)}
+    return record.model_copy(update={"text_replaced": True}) if keys & replaced else record
 
 
 def _new_run_folder(output: Path | None, model_spec: str, started: float) -> tuple[Path | None, RunWriteError | None]:

@@ -8,10 +8,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.messages import ChatMessage
+from harness.secrets import remember
 
 _GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
 
@@ -198,6 +199,9 @@ class Backend(ABC):
     model_family: str | None = None
     #: True for offline smoke-test models whose outputs carry no meaning.
     is_smoke_model: bool = False
+    #: Model arguments that are credentials although their names do not say so (``harness.secrets.is_secret``
+    #: already marks ``api_key``, ``token``, ``*_key``, ...): never written to a run, a log line or the store.
+    secret_args: ClassVar[frozenset[str]] = frozenset()
 
     @property
     @abstractmethod
@@ -313,7 +317,10 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
         require_chat_arch(name)
     if isinstance(factory, str):
         factory = _resolve(prefix, factory)
-    return factory(name, dict(model_args or {}))
+    remember(model_args or {})  # before the factory runs: its own errors and log lines are cleared too
+    backend = factory(name, dict(model_args or {}))
+    remember(model_args or {}, backend.secret_args)
+    return backend
 
 
 def _resolve(prefix: str, path: str) -> BackendFactory:
