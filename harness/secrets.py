@@ -184,3 +184,24 @@ def find_secret(raw: Mapping[str, Any]) -> str | None:
     if found is None and _URL_USERINFO.search(json.dumps(provenance.get("model"), default=str)):
         found = "provenance.model (a URL with a user:password)"
     return found
+
+
+def redact_run(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``results.json`` (as parsed JSON) with the fields :func:`find_secret` looks at cleared: what a
+    server shows of a run stored before runs were cleared of credentials."""
+    out = dict(raw)
+    config = out.get("config")
+    if isinstance(config, Mapping) and isinstance(config.get("model_args"), Mapping):
+        args = {str(k): v for k, v in config["model_args"].items()}
+        out["config"] = {**config, "model_args": redact_mapping(args)}
+    provenance = out.get("provenance")
+    if isinstance(provenance, Mapping):
+        cleared = dict(provenance)
+        for key in ("command", "model", "rescored"):
+            if key in cleared:
+                cleared[key] = redact_mapping(cleared[key])
+        for record in (cleared, cleared.get("rescored")):
+            if isinstance(record, dict) and isinstance(record.get("command"), list):
+                record["command"] = redact_argv(str(word) for word in record["command"])
+        out["provenance"] = cleared
+    return out

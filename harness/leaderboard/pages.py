@@ -11,11 +11,13 @@ from typing import Any
 
 import jinja2
 
+from harness.display import visible
 from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact
 from harness.leaderboard.records import Z95
 from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables
+from harness.secrets import redact_run
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -35,6 +37,11 @@ def _params(value: int | None) -> str:
     return str(value)
 
 
+def _shown(value: Any) -> Any:
+    """Every value a template prints: a string never shows a control or bidi character as itself."""
+    return visible(value, keep_layout=True) if isinstance(value, str) else value
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -43,6 +50,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["fmt"] = _fmt
     env.filters["params"] = _params
@@ -78,7 +86,7 @@ def render_index(records: list[Submission], parts: BoardParts, page_size: int = 
 
 def provenance_items(record: Submission) -> list[tuple[str, Any]]:
     """What the model page lists: identity, code, data, settings and who sent it."""
-    claimed = record.claimed
+    claimed = redact_run(record.claimed)  # a run stored before runs were cleared of credentials
     prov = claimed.get("provenance", {})
     model = prov.get("model", {}) if isinstance(prov.get("model"), dict) else {}
     items: list[tuple[str, Any]] = [
