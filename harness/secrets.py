@@ -10,10 +10,10 @@ records keeps the fact that one was given and loses its value, which becomes :da
   recorded command line (:func:`redact_argv`: ``--model-args k=v,...`` pairs and ``--token VALUE`` flags)
   and the model's provenance (:func:`redact_mapping`);
 - by value, in any text about to be written (:func:`redact_text`): the run's files, log lines, error
-  lines, the response store's fingerprints and keys. The values are those of secret model arguments a
-  backend was created with in this process (:func:`remember`) and of secret environment variables, at
-  least :data:`MIN_SECRET_LENGTH` characters long (a shorter value would blank out ordinary words), and
-  the user:password part of a URL.
+  lines, the response store's fingerprints, keys and answers. The values are those of secret model
+  arguments a backend was created with in this process and of the secret environment variables set when
+  the command started or a backend was created (:func:`remember`), at least :data:`MIN_SECRET_LENGTH`
+  characters long (a shorter value would blank out ordinary words), and the user:password part of a URL.
 
 :func:`find_secret` is the check the other way round: the field of a run's ``results.json`` that still
 holds a secret, which ``harness submit`` and the leaderboard refuse in one line.
@@ -22,6 +22,7 @@ holds a secret, which ``harness submit`` and the leaderboard refuse in one line.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -50,28 +51,27 @@ def is_secret(name: str, declared: Collection[str] = ()) -> bool:
     """Whether a model argument, flag or environment variable called ``name`` holds a credential: by its
     name, or because a backend declares it (``declared``, or any backend created in this process)."""
     key = _normal(name).lstrip("_")
-    if key in _NAMES or key.endswith(_SUFFIXES):
+    if key in _NAMES or key.endswith(_SUFFIXES) or key in _declared:
         return True
-    with _lock:
-        return key in {_normal(d) for d in declared} or key in _declared
+    return bool(declared) and key in {_normal(d) for d in declared}
 
 
-def remember(model_args: Mapping[str, str], declared: Collection[str] = ()) -> None:
-    """Note a backend's declared secret names and the values of its secret model arguments, so that
+def remember(model_args: Mapping[str, str] | None = None, declared: Collection[str] = ()) -> None:
+    """Note a backend's declared secret names, the values of its secret model arguments and those of the
+    secret environment variables now set (a backend reads its key from one when it is created), so that
     :func:`redact_text` clears them from anything written later in this process."""
     with _lock:
         _declared.update(_normal(d) for d in declared)
-    values = [v for k, v in model_args.items() if is_secret(k, declared) and len(v) >= MIN_SECRET_LENGTH]
+    given = [v for k, v in (model_args or {}).items() if is_secret(k, declared)]
+    env = [v for k, v in os.environ.items() if is_secret(k)]
     with _lock:
-        _values.update(v for v in values if v != SECRET_MARKER)
+        _values.update(v for v in (*given, *env) if len(v) >= MIN_SECRET_LENGTH and v != SECRET_MARKER)
 
 
 def _known_values() -> list[str]:
     """The secret values to look for in text, longest first (so a value holding another is cleared whole)."""
-    env = [v for k, v in os.environ.items() if is_secret(k) and len(v) >= MIN_SECRET_LENGTH]
     with _lock:
-        found = {*_values, *env}
-    return sorted(found, key=len, reverse=True)
+        return sorted(_values, key=len, reverse=True)
 
 
 def redact_text(text: str) -> str:
@@ -205,3 +205,19 @@ def redact_run(raw: Mapping[str, Any]) -> dict[str, Any]:
                 record["command"] = redact_argv(str(word) for word in record["command"])
         out["provenance"] = cleared
     return out
+
+
+class RedactingFilter(logging.Filter):
+    """A log handler's filter: each line (and its traceback) with every known secret cleared."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Clears the record's message and traceback text; never drops a record."""
+        message = record.getMessage()
+        cleared = redact_text(message)
+        if cleared != message:
+            record.msg, record.args = cleared, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True

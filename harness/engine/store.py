@@ -129,7 +129,8 @@ class ResponseStore:
             return
         model = redact_text(model)
         self._pending.extend(
-            (model, redact_text(request), seed, [writable_text(t) for t in texts]) for request, seed, texts in rows
+            (model, redact_text(request), seed, [redact_text(writable_text(t)) for t in texts])
+            for request, seed, texts in rows
         )
         self._flush(0.0 if self._locked or self._unwritable else BUSY_TIMEOUT_S)
 

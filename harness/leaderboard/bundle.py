@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.display import display_problem
 from harness.errors import HarnessError
 from harness.results.jsonl import check_depth, loads_line
 from harness.results.schema import READABLE_VERSIONS, RunResults, SampleRecord, parse_run
+from harness.secrets import SECRET_MARKER, find_secret
 
 RESULTS = "results.json"
 _SAMPLES = re.compile(r"samples_([A-Za-z0-9._-]{1,200})\.jsonl")
@@ -223,10 +225,20 @@ def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
             f"results.json: schema_version {raw.get('schema_version')!r}; this server reads "
             f"version(s) {', '.join(map(str, READABLE_VERSIONS))}"
         )
+    found = find_secret(raw)
+    if found is not None:
+        raise SubmissionError(
+            f"results.json: {found} holds a credential, which a run must never publish; `harness score RUN_DIR` "
+            f"rewrites the run with it as {SECRET_MARKER!r} (then remove RUN_DIR/original)"
+        )
     try:
         run = parse_run(raw)
     except ValidationError as exc:
         raise _schema_error(RESULTS, exc) from None
+    for where, shown in (("config.model", run.config.model), ("provenance.model.model", run.provenance.model.model)):
+        problem = display_problem(f"results.json: {where}", shown or "")
+        if problem is not None:
+            raise SubmissionError(problem)
     for key, table in (("results", run.results), ("counts", run.counts), ("versions", run.versions)):
         absent = [t for t in run.configs if t not in table]
         if absent:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.messages import ChatMessage
-from harness.secrets import remember
+from harness.secrets import SECRET_MARKER, remember
 
 _GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
 
@@ -317,9 +317,12 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
         require_chat_arch(name)
     if isinstance(factory, str):
         factory = _resolve(prefix, factory)
-    remember(model_args or {})  # before the factory runs: its own errors and log lines are cleared too
-    backend = factory(name, dict(model_args or {}))
-    remember(model_args or {}, backend.secret_args)
+    # A run read back (an audit re-creating its model) holds only the marker where a credential was given:
+    # left out, so the backend takes it from its environment variable as it would have without one.
+    given = {k: v for k, v in (model_args or {}).items() if v != SECRET_MARKER}
+    remember(given)  # before the factory runs: its own errors and log lines are cleared too
+    backend = factory(name, given)
+    remember(given, backend.secret_args)
     return backend
 
 
