@@ -51,3 +51,9 @@ def display_problem(kind: str, text: str) -> str | None:
         f"{kind} '{visible(text)}' holds a control or bidi character ({_escape(found)}); "
         "names may not hold control, format (bidi, zero-width) or separator characters"
     )
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """A value's ``repr`` for a one-line message, cut at ``limit`` characters (a task's list may be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
