@@ -24,7 +24,7 @@ from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Quota, Settings, submit_files
 from harness.leaderboard.tokens import create_token
 from harness.secrets import SECRET_MARKER
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,
@@ -167,3 +167,45 @@ def test_the_rate_limit_is_shared_by_two_server_processes_and_kept_across_a_rest
         assert answer.status_code == 429 and 0 < int(answer.headers["Retry-After"]) <= 60
         assert _upload(url, refused, create_token(db, "bob")).status_code == 400
     db.close()
+
+
+SLOW_UTILS = """
+import time
+from pathlib import Path
+
+
+def process_color(doc, results):
+    if Path(__file__).with_name("SLOW").exists():  # on the server only: its re-scoring outlasts any budget
+        time.sleep(120)
+    correct = float(results[0].strip().lower() == doc["color"])
+    return {"exact_match": correct, "answer_accuracy": correct}
+"""
+
+
+def test_an_uploads_whole_work_is_bounded_by_one_budget(data_dir: Path, tmp_path: Path) -> None:
+    """Reading, re-scoring and storing one upload take at most ``--rescore-timeout`` in all: re-scoring that
+    runs past its share is stopped in the worker, which stores what it has read as unverifiable; no second
+    worker reads the upload again past the budget (as one did, for up to 60 s more)."""
+    tasks = tmp_path / "slow"
+    write(tasks / "slow_utils.py", SLOW_UTILS)
+    write(
+        tasks / "slow_color.yaml",
+        f"task: slow_color\ninclude: {ROOT / 'tasks' / 'shapes' / 'shapes_color.yaml'}\n"
+        "process_results: !function slow_utils.process_color\n",
+    )
+    argv = ["eval", "--model", "tiny:qwen2_vl", "--tasks", "slow_color", "--include-path", str(tasks)]
+    assert main([*argv, "--data-dir", str(data_dir), "--output", str(tmp_path / "runs"), "--no-cache"]) == 0
+    (run_dir,) = {p.parent for p in (tmp_path / "runs").rglob("results.json")}
+    (tasks / "SLOW").touch()
+    db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
+    token = create_token(db, "alice")
+    budget = 20.0
+    settings = Settings(include_paths=(str(tasks),), data_dir=data_dir, rescore_timeout_s=budget)
+    with running_server(create_app(settings, db)) as url:
+        start = time.perf_counter()
+        answer = _upload(url, read_run_files(run_dir), token)
+        took = time.perf_counter() - start
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["status"] == "unverifiable"
+    assert "unverifiable (timeout)" in answer.json()["checks"]["slow_color"]["message"]
+    assert took < budget  # re-scoring stopped at three quarters of it, the store within the rest
