@@ -81,3 +81,25 @@ def test_a_doc_with_too_many_choices_is_that_docs_error() -> None:
     with pytest.raises(BadInputError, match=f"{MAX_CHOICES + 1} choices; at most {MAX_CHOICES}"):
         runtime.choices({"options": ["a"] * (MAX_CHOICES + 1)})
     assert runtime.choices({"options": ["a", "b"]}) == ["a", "b"]
+
+
+def test_score_submit_and_import_bound_their_reading(
+    tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--read-timeout``: reading past it stops in one line naming the file (0 s: at the first line)."""
+    run_dir = run_copy(tmp_path, saved_run)
+    hub = tmp_path / "hub"
+    for argv in (
+        ["score", str(run_dir), "--read-timeout", "0"],
+        ["submit", str(run_dir), "--to", str(hub), "--read-timeout", "0"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "samples_shapes_color.jsonl: reading took longer than 0 s" in err
+    assert not hub.exists() and not (run_dir / "original").exists()
+    assert main(["submit", str(run_dir), "--to", str(hub)]) == 0  # the default bound reads it
+    capsys.readouterr()
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    assert main(["leaderboard", "import", str(hub), "--db", db, "--read-timeout", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "refused: samples_shapes_color.jsonl: reading took longer than 0 s (--read-timeout)" in err

@@ -46,6 +46,19 @@ def configure_logging(verbosity: Verbosity) -> None:
         logging.getLogger(name).propagate = False
 
 
+def add_read_timeout(parser: argparse.ArgumentParser) -> None:
+    """``--read-timeout SECONDS``: how long a command may spend reading a run's files."""
+    from harness.results.jsonl import DEFAULT_READ_TIMEOUT_S
+
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop in one line when reading a run's files takes longer (default {DEFAULT_READ_TIMEOUT_S:g})",
+    )
+
+
 def parse_gen_kwargs(text: str | None) -> dict[str, Any]:
     """``--gen-kwargs temperature=0.7,max_new_tokens=64`` with JSON-ish values."""
     from harness.models.base import parse_model_args

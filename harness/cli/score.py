@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.arguments import add_run_task_arguments
+from harness.cli.common import add_read_timeout
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -26,6 +27,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="also rebuild every sample's request from the task "
         "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs",
     )
+    add_read_timeout(sc)
     sc.set_defaults(func=_cmd_score)
 
 
@@ -33,16 +35,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
     """Rescores a run from its samples and prints its summary table and which files were written where."""
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
+    from harness.results.jsonl import read_budget
 
-    if args.verify and not _verified(args):
-        return 1
-    run, _ = score_run(
-        Path(args.run_dir),
-        Path(args.data_dir) if args.data_dir else None,
-        Path(args.output) if args.output else None,
-        args.include_path,
-        args.trust_run_include_paths,
-    )
+    with read_budget(args.read_timeout):
+        if args.verify and not _verified(args):
+            return 1
+        run, _ = score_run(
+            Path(args.run_dir),
+            Path(args.data_dir) if args.data_dir else None,
+            Path(args.output) if args.output else None,
+            args.include_path,
+            args.trust_run_include_paths,
+        )
     print(summary_table(run, Path(args.output or args.run_dir)))
     rescored = run.provenance.rescored
     assert rescored is not None  # score_run always records its rescoring

@@ -359,7 +359,7 @@ def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
         raise HarnessError(f"{path}: unreadable ({exc})") from None
     last = text.count("\n") + 1
     records = []
-    for number, line in jsonl_lines(text):
+    for number, line in jsonl_lines(text, str(path)):
         check_depth(line, f"{path}: line {number}")
         try:
             records.append(SampleRecord.model_validate_json(line))
