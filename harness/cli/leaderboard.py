@@ -30,7 +30,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--rescore-timeout",
         type=float,
         default=120.0,
-        help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)",
+        help="seconds one upload's whole work may take (reading, re-scoring, storing); re-scoring past three "
+        "quarters of it stores the submission unverifiable (timeout)",
     )
     sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
     sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
