@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.at_revision import module_at  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
 from harness.results.jsonl import check_depth  # noqa: E402
 
@@ -54,16 +52,7 @@ def seconds(check: Callable[[str, str], None], line: str) -> float:
 
 def baseline_check(rev: str) -> Callable[[str, str], None]:
     """``check_depth`` as it was at ``rev``."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:harness/results/jsonl.py"], capture_output=True, text=True, check=True
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "old_jsonl.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("old_jsonl", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    check: Callable[[str, str], None] = module.check_depth
+    check: Callable[[str, str], None] = module_at(rev, "harness/results/jsonl.py").check_depth
     return check
 
 

@@ -31,6 +31,7 @@ from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir an
     edited_run,
     free_port,
     running_server,
+    upload,
 )
 
 KEY = "sk-live-0123456789abcdef"
@@ -43,15 +44,6 @@ def _with_key(results: dict) -> None:
 
 def _with_key_in_command(results: dict) -> None:
     results["provenance"]["command"] += ["--model-args", f"base_url=http://h/v1,api_key={KEY}"]
-
-
-def _upload(url: str, files: dict[str, bytes], token: str) -> httpx.Response:
-    return httpx.post(
-        f"{url}/api/submissions",
-        files=[("files", (n, d)) for n, d in files.items()],
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=120,
-    )
 
 
 @pytest.mark.parametrize(
@@ -72,7 +64,7 @@ def test_a_run_holding_a_credential_is_refused_by_submit_import_and_the_server(
     with pytest.raises(SubmissionError, match=f"results.json: {field.replace('[', '.')}"):
         submit_files(db, read_run_files(leaky), "alice", Settings(data_dir=data_dir))
     with running_server(create_app(Settings(data_dir=data_dir), db)) as url:
-        answer = _upload(url, read_run_files(leaky), token)
+        answer = upload(url, read_run_files(leaky), token)
         assert answer.status_code == 422 and field in answer.json()["error"] and KEY not in answer.text
         assert httpx.get(f"{url}/api/submissions").json() == []
     hub = tmp_path / "clone" / "runs" / "m" / "abc"
@@ -154,18 +146,18 @@ def test_the_rate_limit_is_shared_by_two_server_processes_and_kept_across_a_rest
     other = _serve(db_url, port)
     try:
         with running_server(create_app(Settings(quota=Quota(uploads_per_minute=3)), Database(db_url))) as url:
-            assert _upload(url, refused, token).status_code == 400
-            assert _upload(f"http://127.0.0.1:{port}", refused, token).status_code == 400
-            assert _upload(url, refused, token).status_code == 400
-            answer = _upload(f"http://127.0.0.1:{port}", refused, token)
+            assert upload(url, refused, token).status_code == 400
+            assert upload(f"http://127.0.0.1:{port}", refused, token).status_code == 400
+            assert upload(url, refused, token).status_code == 400
+            answer = upload(f"http://127.0.0.1:{port}", refused, token)
             assert answer.status_code == 429 and "rate limit" in answer.json()["error"]
     finally:
         other.terminate()
         other.wait(timeout=30)
     with running_server(create_app(Settings(quota=Quota(uploads_per_minute=3)), Database(db_url))) as url:
-        answer = _upload(url, refused, token)  # a restarted server: the same minute, the same allowance
+        answer = upload(url, refused, token)  # a restarted server: the same minute, the same allowance
         assert answer.status_code == 429 and 0 < int(answer.headers["Retry-After"]) <= 60
-        assert _upload(url, refused, create_token(db, "bob")).status_code == 400
+        assert upload(url, refused, create_token(db, "bob")).status_code == 400
     db.close()
 
 
@@ -203,7 +195,7 @@ def test_an_uploads_whole_work_is_bounded_by_one_budget(data_dir: Path, tmp_path
     settings = Settings(include_paths=(str(tasks),), data_dir=data_dir, rescore_timeout_s=budget)
     with running_server(create_app(settings, db)) as url:
         start = time.perf_counter()
-        answer = _upload(url, read_run_files(run_dir), token)
+        answer = upload(url, read_run_files(run_dir), token)
         took = time.perf_counter() - start
     assert answer.status_code == 201, answer.text
     assert answer.json()["status"] == "unverifiable"

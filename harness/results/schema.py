@@ -26,7 +26,7 @@ from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.jsonl import check_depth, jsonl_lines
 from harness.results.sample_error import SampleErrorField
-from harness.secrets import redact_args, redact_argv, redact_mapping, redact_text
+from harness.secrets import redact_args, redact_argv, redact_mapping
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +309,6 @@ def write_run(run_dir: Path, results: RunResults, samples: dict[str, list[Sample
         for task, records in samples.items()
     }
     texts["results.json"] = results.to_json() + "\n"
-    texts = {name: redact_text(text) for name, text in texts.items()}  # an error message may quote a secret
     remaining = sum(len(t.encode()) for t in texts.values())
     path = run_dir
     try:
