@@ -151,7 +151,8 @@ def _secret_in_argv(argv: Any) -> int | None:
 
 
 def _secret_in_mapping(value: Any, where: str) -> str | None:
-    """The dotted path of the first secret-named key below ``where`` whose value is given, or None."""
+    """The dotted path of the first secret-named key below ``where`` whose value is given, or of the first
+    string holding a URL with a user:password part; None when there is neither."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str) and is_secret(key) and _given(item):
@@ -159,6 +160,10 @@ def _secret_in_mapping(value: Any, where: str) -> str | None:
             found = _secret_in_mapping(item, f"{where}.{key}")
             if found:
                 return found
+    elif isinstance(value, list):
+        return next(filter(None, (_secret_in_mapping(v, f"{where}[{i}]") for i, v in enumerate(value))), None)
+    elif isinstance(value, str) and "://" in value and _URL_USERINFO.search(value):
+        return f"{where} (a URL with a user:password)"
     return None
 
 
@@ -168,22 +173,14 @@ def find_secret(raw: Mapping[str, Any]) -> str | None:
     model's provenance, or a URL with a user:password part there. Only the fields a run records from
     its options and its environment are looked at (a task's own config may well have a ``*_key``)."""
     config = raw.get("config")
-    args = config.get("model_args") if isinstance(config, Mapping) else None
-    if isinstance(args, Mapping):
-        given = next((k for k, v in args.items() if isinstance(k, str) and is_secret(k) and _given(v)), None)
-        if given is not None:
-            return f"config.model_args.{given}"
     provenance = raw.get("provenance")
-    if not isinstance(provenance, Mapping):
-        return None
+    provenance = provenance if isinstance(provenance, Mapping) else {}
+    found = _secret_in_mapping(config.get("model_args") if isinstance(config, Mapping) else None, "config.model_args")
     for where, record in (("provenance", provenance), ("provenance.rescored", provenance.get("rescored"))):
         index = _secret_in_argv(record.get("command") if isinstance(record, Mapping) else None)
-        if index is not None:
-            return f"{where}.command[{index}]"
-    found = _secret_in_mapping(provenance.get("model"), "provenance.model")
-    if found is None and _URL_USERINFO.search(json.dumps(provenance.get("model"), default=str)):
-        found = "provenance.model (a URL with a user:password)"
-    return found
+        if found is None and index is not None:
+            found = f"{where}.command[{index}]"
+    return found or _secret_in_mapping(provenance.get("model"), "provenance.model")
 
 
 def redact_run(raw: Mapping[str, Any]) -> dict[str, Any]:

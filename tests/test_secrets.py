@@ -210,3 +210,28 @@ def test_score_rewrites_a_run_that_recorded_a_secret_without_it(
     assert main(["score", str(run_dir)]) == 0
     assert KEY not in (run_dir / "results.json").read_text()
     assert find_secret(json.loads((run_dir / "results.json").read_text())) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"config": {"model_args": {"api_key": KEY}}}, "config.model_args.api_key"),
+        ({"config": {"model_args": {"base_url": f"http://u:{PASSWORD}@h/v1"}}}, "config.model_args.base_url (a URL"),
+        (
+            {"provenance": {"model": {"endpoints": ["http://h", f"https://u:{PASSWORD}@h"]}}},
+            "provenance.model.endpoints[1]",
+        ),
+        ({"provenance": {"rescored": {"command": ["harness", "--token", KEY]}}}, "provenance.rescored.command[2]"),
+        (
+            {
+                "config": {"model_args": {"api_key": SECRET_MARKER}},
+                "provenance": {"command": ["--token", SECRET_MARKER]},
+            },
+            None,
+        ),
+        ({"configs": {"task": {"cluster_key": "question_id"}}}, None),  # a task's own config is not looked at
+    ],
+)
+def test_find_secret_names_the_field_that_holds_one(raw: dict[str, Any], field: str | None) -> None:
+    found = find_secret(raw)
+    assert found is None if field is None else found is not None and found.startswith(field)
