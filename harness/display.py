@@ -24,8 +24,10 @@ HIDDEN = re.compile(f"[{_HIDDEN_RANGES}]")
 
 
 def _escape(match: re.Match[str]) -> str:
+    r"""The character as Python's ``repr`` escapes it (``\x00``, ``\u202e``, ``\U000e0041``), so a name
+    refused by the task-name rule (shown by ``repr``) and one shown here read alike."""
     code = ord(match.group())
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 _LAYOUT = frozenset("\n\r\t")

@@ -21,7 +21,8 @@ def test_the_hidden_characters_are_unicodes_control_format_and_separator_categor
 
 
 def test_visible_escapes_and_display_problem_refuses() -> None:
-    assert visible("gpt\u202eevil\x00\U000e0041") == "gpt\\u202eevil\\u0000\\U000e0041"
+    assert visible("gpt\u202eevil\x00\U000e0041") == "gpt\\u202eevil\\x00\\U000e0041"
+    assert visible("a\x00\u202eb") == repr("a\x00\u202eb")[1:-1]  # as the task-name rule shows a name
     assert visible("two\nlines\tand\u2066", keep_layout=True) == "two\nlines\tand\\u2066"
     assert display_problem("model name", "tiny:llava") is None
     assert display_problem("model name", "a\u200bb") == (

@@ -104,7 +104,7 @@ def test_names_with_control_or_bidi_characters_are_refused_and_shown_escaped(
     with pytest.raises(HarnessError, match=r"holds a control or bidi character \(\\u202e\)"):
         create_token(db, "mallory\u202e")
     hostile = edited_run(runs[0], tmp_path / "bidi", lambda r: r["config"].update(model=BIDI))
-    with pytest.raises(SubmissionError, match=r"config.model 'tiny:\\u202eavlle\\u2066x\\u0000' holds a control"):
+    with pytest.raises(SubmissionError, match=r"config.model 'tiny:\\u202eavlle\\u2066x\\x00' holds a control"):
         submit_files(db, read_run_files(hostile), "alice", Settings(data_dir=data_dir))
     # stored before names were checked (a model name and a submitter name): shown escaped everywhere
     monkeypatch.setattr(bundle_module, "display_problem", lambda kind, text: None)
@@ -116,7 +116,7 @@ def test_names_with_control_or_bidi_characters_are_refused_and_shown_escaped(
             assert "\u202e" not in shown and "\u2066" not in shown and "\x00" not in shown, path
             assert "\\u202e" in shown, path
         api = httpx.get(f"{url}/api/submissions").json()
-        assert api[0]["model"] == "tiny:\\u202eavlle\\u2066x\\u0000" and api[0]["submitter"] == "eve\\u202etxt.exe"
+        assert api[0]["model"] == "tiny:\\u202eavlle\\u2066x\\x00" and api[0]["submitter"] == "eve\\u202etxt.exe"
 
 
 def _serve(db_url: str, port: int) -> subprocess.Popen[bytes]:
