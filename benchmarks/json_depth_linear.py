@@ -62,11 +62,14 @@ def table(check: Callable[[str, str], None], sizes_kb: tuple[int, ...], title: s
     print(f"  {'shape':30} {'size':>8} {'seconds':>10} {'x time':>8} {'x size':>7}")
     for shape in shapes(1024):
         before: tuple[int, float] | None = None
+        per_mb = []
         for kb in sizes_kb:
             took = seconds(check, shapes(kb * 1024)[shape])
             ratio = f"{took / before[1]:8.1f} {kb / before[0]:7.0f}" if before and before[1] > 0 else f"{'':8} {'':7}"
             print(f"  {shape:30} {kb:>6}KB {took:10.5f} {ratio}")
             before = (kb, took)
+            per_mb.append(took / kb * 1024)
+        print(f"  {shape:30} seconds per MB: {per_mb[-1]:.4f} at {sizes_kb[-1]} KB, {min(per_mb):.4f} at best")
 
 
 def main() -> None:
