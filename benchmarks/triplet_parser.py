@@ -11,10 +11,7 @@ to ``--baseline-kb`` (default 20 KB, as a quadratic parser takes minutes on 120 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.at_revision import module_at  # noqa: E402
 from harness.protocols.diavlo.triplet_parser import parse_triplets  # noqa: E402
 
 NORMAL_LINES = (
@@ -57,21 +55,7 @@ def seconds(parse: Callable[[str], object], text: str) -> float:
 
 def baseline_parser(rev: str) -> Callable[[str], object]:
     """``parse_triplets`` as it was at ``rev``."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:harness/protocols/diavlo/triplet_parser.py"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "baseline_triplet_parser.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("baseline_triplet_parser", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    parse: Callable[[str], object] = module.parse_triplets  # the old revision's function, loaded at run time
+    parse: Callable[[str], object] = module_at(rev, "harness/protocols/diavlo/triplet_parser.py").parse_triplets
     return parse
 
 

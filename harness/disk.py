@@ -13,6 +13,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+from harness.secrets import redact_text
+
 #: The errors a full disk, a spent quota or a read-only mount raise.
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 # SQLite's primary result codes for a full disk, a read-only file and a failed read or write.
@@ -60,10 +62,12 @@ def disk_problem(path: Path, exc: BaseException, needed: int | None = None) -> s
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one step (written to ``path.tmp``, then renamed): a reader sees the
-    old file or the new one, and a failed write (a full disk) leaves no ``.tmp`` behind."""
+    old file or the new one, and a failed write (a full disk) leaves no ``.tmp`` behind. Every run file,
+    samples file and audit report is written here, so here each is cleared of known secret values (an
+    answer or an error message may quote one: ``harness.secrets``)."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(redact_text(text), encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

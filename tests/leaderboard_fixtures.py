@@ -157,3 +157,15 @@ def ranked_board(
     for run_dir in (*runs, right):
         assert submit_files(db, read_run_files(run_dir), "alice", settings).status == "verified"
     return db, settings, right
+
+
+def upload(url: str, files: dict[str, bytes], token: str) -> Any:
+    """``POST /api/submissions`` of ``files`` with ``token``, as ``harness submit`` sends them."""
+    import httpx
+
+    return httpx.post(
+        f"{url}/api/submissions",
+        files=[("files", (n, d)) for n, d in files.items()],
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=120,
+    )

@@ -13,7 +13,7 @@ from harness.errors import HarnessError
 from harness.leaderboard.bundle import parse_bundle, read_run_files
 from harness.leaderboard.db import Database
 from harness.leaderboard.service import Settings, submit_files
-from harness.results.jsonl import read_jsonl
+from harness.results.jsonl import check_depth, json_depth, read_jsonl
 from harness.results.schema import read_samples
 from tests.leaderboard_fixtures import tiny_runs
 
@@ -48,3 +48,31 @@ def test_read_jsonl_keeps_records_whole_and_names_a_bad_line(tmp_path: Path) -> 
         read_jsonl(path)
     path.write_text(json.dumps({"text": ODD}, ensure_ascii=False) + "\r\n", encoding="utf-8")
     assert read_jsonl(path) == [{"text": ODD}]
+
+
+def test_the_depth_check_is_linear_on_a_line_of_escaped_quotes() -> None:
+    """65 ``[`` then an unclosed string of ``\\"``: the scanner that restarted a string match at every quote
+    took 21 s on 64 KB (quadratic); a linear check reads 1 MB in milliseconds (bound kept generous)."""
+    import time
+
+    line = "[" * 65 + '"' + '\\"' * 2**19
+    start = time.perf_counter()
+    with pytest.raises(HarnessError, match="nested deeper than 64 levels"):
+        check_depth(line, "probe")
+    assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "depth"),
+    [
+        ('[["a[", {"b": "\\"]["}]]', 3),
+        ('"[["', 0),
+        ('["\\\\", ["x"]]', 2),
+        ('["\\\\\\"[", 1]', 1),
+        ('{"a": "]]]]"}', 1),
+        ('[{"a":[{"b":[]}]}]', 5),
+        ("[" * 70, 70),
+    ],
+)
+def test_json_depth_counts_brackets_outside_strings(text: str, depth: int) -> None:
+    assert json_depth(text) == depth

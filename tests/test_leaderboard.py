@@ -47,7 +47,7 @@ def test_migrations_build_the_models_schema_in_a_sqlite_file(tmp_path: Path) -> 
     db = Database(f"sqlite:///{path}")
     with db.engine.connect() as conn:
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
-        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0004"
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0005"
     db.close()
     Database(f"sqlite:///{path}").close()  # reopening an up-to-date database is a no-op
     assert path.is_file()

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from harness.leaderboard.bundle import read_run_files
 from harness.leaderboard.db import Database
+from harness.leaderboard.quota import RateLimit
 from harness.leaderboard.records import list_submissions
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings, submit_files
@@ -131,3 +132,19 @@ def test_the_pool_table_rename_keeps_its_rows_on_postgres(postgres_url: str) -> 
         conn.execute(text("create database pool_rename"))
     server.dispose()
     check_pool_table_rename(postgres_url.rsplit("/", 1)[0] + "/pool_rename")
+
+
+def test_the_rate_limit_is_shared_by_servers_on_one_postgres_database(postgres_url: str) -> None:
+    """Two servers' limits (each its own engine, as two processes have) and a concurrent burst: exactly
+    ``per_minute`` uploads pass in all, and a limit opened afterwards (a restart) finds the minute spent."""
+    first, second = Database(postgres_url), Database(postgres_url)
+    create_token(first, "burst")
+    limits = [RateLimit(first, 5), RateLimit(second, 5)]
+    with ThreadPoolExecutor(8) as pool:
+        waits = list(pool.map(lambda i: limits[i % 2].admit("burst"), range(12)))
+    assert sum(w is None for w in waits) == 5 and all(0 < w <= 60 for w in waits if w is not None)
+    restarted = Database(postgres_url)
+    assert RateLimit(restarted, 5).admit("burst") is not None
+    assert RateLimit(restarted, 5).admit("someone else") is None
+    for db in (first, second, restarted):
+        db.close()

@@ -163,15 +163,17 @@ def test_a_corpus_of_malformed_bodies_gets_no_5xx(board: tuple[str, str], runs: 
     assert not failures
 
 
-def test_a_submission_over_its_rescoring_budget_is_unverifiable_and_others_flow(
+def test_a_submission_over_its_budget_is_refused_at_the_budget_and_others_flow(
     runs: list[Path], tmp_path: Path
 ) -> None:
+    """A budget too short even to read the upload: refused when it ends (re-scoring past its share is stored
+    unverifiable: tests/test_leaderboard_trust.py)."""
     db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
     token = create_token(db, "alice")
     with running_server(create_app(Settings(rescore_timeout_s=0.001), db)) as url:
         answer = _upload(url, read_run_files(runs[0]), token)
-        assert answer.status_code == 201 and answer.json()["status"] == "unverifiable"
-        assert all("unverifiable (timeout)" in c["message"] for c in answer.json()["checks"].values())
+        assert answer.status_code == 503 and "within this server's 0.001 s budget" in answer.json()["error"]
+        assert httpx.get(f"{url}/api/submissions").json() == []
     with running_server(create_app(Settings(), db)) as url:
         start = time.perf_counter()
         answer = _upload(url, read_run_files(runs[1]), token)

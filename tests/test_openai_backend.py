@@ -4,6 +4,7 @@ small stdlib HTTP server that answers the way misbehaving servers do (no choices
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from PIL import Image
 
 from harness.cli import main
 from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.store import ResponseStore
 from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
 from harness.models.messages import ChatMessage
@@ -270,3 +272,31 @@ def test_bad_model_args_fail_with_one_line(
     assert main(["eval", "--model", "openai:m", "--model-args", arg, "--tasks", "shapes_color"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"error: --model-args {expected}" and not any("Traceback" in line for line in err)
+
+
+def test_a_lone_surrogate_from_the_server_is_kept_marked_and_stored(
+    scripted: ScriptedServer, data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = iter(["red \ud800 square", "blue"])
+    scripted.choices = lambda body: [choice(next(answers))]
+    raw = json.dumps({"content": "red \ud800 square"})
+    assert "\\ud800" in raw  # the server sends the escape, which json reads back as a lone surrogate
+    argv = [
+        *("eval", "--model", "openai:scripted", "--model-args", f"base_url={scripted.base_url},max_retries=0"),
+        *("--tasks", "shapes_color", "--limit", "2", "--data-dir", str(data_dir)),
+        *("--cache", str(tmp_path / "store.sqlite"), "--output", str(tmp_path / "runs")),
+    ]
+    with caplog.at_level(logging.WARNING):
+        assert main(argv) == 0
+    assert "still locked" not in caplog.text
+    (run_dir,) = {p.parent for p in (tmp_path / "runs").rglob("results.json")}
+    rows = [json.loads(line) for line in (run_dir / "samples_shapes_color.jsonl").read_text().splitlines()]
+    marked = {tuple(r["responses"]): r.get("text_replaced", False) for r in rows}
+    assert marked == {("red \ufffd square",): True, ("blue",): False}
+    assert sum("text_replaced" in json.dumps(r) for r in rows) == 1  # other samples keep their bytes
+    store = ResponseStore(tmp_path / "store.sqlite")
+    try:
+        assert store.count() == 2  # both answers are in the store: a rerun asks nothing
+    finally:
+        store.close()
+    assert main(argv) == 0 and len(scripted.bodies) == 2

@@ -16,6 +16,7 @@ from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.errors import HarnessError
 from harness.extras import missing_extra
 from harness.hub import offline_reason
+from harness.secrets import redact_text
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
 LOCAL_COMMANDS = frozenset({"tasks", "protocols", "score", "compare", "report", "view"})
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         error = _one_line(exc)
         if error is None or verbosity == "debug":
             raise
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {redact_text(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         interrupted = getattr(args, "interrupted", None)

@@ -9,6 +9,8 @@ import logging
 import os
 from typing import Any, Literal, get_args
 
+from harness.secrets import RedactingFilter, remember
+
 Verbosity = Literal["quiet", "info", "debug"]
 _LEVELS: dict[Verbosity, int] = {"quiet": logging.ERROR, "info": logging.WARNING, "debug": logging.DEBUG}
 
@@ -28,6 +30,10 @@ def common_parser() -> argparse.ArgumentParser:
 def configure_logging(verbosity: Verbosity) -> None:
     """Log at the level ``verbosity`` asks for; below debug, libraries keep their progress and warnings quiet."""
     logging.basicConfig(level=_LEVELS[verbosity], format="%(levelname)s %(name)s: %(message)s")
+    remember()  # the secret environment variables: cleared from every line from now on
+    for handler in logging.getLogger().handlers:  # a credential never reaches a log line
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     if verbosity != "debug":
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("HF_HUB_VERBOSITY", "error")
@@ -38,6 +44,19 @@ def configure_logging(verbosity: Verbosity) -> None:
     # these give their loggers a handler of their own at import: passed on as well, each line would print twice
     for name in ("huggingface_hub", "datasets"):
         logging.getLogger(name).propagate = False
+
+
+def add_read_timeout(parser: argparse.ArgumentParser) -> None:
+    """``--read-timeout SECONDS``: how long a command may spend reading a run's files."""
+    from harness.results.jsonl import DEFAULT_READ_TIMEOUT_S
+
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=DEFAULT_READ_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop in one line when reading a run's files takes longer (default {DEFAULT_READ_TIMEOUT_S:g})",
+    )
 
 
 def parse_gen_kwargs(text: str | None) -> dict[str, Any]:

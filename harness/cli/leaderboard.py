@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cli.common import add_read_timeout
+
 if TYPE_CHECKING:
     from harness.leaderboard.service import OnMismatch, Settings
 
@@ -28,7 +30,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--rescore-timeout",
         type=float,
         default=120.0,
-        help="seconds one submission may take to re-score; past it, it is stored unverifiable (timeout)",
+        help="seconds one upload's whole work may take (reading, re-scoring, storing); re-scoring past three "
+        "quarters of it stores the submission unverifiable (timeout)",
     )
     sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
     sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
@@ -70,6 +73,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.set_defaults(func=_cmd_leaderboard)
     lb_actions.choices["import"].add_argument("folder")
     lb_actions.choices["import"].add_argument("--submitter", default="hub import")
+    add_read_timeout(lb_actions.choices["import"])  # per run
     tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
     tk_actions = tk.add_subparsers(dest="token_action", required=True)
     for name, text in (
@@ -125,7 +129,10 @@ def _leaderboard_settings(args: argparse.Namespace) -> Settings:
         include_paths=tuple(getattr(args, "include_path", None) or ()),
         on_mismatch=getattr(args, "on_mismatch", "flag"),
         max_error_share=getattr(args, "max_error_share", 0.05),
-        limits=Limits(max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20)),
+        limits=Limits(
+            max_total_bytes=int(getattr(args, "max_upload_mb", 64) * 2**20),
+            read_timeout_s=getattr(args, "read_timeout", None),
+        ),
         protocol_options=options,
         rescore_timeout_s=getattr(args, "rescore_timeout", 120.0),
         rescore_workers=getattr(args, "rescore_workers", 2),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.arguments import add_run_task_arguments
+from harness.cli.common import add_read_timeout
 
 if TYPE_CHECKING:
     from harness.results.schema import RunResults, SampleRecord
@@ -30,6 +31,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "(prompt, images with --data-dir, generation settings, n, seed) and fail when one differs, or when "
         "the re-scored answers do not give the run's claimed scores",
     )
+    add_read_timeout(sc)
     sc.set_defaults(func=_cmd_score)
 
 
@@ -37,20 +39,22 @@ def _cmd_score(args: argparse.Namespace) -> int:
     """Rescores a run from its samples and prints its summary table and which files were written where."""
     from harness.engine.report import summary_table
     from harness.engine.runner import score_run
+    from harness.results.jsonl import read_budget
     from harness.results.schema import read_run, read_samples
 
-    if args.verify and not _verified(args):
-        return 1
-    run_dir = Path(args.run_dir)
-    claimed = read_run(run_dir) if args.verify else None
-    claimed_samples = {t: read_samples(run_dir, t) for t in claimed.configs} if claimed else {}
-    run, samples = score_run(
-        Path(args.run_dir),
-        Path(args.data_dir) if args.data_dir else None,
-        Path(args.output) if args.output else None,
-        args.include_path,
-        args.trust_run_include_paths,
-    )
+    with read_budget(args.read_timeout):
+        if args.verify and not _verified(args):
+            return 1
+        run_dir = Path(args.run_dir)
+        claimed = read_run(run_dir) if args.verify else None
+        claimed_samples = {t: read_samples(run_dir, t) for t in claimed.configs} if claimed else {}
+        run, samples = score_run(
+            run_dir,
+            Path(args.data_dir) if args.data_dir else None,
+            Path(args.output) if args.output else None,
+            args.include_path,
+            args.trust_run_include_paths,
+        )
     print(summary_table(run, Path(args.output or args.run_dir)))
     rescored = run.provenance.rescored
     assert rescored is not None  # score_run always records its rescoring

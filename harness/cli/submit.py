@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_read_timeout
+
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness submit RUN_DIR --to TARGET``."""
@@ -17,6 +19,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="http(s)://HOST[:PORT] (a leaderboard server), hf://datasets/ORG/NAME, or a local folder",
     )
     sm.add_argument("--token", help="submitter token for a server (env HARNESS_LEADERBOARD_TOKEN) or Hub token")
+    add_read_timeout(sm)
     sm.set_defaults(func=_cmd_submit)
 
 
@@ -24,7 +27,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     """Submits a run and prints the answer: a server's id, status and failed checks, or where it was written."""
     from harness.leaderboard.client import submit
 
-    answer = submit(Path(args.run_dir), args.to, args.token)
+    answer = submit(Path(args.run_dir), args.to, args.token, args.read_timeout)
     if "id" in answer:
         state = "already on the leaderboard" if answer["duplicate"] else "stored"
         print(f"submission {answer['id']}: {answer['status']} ({state}); {answer['page']}")

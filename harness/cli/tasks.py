@@ -37,6 +37,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     the tags and, on stderr, the tasks that cannot be loaded."""
     from builders import build_command, builder_for
     from harness.data import local_splits, resolve_path
+    from harness.display import visible
     from harness.taskspec.registry import TaskRegistry
 
     registry = TaskRegistry.discover(args.include_path or [])
@@ -48,7 +49,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             config = registry.get(name)
             check_audit_tag(config)
         except HarnessError as exc:
-            print(f"warning: {exc}", file=sys.stderr)
+            print(f"warning: {visible(str(exc))}", file=sys.stderr)
             continue
         path, local = resolve_path(config.dataset_path or "", folder)
         builder = builder_for(config.dataset_path) if config.dataset_path else None
@@ -62,8 +63,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             if splits is not None and split not in splits
             else f"local ({path})"
         )
-        print(f"  {name:<{width}}  {_yaml_description(config.source)}")
-        print(f"  {'':<{width}}  dataset {config.dataset_path}: {state}")
+        print(f"  {name:<{width}}  {visible(_yaml_description(config.source))}")
+        print(f"  {'':<{width}}  dataset {visible(f'{config.dataset_path}: {state}')}")
     if registry.groups:
         print("Groups:")
         for name, spec in sorted(registry.groups.items()):
@@ -73,5 +74,5 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         for name, members in sorted(registry.tags.items()):
             print(f"  {name}: {', '.join(members)}")
     for problem in registry.broken:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {visible(problem)}", file=sys.stderr)
     return 0

@@ -35,6 +35,7 @@ from harness.extras import require
 from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, create_backend
 from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.results.schema import ScoredChoice
+from harness.secrets import remember
 
 Shard = TypeVar("Shard")
 Result = TypeVar("Result")
@@ -355,6 +356,7 @@ def model_backend(spec: str, model_args: dict[str, str], opts: RayOptions | None
     if opts is None:
         yield create_backend(spec, model_args)
         return
+    remember(model_args)  # the replicas create the backend; what this process writes is cleared here too
     backend = RayBackend(spec, model_args, opts)
     try:
         yield backend

@@ -58,6 +58,7 @@ from harness.results.schema import (
 )
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
+from harness.unencodable import writable
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +205,7 @@ def _generate(
                 errors[req.key] = SampleError("generation failed", f"{type(out).__name__}: {out}")
                 log.debug("request %s failed", req.key, exc_info=out)
             else:
+                out = _writable_answers(req.key, out, stats)
                 store.put(backend.fingerprint, req.key, req.seed, out)
                 responses[req.key] = out
                 stats.generated += 1
@@ -212,6 +214,16 @@ def _generate(
     finally:
         bar.close()
     return responses, errors, stats
+
+
+def _writable_answers(key: str, answers: list[str], stats: RequestCounts) -> list[str]:
+    """A request's answers as the store and the samples file can hold them (characters UTF-8 cannot hold
+    as U+FFFD); a request that needed it is noted, so its sample is marked."""
+    fixed = [writable(answer) for answer in answers]
+    if any(replaced for _, replaced in fixed):
+        stats.replaced.add(key)
+        log.warning("request %s: an answer held characters UTF-8 cannot hold; kept with U+FFFD in their place", key)
+    return [text for text, _ in fixed]
 
 
 def answer_requests(
@@ -392,7 +404,7 @@ def evaluate(
         gen_kwargs=opts.gen_overrides,
         include_paths=opts.include_paths,
     )
-    answered = {t.config.task: _answered(t, responses, errors, scores, turns, rounds) for t in prepared}
+    answered = {t.config.task: _answered(t, responses, errors, scores, turns, rounds, stats.replaced) for t in prepared}
     order = scoring_order(registry, opts.tasks, list(answered))
     scored, scoring_seeds = score_tasks(answered, order, args)
     samples = {task: out.records for task, out in scored.items()}
@@ -463,9 +475,11 @@ def _answered(
     scores: dict[str, list[ScoredChoice]],
     turns: dict[tuple[str, int], list[Turn]],
     rounds: dict[tuple[str, int], Rounds],
+    replaced: set[str],
 ) -> TaskScoring:
     """A task's records with what the model answered (responses, scored choices, turns, rounds) or why it
-    did not, ready to score."""
+    did not, ready to score; a sample whose answers needed replacement characters is marked (``replaced``: their
+    request keys)."""
     final = []
     for record in task.records:
         key, at = record.request_key, (task.config.task, record.doc_id)
@@ -481,8 +495,14 @@ def _answered(
                 )
             else:
                 record = record.model_copy(update={"responses": responses[key], "turns": turns.get(at, [])})
-        final.append(record)
+        final.append(_marked(record, replaced))
     return TaskScoring(task.runtime, final, task.docs)
+
+
+def _marked(record: SampleRecord, replaced: set[str]) -> SampleRecord:
+    """The sample marked ``text_replaced`` when an answer of its request or of its turns needed it."""
+    keys = {record.request_key, *(key for turn in record.turns for key in turn.request_keys)}
+    return record.model_copy(update={"text_replaced": True}) if keys & replaced else record
 
 
 def _new_run_folder(output: Path | None, model_spec: str, started: float) -> tuple[Path | None, RunWriteError | None]:

@@ -24,6 +24,8 @@ from pathlib import Path
 from harness.disk import disk_problem, is_disk_error
 from harness.errors import HarnessError
 from harness.results.jsonl import jsonl_lines, loads_line
+from harness.secrets import redact_text
+from harness.unencodable import writable_text
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ class ResponseStore:
         """All n cached samples, or None when any is missing."""
         if not self.read or self._db is None:
             return None
+        model, request = redact_text(model), redact_text(request)
         for row in reversed(self._pending):
             if row[:3] == (model, request, seed) and len(row[3]) >= n:
                 return row[3][:n]
@@ -124,7 +127,11 @@ class ResponseStore:
         failure stay in the store; nothing generated is lost, and no run fails for a busy or full store."""
         if not self.write or self._db is None:
             return
-        self._pending.extend((model, request, seed, texts) for request, seed, texts in rows)
+        model = redact_text(model)
+        self._pending.extend(
+            (model, redact_text(request), seed, [redact_text(writable_text(t)) for t in texts])
+            for request, seed, texts in rows
+        )
         self._flush(0.0 if self._locked or self._unwritable else BUSY_TIMEOUT_S)
 
     def _flush(self, wait_s: float) -> bool:
@@ -213,6 +220,7 @@ class ResponseStore:
         caller that asks many small greedy questions (an entailment judge) can answer them from memory."""
         if not self.read or self._db is None:
             return {}
+        model = redact_text(model)
         with self._errors():
             out = dict(
                 self._db.execute(
@@ -226,6 +234,7 @@ class ResponseStore:
         """How many responses the store holds, for one model fingerprint or in all."""
         if self._db is None:
             return 0
+        model = None if model is None else redact_text(model)
         with self._errors():
             if model is None:
                 return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -236,7 +245,7 @@ class ResponseStore:
         for a lock, so the caller can still write its results)."""
         if self._db is None:
             return
-        if self._pending and self._unwritable is None:
+        if self._pending and self._locked:
             log.warning(
                 "response store %s is still locked; waiting up to %gs to write %d kept request(s)",
                 self.path,

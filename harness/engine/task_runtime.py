@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from harness.display import short_repr
 from harness.engine.filters import Step, apply_pipeline, check_filters, resolve_step
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from harness.engine.fewshot import FewShotSampler
 
 log = logging.getLogger(__name__)
+#: The most choices one ``multiple_choice`` doc may have: each is a request scored by the model.
+MAX_CHOICES = 1000
 
 
 class BadInputError(Exception):
@@ -264,7 +267,9 @@ class TaskRuntime:
             else:
                 value = spec
             if not isinstance(value, list | tuple) or not value:
-                raise BadInputError(f"choices are {value!r}, not a non-empty list")
+                raise BadInputError(f"choices are {short_repr(value)}, not a non-empty list")
+            if len(value) > MAX_CHOICES:
+                raise BadInputError(f"{len(value)} choices; at most {MAX_CHOICES} are scored for one doc")
             return [str(v) for v in value]
 
     def continuations(self, doc: dict[str, Any]) -> list[str]:

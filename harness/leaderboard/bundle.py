@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.display import display_problem
 from harness.errors import HarnessError
-from harness.results.jsonl import check_depth, loads_line
+from harness.results.jsonl import check_depth, loads_line, read_budget, within_read_budget
 from harness.results.schema import READABLE_VERSIONS, RunResults, SampleRecord, parse_run
+from harness.secrets import SECRET_MARKER, find_secret
 
 RESULTS = "results.json"
 _SAMPLES = re.compile(r"samples_([A-Za-z0-9._-]{1,200})\.jsonl")
@@ -47,6 +49,9 @@ class Limits:
     max_plot_pixels: int = 25_000_000
     max_line_bytes: int = 4 * 2**20
     max_samples: int = 200_000
+    #: Seconds reading one submission may take (``harness submit`` and ``leaderboard import``'s
+    #: ``--read-timeout``); the server bounds its workers' whole work instead (``--rescore-timeout``).
+    read_timeout_s: float | None = None
 
 
 Source = bytes | Path  # a submitted file: its bytes (a client, a test) or where it was received (the server)
@@ -164,7 +169,7 @@ def _raw_lines(name: str, source: Source, max_line: int) -> Iterator[tuple[int, 
 def _json_rows(name: str, source: Source, max_line: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of each non-blank line: UTF-8, nested at most ``MAX_JSON_DEPTH`` deep, JSON,
     an object."""
-    for lineno, raw in _raw_lines(name, source, max_line):
+    for lineno, raw in within_read_budget(_raw_lines(name, source, max_line), name):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -223,10 +228,20 @@ def _parse_results(data: bytes) -> tuple[dict[str, Any], RunResults]:
             f"results.json: schema_version {raw.get('schema_version')!r}; this server reads "
             f"version(s) {', '.join(map(str, READABLE_VERSIONS))}"
         )
+    found = find_secret(raw)
+    if found is not None:
+        raise SubmissionError(
+            f"results.json: {found} holds a credential, which a run must never publish; `harness score RUN_DIR` "
+            f"rewrites the run with it as {SECRET_MARKER!r} (then remove RUN_DIR/original)"
+        )
     try:
         run = parse_run(raw)
     except ValidationError as exc:
         raise _schema_error(RESULTS, exc) from None
+    for where, shown in (("config.model", run.config.model), ("provenance.model.model", run.provenance.model.model)):
+        problem = display_problem(f"results.json: {where}", shown or "")
+        if problem is not None:
+            raise SubmissionError(problem)
     for key, table in (("results", run.results), ("counts", run.counts), ("versions", run.versions)):
         absent = [t for t in run.configs if t not in table]
         if absent:
@@ -295,6 +310,11 @@ def parse_bundle(files: Mapping[str, Source], limits: Limits | None = None) -> B
     """Validate the files of a submission (names, sizes, schema, one samples file per task), streaming the
     samples files; the content hash is the one :func:`content_hash` gives, computed as the rows are read."""
     limits = limits or Limits()
+    with read_budget(limits.read_timeout_s):
+        return _parse_bundle(files, limits)
+
+
+def _parse_bundle(files: Mapping[str, Source], limits: Limits) -> Bundle:
     _check_files(files, limits)
     raw, run = _parse_results(read_bytes(files[RESULTS]))
     digest = hashlib.sha256(b'{"results":' + _canonical(raw) + b',"samples":{')

@@ -30,20 +30,23 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "__", text).strip("_")[:120] or "model"
 
 
-def load_bundle(run_dir: Path) -> tuple[Bundle, dict[str, bytes]]:
-    """Read and validate a run folder as the server will (so a refusal shows before any upload)."""
+def load_bundle(run_dir: Path, read_timeout_s: float | None = None) -> tuple[Bundle, dict[str, bytes]]:
+    """Read and validate a run folder as the server will (so a refusal shows before any upload), reading
+    for at most ``read_timeout_s``."""
     files = read_run_files(Path(run_dir))
-    return parse_bundle(files, Limits(max_total_bytes=2**40)), files
+    return parse_bundle(files, Limits(max_total_bytes=2**40, read_timeout_s=read_timeout_s)), files
 
 
-def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0) -> dict[str, Any]:
+def post_run(
+    run_dir: Path, url: str, token: str | None, timeout: float = 600.0, read_timeout_s: float | None = None
+) -> dict[str, Any]:
     """Upload a run to a leaderboard server; returns its answer (id, status, checks, page)."""
     import httpx  # the [leaderboard] extra
 
     token = token or os.environ.get(TOKEN_ENV)
     if not token:
         raise HarnessError(f"--token is required to submit to {url} (or set {TOKEN_ENV})")
-    _, files = load_bundle(run_dir)
+    _, files = load_bundle(run_dir, read_timeout_s)
     endpoint = url.rstrip("/") + "/api/submissions"
     parts = [("files", (name, data, "application/octet-stream")) for name, data in files.items()]
     try:
@@ -62,9 +65,9 @@ def post_run(run_dir: Path, url: str, token: str | None, timeout: float = 600.0)
     return body
 
 
-def write_hub_layout(run_dir: Path, root: Path) -> Path:
+def write_hub_layout(run_dir: Path, root: Path, read_timeout_s: float | None = None) -> Path:
     """Copy a validated run into ``root/runs/<model>/<content hash>/``; returns that folder."""
-    bundle, files = load_bundle(run_dir)
+    bundle, files = load_bundle(run_dir, read_timeout_s)
     target = Path(root) / "runs" / _slug(bundle.model) / bundle.content_hash[:16]
     target.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
@@ -75,12 +78,12 @@ def write_hub_layout(run_dir: Path, root: Path) -> Path:
     return target
 
 
-def push_to_hub(run_dir: Path, repo_id: str, token: str | None) -> str:
+def push_to_hub(run_dir: Path, repo_id: str, token: str | None, read_timeout_s: float | None = None) -> str:
     """Stage the Hub layout of one run and upload it to a dataset repo (a thin huggingface_hub call)."""
     from huggingface_hub import HfApi
 
     with tempfile.TemporaryDirectory(prefix="harness-submit-") as tmp:
-        folder = write_hub_layout(run_dir, Path(tmp))
+        folder = write_hub_layout(run_dir, Path(tmp), read_timeout_s)
         path_in_repo = folder.relative_to(tmp).as_posix()
         api = HfApi(token=token)
         try:
@@ -101,18 +104,19 @@ def push_to_hub(run_dir: Path, repo_id: str, token: str | None) -> str:
     return f"https://huggingface.co/datasets/{repo_id}/tree/main/{path_in_repo}"
 
 
-def submit(run_dir: Path, to: str, token: str | None = None) -> dict[str, Any]:
-    """Send a run where ``to`` says: ``http(s)://`` server, ``hf://datasets/ORG/NAME`` or a local folder."""
+def submit(run_dir: Path, to: str, token: str | None = None, read_timeout_s: float | None = None) -> dict[str, Any]:
+    """Send a run where ``to`` says: ``http(s)://`` server, ``hf://datasets/ORG/NAME`` or a local folder;
+    the run's files are read (and checked as the server will) for at most ``read_timeout_s``."""
     if to.startswith(("http://", "https://")):
-        return post_run(run_dir, to, token)
+        return post_run(run_dir, to, token, read_timeout_s=read_timeout_s)
     if to.startswith("hf://"):
         match = _HF.fullmatch(to)
         if not match:
             raise HarnessError(f"--to {to!r}: a Hub target looks like hf://datasets/ORG/NAME")
-        return {"hub": push_to_hub(run_dir, match.group(1), token)}
+        return {"hub": push_to_hub(run_dir, match.group(1), token, read_timeout_s)}
     if "://" in to:
         raise HarnessError(f"--to {to!r}: use http(s)://HOST, hf://datasets/ORG/NAME or a local folder")
-    return {"folder": str(write_hub_layout(run_dir, Path(to)))}
+    return {"folder": str(write_hub_layout(run_dir, Path(to), read_timeout_s))}
 
 
 def hub_runs(root: Path) -> list[Path]:

@@ -140,6 +140,16 @@ class Reservation(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class UploadArrival(Base):
+    """An authenticated upload's arrival, refused or not, kept for a minute: the rate limit counts these."""
+
+    __tablename__ = "upload_arrivals"
+    __table_args__ = (Index("ix_upload_arrivals_submitter_arrived_at", "submitter", "arrived_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submitter: Mapped[str] = mapped_column(String(200))
+    arrived_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
 class PoolComputation(Base):
     """One computation of a protocol's cross-model pool (a job of its leaderboard hooks): whose pool, who
     was in it, when, with which judge and settings, and the figures (``harness.protocols.pool_store``)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from harness.display import visible
 from harness.engine.compare import CompareReport
 from harness.leaderboard.db import Submission
 from harness.leaderboard.protocol_parts import BoardParts
@@ -19,6 +20,7 @@ from harness.leaderboard.ranks import TableRanks
 from harness.leaderboard.records import Z95
 from harness.leaderboard.tables import SIZE_BUCKETS, coverage_of, protocol_tables, settings_of
 from harness.metrics.bootstrap import N_RESAMPLES
+from harness.secrets import redact_run
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -38,6 +40,11 @@ def _params(value: int | None) -> str:
     return str(value)
 
 
+def _shown(value: Any) -> Any:
+    """Every value a template prints: a string never shows a control or bidi character as itself."""
+    return visible(value, keep_layout=True) if isinstance(value, str) else value
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -46,6 +53,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["fmt"] = _fmt
     env.filters["params"] = _params
@@ -108,7 +116,7 @@ def render_compare(a: Submission, b: Submission, report: CompareReport) -> str:
 
 def provenance_items(record: Submission) -> list[tuple[str, Any]]:
     """What the model page lists: identity, code, data, settings and who sent it."""
-    claimed = record.claimed
+    claimed = redact_run(record.claimed)  # a run stored before runs were cleared of credentials
     prov = claimed.get("provenance", {})
     model = prov.get("model", {}) if isinstance(prov.get("model"), dict) else {}
     items: list[tuple[str, Any]] = [

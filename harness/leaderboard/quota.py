@@ -9,17 +9,15 @@ insert that opens the transaction. The rate limit counts every authenticated upl
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from harness.leaderboard.db import Database, Reservation, StoredFile, Submission, Token, utcnow
+from harness.leaderboard.db import Database, Reservation, StoredFile, Submission, Token, UploadArrival, utcnow
 
+WINDOW = timedelta(minutes=1)  # the rate limit's window
 STALE_AFTER = timedelta(hours=1)  # a reservation left by a server that died mid-upload stops counting
 
 
@@ -107,22 +105,39 @@ def release(db: Database, reservation: int) -> None:
 
 
 class RateLimit:
-    """At most ``per_minute`` uploads a submitter in any 60 seconds, counted when they arrive (in this
-    server process), so refused uploads spend the allowance too."""
+    """At most ``per_minute`` uploads a submitter in any 60 seconds, counted in the database when they
+    arrive (refused uploads spend the allowance too), so every server process on one database shares
+    the allowance and a restart does not renew it. Serialised per submitter as :func:`reserve` is."""
 
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self._seen: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
+    def __init__(self, db: Database, per_minute: int) -> None:
+        self.db, self.per_minute = db, per_minute
 
     def admit(self, submitter: str) -> float | None:
         """None when the upload may proceed (and counts it), else the seconds until it may."""
-        now = time.monotonic()
-        with self._lock:
-            seen = self._seen.setdefault(submitter, deque())
-            while seen and seen[0] <= now - 60:
-                seen.popleft()
-            if len(seen) >= self.per_minute:
-                return 60 - (now - seen[0])
-            seen.append(now)
+        now = utcnow()
+        since = now - WINDOW
+        with self.db.session() as session, session.begin():
+            row = UploadArrival(submitter=submitter, arrived_at=now)
+            if self.db.engine.dialect.name == "sqlite":
+                session.add(row)
+                session.flush()  # the insert takes SQLite's write lock before the arrivals are counted
+            else:
+                session.execute(select(Token.id).where(Token.name == submitter).with_for_update())
+            session.execute(
+                delete(UploadArrival).where(UploadArrival.submitter == submitter, UploadArrival.arrived_at <= since)
+            )
+            earlier = session.scalars(
+                select(UploadArrival.arrived_at)
+                .where(
+                    UploadArrival.submitter == submitter, UploadArrival.arrived_at > since, UploadArrival.id != row.id
+                )
+                .order_by(UploadArrival.arrived_at)
+                .limit(self.per_minute)
+            ).all()
+            if len(earlier) >= self.per_minute:
+                if row.id is not None:
+                    session.delete(row)
+                return max(0.0, (earlier[0] - since).total_seconds())
+            if row.id is None:
+                session.add(row)
             return None

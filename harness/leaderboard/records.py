@@ -19,7 +19,7 @@ from sqlalchemy.orm import selectinload
 from harness.leaderboard.bundle import RESULTS, Bundle, Source, read_bytes
 from harness.leaderboard.charts import metrics_with_ci
 from harness.leaderboard.db import Database, Reservation, Score, StoredFile, Submission
-from harness.leaderboard.public import public_results, redact
+from harness.leaderboard.public import public_results, redact, shown_name
 from harness.leaderboard.rescoring import Verification, worst
 from harness.results.metric_key import figures, label_of
 from harness.results.schema import ModelInfo
@@ -263,36 +263,36 @@ def get_file(db: Database, submission_id: int, name: str) -> bytes | None:
 def submission_summary(record: Submission) -> dict[str, Any]:
     """The public JSON of a record (the API's answer and the export's submissions.json), local paths
     redacted."""
-    return redact(
-        {
-            "id": record.id,
-            "model": record.model,
-            "model_id": record.model_id,
-            "revision": record.revision,
-            "backend": record.backend,
-            "family": record.family,
-            "parameters": record.parameters,
-            "access": record.access,
-            "smoke_test_model": record.smoke_test_model,
-            "submitter": record.submitter,
-            "submitted_at": record.submitted_at.isoformat(),
-            "status": record.status,
-            "content_hash": record.content_hash,
-            "harness_version": record.harness_version,
-            "git_revision": record.git_revision,
-            "checks": record.checks,
-            "scores": [
-                {
-                    "task": s.task,
-                    "protocol": s.protocol,
-                    "metric": s.metric,
-                    "value": s.value,
-                    "stderr": s.stderr,
-                    "claimed": s.claimed,
-                    "n": s.n,
-                    "status": s.status,
-                }
-                for s in record.scores
-            ],
-        }
-    )
+    summary: dict[str, Any] = {
+        "id": record.id,
+        "model": shown_name(record.model),
+        "model_id": shown_name(record.model_id),
+        "revision": shown_name(record.revision),
+        "backend": shown_name(record.backend),
+        "family": shown_name(record.family),
+        "parameters": record.parameters,
+        "access": record.access,
+        "smoke_test_model": record.smoke_test_model,
+        "submitter": shown_name(record.submitter),
+        "submitted_at": record.submitted_at.isoformat(),
+        "status": record.status,
+        "content_hash": record.content_hash,
+        "harness_version": record.harness_version,
+        "git_revision": record.git_revision,
+        "checks": record.checks,
+        "scores": [
+            {
+                "task": s.task,
+                "protocol": s.protocol,
+                "metric": s.metric,
+                "value": s.value,
+                "stderr": s.stderr,
+                "claimed": s.claimed,
+                "n": s.n,
+                "status": s.status,
+            }
+            for s in record.scores
+        ],
+    }
+    public: dict[str, Any] = redact(summary)
+    return public

@@ -244,13 +244,13 @@ def _add_submission_route(
 ) -> None:
     """``POST /api/submissions``: token, rate, size and quota checks, then the submission received,
     re-scored and stored by a worker, and the protocols' jobs that it is due to start requested."""
-    rate = RateLimit(settings.quota.uploads_per_minute)
+    rate = RateLimit(db, settings.quota.uploads_per_minute)
 
     @app.post("/api/submissions")
     async def submit(request: Request) -> JSONResponse:
         try:
             submitter = await _submitter(request, db)
-            wait = rate.admit(submitter)
+            wait = await run_in_threadpool(rate.admit, submitter)
             if wait is not None:
                 raise _Refusal(
                     429,

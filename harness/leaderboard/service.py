@@ -4,8 +4,11 @@ validate, re-score, apply the mismatch policy, store."""
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -102,8 +105,38 @@ class Outcome:
         }
 
 
-LOOKUP, SUBMIT, TIMED_OUT = "lookup", "submit", "timed out"  # what a re-scoring worker is asked to do
-READ_BUDGET_S = 60.0  # for a worker that only reads a submission (bounded by the limits), not re-scores it
+LOOKUP, SUBMIT = "lookup", "submit"  # what a re-scoring worker is asked to do
+#: The share of an upload's budget (``--rescore-timeout``) re-scoring may use; past it, the worker stores
+#: the submission it has already read as ``unverifiable (timeout)`` in the rest of the budget.
+RESCORE_SHARE = 0.75
+
+
+class _PastBudget(BaseException):
+    """Raised in a re-scoring worker when re-scoring runs past its share of the budget (a BaseException, so
+    task code that catches ``Exception`` cannot swallow it)."""
+
+
+@contextmanager
+def _rescoring_until(deadline: float | None) -> Iterator[None]:
+    """Interrupts the block (``_PastBudget``) once ``time.monotonic()`` passes ``deadline``: a re-scoring
+    worker's main thread only (a timer signal); elsewhere, or without a deadline, the block runs as it is."""
+    if deadline is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _PastBudget
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _PastBudget
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, remaining)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _cap_memory(megabytes: int) -> None:
@@ -125,16 +158,18 @@ def _in_child(
     reservation: int | None,
     settings: Settings,
     db_url: str,
+    rescore_by: float,
 ) -> None:
-    """A worker process's job: read the received files, then (``submit``) re-score and store them,
-    (``timed out``) store them as unverifiable, or (``lookup``) only find an identical stored submission;
-    sends back the outcome (None: no such submission) or the refusal."""
+    """A worker process's job: read the received files, then (``submit``) re-score and store them (as
+    unverifiable once re-scoring runs past ``rescore_by``, a ``time.monotonic()`` instant), or (``lookup``)
+    only find an identical stored submission; sends back the outcome (None: no such submission) or the
+    refusal."""
     reserve = bytearray(16 * 2**20)  # freed before answering, so a worker at its cap can still say so
     try:
         _cap_memory(settings.rescore_memory_mb)
         db = Database(db_url, migrate=False)
         try:
-            sender.send(("ok", _child_job(db, job, files, submitter, reservation, settings)))
+            sender.send(("ok", _child_job(db, job, files, submitter, reservation, settings, rescore_by)))
         finally:
             db.close()
     except BaseException as exc:  # reported to the parent as a refusal of this submission
@@ -168,25 +203,34 @@ def _near_cap(megabytes: int) -> bool:
 
 
 def _child_job(
-    db: Database, job: str, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings
+    db: Database,
+    job: str,
+    files: dict[str, Path],
+    submitter: str,
+    reservation: int | None,
+    settings: Settings,
+    rescore_by: float,
 ) -> Outcome | None:
     if job == SUBMIT:
-        return submit_files(db, files, submitter, settings, reservation=reservation)
-    bundle = parse_bundle(files, settings.limits)
+        return submit_files(db, files, submitter, settings, reservation=reservation, rescore_by=rescore_by)
+    return _stored(db, parse_bundle(files, settings.limits))
+
+
+def _stored(db: Database, bundle: Bundle) -> Outcome | None:
+    """The answer for a submission stored already (a resend: a duplicate), or None."""
     existing = find_submission(db, bundle.content_hash)
-    if existing is not None:
-        return Outcome(existing.id, existing.status, True, existing.checks, tuple(bundle.samples))
-    if job == LOOKUP:
+    if existing is None:
         return None
-    registry = TaskRegistry.discover(list(settings.include_paths), shadowing="error")
-    return _store(db, bundle, timed_out(bundle, registry, settings.rescore_timeout_s), submitter, settings, reservation)
+    return Outcome(existing.id, existing.status, True, existing.checks, tuple(bundle.samples))
 
 
 class RescoringPool:
     """Reads, re-scores and stores submissions in worker processes, at most ``workers`` at once, each
     under a memory cap and killed once it runs past ``timeout_s``: task code runs on submitted text, so
     one submission must not stall or exhaust the others, and the server process never holds a bundle's
-    samples (it passes the received files' paths and gets the small outcome back)."""
+    samples (it passes the received files' paths and gets the small outcome back). ``timeout_s`` bounds
+    all the work of one upload, within the quota or past it: one worker reads it, re-scores it for
+    ``RESCORE_SHARE`` of the budget and stores it (as unverifiable past that share), or only looks it up."""
 
     def __init__(self, workers: int, timeout_s: float) -> None:
         self.timeout_s = timeout_s
@@ -202,18 +246,18 @@ class RescoringPool:
         reservation: int | None,
         settings: Settings,
         db_url: str,
-        budget_s: float,
     ) -> tuple[bool, Any]:
         """(answered, answer): the child's answer, or (False, None) once it ran past the budget."""
         with self._slots:
             receiver, sender = self._context.Pipe(duplex=False)
-            child = self._context.Process(
-                target=_in_child, daemon=True, args=(sender, job, files, submitter, reservation, settings, db_url)
-            )
+            started = time.monotonic()
+            rescore_by = started + self.timeout_s * RESCORE_SHARE
+            args = (sender, job, files, submitter, reservation, settings, db_url, rescore_by)
+            child = self._context.Process(target=_in_child, daemon=True, args=args)
             child.start()
             sender.close()
             try:
-                if not receiver.poll(budget_s):
+                if not receiver.poll(max(0.0, started + self.timeout_s - time.monotonic())):
                     return False, None
                 kind, payload = receiver.recv()
             except EOFError:  # the child died without answering: at its memory cap it may not even manage that
@@ -234,19 +278,22 @@ class RescoringPool:
     def submit(
         self, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings, db_url: str
     ) -> Outcome:
-        """Re-score and store a received submission; past the budget it is stored as ``unverifiable
-        (timeout)`` by a second worker (which only reads it), never as verified."""
-        answered, outcome = self._run(SUBMIT, files, submitter, reservation, settings, db_url, self.timeout_s)
+        """Re-score and store a received submission; past its share of the budget it is stored as
+        ``unverifiable (timeout)``, never as verified; a worker still busy at the end of the budget (its
+        reading or its storing, stalled) is stopped and the upload refused (503)."""
+        answered, outcome = self._run(SUBMIT, files, submitter, reservation, settings, db_url)
         if not answered:
-            answered, outcome = self._run(TIMED_OUT, files, submitter, reservation, settings, db_url, READ_BUDGET_S)
-        if not answered:
-            raise SubmissionError(f"the submission could not even be read within {READ_BUDGET_S:g} s", 503)
+            raise SubmissionError(
+                f"the submission could not be read and stored within this server's {self.timeout_s:g} s budget "
+                "(--rescore-timeout)",
+                503,
+            )
         assert isinstance(outcome, Outcome)
         return outcome
 
     def lookup(self, files: dict[str, Path], settings: Settings, db_url: str) -> Outcome | None:
-        """The stored submission identical to the received one (a resend), or None."""
-        answered, outcome = self._run(LOOKUP, files, "", None, settings, db_url, READ_BUDGET_S)
+        """The stored submission identical to the received one (a resend), or None; the same budget."""
+        answered, outcome = self._run(LOOKUP, files, "", None, settings, db_url)
         return outcome if answered else None
 
 
@@ -281,15 +328,21 @@ def submit_files(
     settings: Settings,
     registry: TaskRegistry | None = None,
     reservation: int | None = None,
+    rescore_by: float | None = None,
 ) -> Outcome:
     """Validate, re-score and store one submission, here (the server calls this in a ``RescoringPool``
-    worker); idempotent on its content hash."""
+    worker, with ``rescore_by``: past that ``time.monotonic()`` instant re-scoring stops and the
+    submission is stored ``unverifiable (timeout)``); idempotent on its content hash."""
     bundle = parse_bundle(files, settings.limits)
-    existing = find_submission(db, bundle.content_hash)
+    existing = _stored(db, bundle)
     if existing is not None:
-        return Outcome(existing.id, existing.status, True, existing.checks, tuple(bundle.samples))
+        return existing
     registry = registry or TaskRegistry.discover(list(settings.include_paths), shadowing="error")
-    verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
+    try:
+        with _rescoring_until(rescore_by):
+            verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
+    except _PastBudget:
+        verification = timed_out(bundle, registry, settings.rescore_timeout_s * RESCORE_SHARE)
     return _store(db, bundle, verification, submitter, settings, reservation)
 
 

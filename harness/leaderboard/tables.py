@@ -18,7 +18,7 @@ from harness.engine.settings import RunFlags
 from harness.leaderboard.db import Submission
 from harness.leaderboard.hooks import board_protocols
 from harness.leaderboard.protocol_parts import BoardParts
-from harness.leaderboard.public import redact
+from harness.leaderboard.public import redact, shown_name
 from harness.leaderboard.records import Z95
 from harness.leaderboard.rescoring import worst
 from harness.protocols.leaderboard_hooks import Estimate, Figure
@@ -135,13 +135,13 @@ def protocol_tables(records: list[Submission], parts: BoardParts | None = None) 
 def _row(record: Submission, cells: dict[str, Cell]) -> Row:
     return Row(
         id=record.id,
-        model=redact(record.model),
-        family=record.family or "unknown",
+        model=str(shown_name(record.model)),
+        family=shown_name(record.family) or "unknown",
         parameters=record.parameters,
         size=size_bucket(record.parameters),
-        access=record.access,
+        access=str(shown_name(record.access)),
         status=record.status,
-        submitter=record.submitter,
+        submitter=str(shown_name(record.submitter)),
         submitted_at=record.submitted_at.strftime("%Y-%m-%d %H:%M"),
         smoke_test_model=record.smoke_test_model,
         cells=cells,

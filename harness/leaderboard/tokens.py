@@ -8,6 +8,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
+from harness.display import display_problem
 from harness.errors import HarnessError
 from harness.leaderboard.db import Database, Token, utcnow
 
@@ -23,6 +24,9 @@ def create_token(db: Database, name: str) -> str:
     name = name.strip()
     if not name or len(name) > 200:
         raise HarnessError("a token name must be 1 to 200 characters")
+    problem = display_problem("a token's submitter name", name)  # it is shown on every page of the board
+    if problem is not None:
+        raise HarnessError(problem)
     token = PREFIX + secrets.token_urlsafe(32)
     with db.session() as session:
         session.add(Token(name=name, token_hash=_digest(token)))

@@ -10,11 +10,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 from harness.errors import ModelSpecError
 from harness.models.messages import ChatMessage
 from harness.results.generation import GenerationParams as GenerationParams  # the seam's type, home in results
+from harness.secrets import SECRET_MARKER, remember
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class Backend(ABC):
     model_family: str | None = None
     #: True for offline smoke-test models whose outputs carry no meaning.
     is_smoke_model: bool = False
+    #: Model arguments that are credentials although their names do not say so (``harness.secrets.is_secret``
+    #: already marks ``api_key``, ``token``, ``*_key``, ...): never written to a run, a log line or the store.
+    secret_args: ClassVar[frozenset[str]] = frozenset()
 
     @property
     @abstractmethod
@@ -183,7 +187,13 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
         require_chat_arch(name)
     if isinstance(factory, str):
         factory = _resolve(prefix, factory)
-    return factory(name, dict(model_args or {}))
+    # A run read back (an audit re-creating its model) holds only the marker where a credential was given:
+    # left out, so the backend takes it from its environment variable as it would have without one.
+    given = {k: v for k, v in (model_args or {}).items() if v != SECRET_MARKER}
+    remember(given)  # before the factory runs: its own errors and log lines are cleared too
+    backend = factory(name, given)
+    remember(given, backend.secret_args)
+    return backend
 
 
 def _resolve(prefix: str, path: str) -> BackendFactory:

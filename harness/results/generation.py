@@ -15,8 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
+from harness.display import short_repr
 from harness.errors import UnsupportedRequestError
 
+#: The most stop strings one request may carry, and the longest one: every generated text is searched for
+#: each of them (and ``hf:`` checks each at every step), so a task's list must not set a run's cost.
+MAX_UNTIL = 64
+MAX_STOP_LENGTH = 1000
 _GREEDY_DEFAULTS = {"max_new_tokens": 256, "temperature": 0.0, "top_p": 1.0, "top_k": None, "num_beams": 1}
 
 
@@ -74,7 +79,7 @@ class GenerationParams:
         until = _checked_until(kw, problems)
         do_sample = kw.get("do_sample")
         if do_sample is not None and not isinstance(do_sample, bool):
-            problems.append(f"do_sample={do_sample!r}: expected true or false")
+            problems.append(f"do_sample={short_repr(do_sample)}: expected true or false")
             do_sample = None
         if not problems:
             problems.extend(_conflicts(float(values["temperature"]), int(values["num_beams"]), do_sample))
@@ -124,7 +129,7 @@ def _checked_values(kw: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         elif ok(value):
             values[key] = value
         else:
-            problems.append(f"{key}={value!r}: expected {expected}")
+            problems.append(f"{key}={short_repr(value)}: expected {expected}")
     return values
 
 
@@ -134,7 +139,14 @@ def _checked_until(kw: dict[str, Any], problems: list[str]) -> tuple[str, ...]:
     if isinstance(until, str):
         until = (until,)
     if not isinstance(until, list | tuple) or not all(isinstance(u, str) for u in until):
-        problems.append(f"until={kw['until']!r}: expected a string or a list of strings")
+        problems.append(f"until={short_repr(kw['until'])}: expected a string or a list of strings")
+        return ()
+    if len(until) > MAX_UNTIL:
+        problems.append(f"until holds {len(until)} stop strings; at most {MAX_UNTIL} are allowed")
+        return ()
+    longest = max((len(u) for u in until), default=0)
+    if longest > MAX_STOP_LENGTH:
+        problems.append(f"until holds a stop string of {longest} characters; at most {MAX_STOP_LENGTH} are allowed")
         return ()
     return tuple(until)
 

@@ -13,26 +13,36 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.errors import HarnessError
 
 MAX_JSON_DEPTH = 64
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+# Once escaped backslashes and quotes are gone, a string is a quote, no quote, then a quote (or the end of an
+# unclosed string): one left-to-right scan, never retried from each later quote.
+_STRING = re.compile(r'"[^"]*"?')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def json_depth(text: str) -> int:
-    """How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count)."""
+    """How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
+
+    Linear in the text (a check that runs before the parser must not cost more than the parser): escaped
+    backslashes, then escaped quotes, are dropped, strings are cut out, and the brackets left are summed
+    as a running total."""
     if text.count("[") + text.count("{") == 0:
         return 0
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", unescaped))
+    return max(accumulate(map(_STEP.__getitem__, brackets), initial=0))
 
 
 def check_depth(text: str, where: str, limit: int = MAX_JSON_DEPTH) -> None:
@@ -52,11 +62,59 @@ def loads_line(line: str, where: str) -> Any:
         raise HarnessError(f"{where}: not JSON ({exc})") from None
 
 
-def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of each non-blank line of a JSONL text."""
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if line.strip():
-            yield lineno, line
+def jsonl_lines(text: str, where: str = "the file") -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) of each non-blank line of a JSONL text, within the read budget."""
+    numbered = ((lineno, line) for lineno, line in enumerate(text.split("\n"), 1) if line.strip())
+    yield from within_read_budget(numbered, where)
+
+
+#: How long ``harness score``, ``harness submit`` and ``harness leaderboard import`` may spend reading a
+#: run's files, unless ``--read-timeout`` says otherwise.
+DEFAULT_READ_TIMEOUT_S = 600.0
+
+
+@dataclass
+class _ReadBudget:
+    seconds: float
+    spent: float = 0.0
+
+
+_BUDGET: ContextVar[_ReadBudget | None] = ContextVar("read_budget", default=None)
+T = TypeVar("T")
+
+
+@contextmanager
+def read_budget(seconds: float | None) -> Iterator[None]:
+    """Bounds the time every reader of run files spends inside the block (None: as outside it): each line read
+    through :func:`within_read_budget` counts, and the first line past ``seconds`` in all stops the reading
+    with one line. Per line, so a line's own cost stays linear and small (the depth check, the parser)."""
+    if seconds is None:  # an outer budget (a command's) still holds
+        yield
+        return
+    token = _BUDGET.set(_ReadBudget(seconds))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def within_read_budget(items: Iterable[T], where: str) -> Iterator[T]:
+    """``items`` (a file's lines), refused once reading has taken longer than the budget in force."""
+    budget = _BUDGET.get()
+    if budget is None:
+        yield from items
+        return
+    start = time.monotonic()
+    try:
+        for item in items:
+            if budget.spent + time.monotonic() - start > budget.seconds:
+                raise HarnessError(
+                    f"{where}: reading took longer than {budget.seconds:g} s (--read-timeout); the files are too "
+                    "large or too costly to read, or pass a longer --read-timeout"
+                )
+            yield item
+    finally:
+        budget.spent += time.monotonic() - start
 
 
 def read_jsonl(path: Path) -> list[Any]:
@@ -64,5 +122,5 @@ def read_jsonl(path: Path) -> list[Any]:
     and line number."""
     return [
         loads_line(line, f"{path} line {lineno}")
-        for lineno, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))
+        for lineno, line in jsonl_lines(Path(path).read_text(encoding="utf-8"), str(path))
     ]

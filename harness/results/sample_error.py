@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from harness.unencodable import writable_text
+
 #: ``bad input``: the doc could not become a prompt (task code failed on it, an undecodable image);
 #: ``generation failed``: the backend raised on its request; ``scoring failed``: ``process_results`` (or a
 #: backend's teacher-forced scoring) failed on its answer, and re-scoring tries it again.
@@ -44,5 +46,9 @@ def _from_json(value: Any) -> Any:
     return SampleError.parse(value) if isinstance(value, str) else value
 
 
+def _to_json(error: SampleError) -> str:
+    return writable_text(str(error))  # an exception's text may quote an answer UTF-8 cannot hold
+
+
 #: A :class:`SampleError` field of a pydantic model, read from and written as its one string.
-SampleErrorField = Annotated[SampleError, BeforeValidator(_from_json), PlainSerializer(str, return_type=str)]
+SampleErrorField = Annotated[SampleError, BeforeValidator(_from_json), PlainSerializer(_to_json, return_type=str)]

@@ -12,13 +12,22 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_serializer,
+    model_serializer,
+)
 
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.generation import RequestSettings
 from harness.results.jsonl import check_depth, jsonl_lines
 from harness.results.sample_error import SampleErrorField
+from harness.secrets import redact_args, redact_argv, redact_mapping
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +90,12 @@ class SampleRecord(BaseModel):
     turns: list[Turn] = Field(default_factory=list, description="Follow-up turns of a multi-turn task")
     choices: list[ScoredChoice] = Field(default_factory=list, description="multiple_choice tasks: each choice")
     error: SampleErrorField | None = Field(default=None, description="Why this sample has no responses or no metrics")
+    text_replaced: bool = Field(
+        default=False,
+        exclude_if=lambda replaced: not replaced,  # written only when true: other samples keep their bytes
+        description="An answer held characters UTF-8 cannot hold (a lone surrogate, invalid bytes); "
+        "they are stored and shown as U+FFFD (harness.unencodable)",
+    )
 
 
 class TaskCounts(BaseModel):
@@ -113,6 +128,11 @@ class RunConfig(_Record):
         default_factory=dict, description="per task, each generation default taken from lmms-eval and its source"
     )
 
+    @field_serializer("model_args")
+    def _no_secret_args(self, args: dict[str, str]) -> dict[str, str]:
+        """A credential among the model arguments is written as the marker that says it was given."""
+        return redact_args(args)
+
 
 class ModelInfo(_Record):
     """What the backend says about its model (``Backend.info()``); backends add their own keys."""
@@ -127,6 +147,11 @@ class ModelInfo(_Record):
     parameters: int | None = None
     smoke_test_model: bool = False
 
+    @model_serializer(mode="wrap")
+    def _no_secrets(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A backend's own keys may hold a credential (an ``api_key``, a URL with a password): cleared."""
+        return redact_mapping(handler(self))
+
 
 class Environment(_Record):
     """The software and host a result was made with (``harness.provenance.environment``)."""
@@ -137,6 +162,11 @@ class Environment(_Record):
     python: str | None = None
     platform: str | None = None
     command: list[str] = Field(default_factory=list)
+
+    @field_serializer("command")
+    def _no_secret_words(self, argv: list[str]) -> list[str]:
+        """The command line with each credential it was given (``--model-args api_key=...``) as the marker."""
+        return redact_argv(argv)
 
 
 class DatasetFingerprint(_Record):
@@ -169,6 +199,9 @@ class RequestCounts(BaseModel):
     follow_up_generated: int = 0
     follow_up_generated_samples: int = 0
     scored: int = 0  # multiple_choice prompts scored by the model (not from the store)
+    #: Requests whose answers held characters UTF-8 cannot hold, replaced by U+FFFD: their samples are marked
+    #: ``text_replaced`` (kept in memory only; the answers themselves carry the replacement characters).
+    replaced: set[str] = Field(default_factory=set, exclude=True)
 
     def add_follow_up(self, round_counts: RequestCounts) -> None:
         """Count one round of follow-up turns (its own first-turn counts) under ``follow_up_*``."""
@@ -177,6 +210,7 @@ class RequestCounts(BaseModel):
         self.follow_up_cached += round_counts.cached
         self.follow_up_generated += round_counts.generated
         self.follow_up_generated_samples += round_counts.generated_samples
+        self.replaced |= round_counts.replaced
 
 
 class ScoringSeeds(BaseModel):
@@ -298,7 +332,9 @@ def read_run(run_dir: Path) -> RunResults:
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no results.json (is this a run folder?)")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        check_depth(text, str(path))  # as every JSONL line: before the parser or a serializer recurses over it
+        raw = json.loads(text)
     except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise HarnessError(
             f"{path}: not valid JSON ({exc}); the file is truncated or corrupt: restore it (a "
@@ -325,7 +361,7 @@ def read_samples(run_dir: Path, task: str) -> list[SampleRecord]:
         raise HarnessError(f"{path}: unreadable ({exc})") from None
     last = text.count("\n") + 1
     records = []
-    for number, line in jsonl_lines(text):
+    for number, line in jsonl_lines(text, str(path)):
         check_depth(line, f"{path}: line {number}")
         try:
             records.append(SampleRecord.model_validate_json(line))

@@ -326,11 +326,17 @@ def parse_metadata(value: Any, where: str) -> dict[str, Any]:
     raise TaskConfigError(f"{where}: metadata must be a mapping or a list of mappings")
 
 
+#: The most follow-up turns a multi-turn task may ask (each is a request per sample of every doc).
+MAX_TURNS = 32
+
+
 def _harness_hooks(metadata: dict[str, Any], where: str) -> dict[str, Any]:
     """The harness's own metadata keys, typed and checked once, so no hook ever reads raw metadata."""
     turns = metadata.get("harness_turns") or []
     if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
         raise TaskConfigError(f"{where}: metadata harness_turns must be a list of prompts (strings)")
+    if len(turns) > MAX_TURNS:
+        raise TaskConfigError(f"{where}: metadata harness_turns holds {len(turns)} turns; at most {MAX_TURNS}")
     report = metadata.get("harness_report")
     if report is not None and (not isinstance(report, str) or "." not in report):
         raise TaskConfigError(f"{where}: metadata harness_report must be 'module.function', got {report!r}")

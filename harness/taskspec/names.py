@@ -2,7 +2,9 @@
 
 A task name becomes part of file names (``samples_<task>.jsonl``), URLs and terminal output, so it holds
 only ASCII letters, digits, ``_``, ``-`` and ``.``, starts with a letter, a digit or ``_``, and is at most
-:data:`MAX_NAME_LENGTH` characters: no path separators, no control, bidi or other invisible characters.
+:data:`MAX_NAME_LENGTH` characters: no path separators, and none of the control, bidi or other invisible
+characters the display rule (``harness.display``) keeps out of every shown string. A group's members
+follow this rule too (``TaskRegistry``).
 """
 
 from __future__ import annotations

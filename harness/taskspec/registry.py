@@ -112,6 +112,8 @@ class TaskRegistry:
         if isinstance(task, list) and isinstance(group, str):
             _check_name("group", group, path)
             members = tuple(t if isinstance(t, str) else str(t.get("task")) for t in task)
+            for member in members:
+                _check_name("group member", member, path)
             aggregates = AggregateMetric.parse(raw.get("aggregate_metric_list"), str(path))
             self._groups[group] = GroupSpec(group, members, path, aggregates)
         elif isinstance(task, str):
