@@ -12,7 +12,8 @@ import pytest
 from harness.cli import main
 from harness.engine.task_runtime import MAX_CHOICES, BadInputError, TaskRuntime
 from harness.errors import UnsupportedRequestError
-from harness.models.base import MAX_UNTIL, GenerationParams
+from harness.models.base import GenerationParams
+from harness.results.generation import MAX_UNTIL
 from harness.taskspec.config import MAX_TURNS, TaskConfig
 from tests.conftest import ROOT, write
 from tests.test_score import run_copy
