@@ -106,14 +106,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     """Evaluates the tasks on each ``--model`` in turn (status 1 as soon as one model's samples all failed),
     then hands each hooked protocol its tasks' samples of every model."""
     from harness.engine.distributed import model_backend, ray_options
-    from harness.engine.runner import evaluate, validate_tasks
+    from harness.engine.preflight import preflight
+    from harness.engine.runner import evaluate
     from harness.models.base import parse_model_args
     from harness.taskspec.registry import TaskRegistry
 
     opts = eval_options(args)
     ray = ray_options(args.ray, args.workers, args.worker_cpus, args.worker_gpus)
     model_args = parse_model_args(args.model_args)
-    datasets = validate_tasks(opts)
+    datasets, plan = preflight(args.model, model_args, opts)
+    _say(opts, plan.describe())
     hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
     settings = {protocol.name: eval_settings(args, opts, protocol) for protocol, tasks in hooked if tasks}
     for protocol, tasks in hooked:
@@ -122,6 +124,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
         spec_args = lmms_model_args(spec, model_args, opts.lmms_model)
+        _say(opts, f"loading {spec} ...")
         with model_backend(spec, spec_args, ray) as backend:
             result, samples, run_dir = evaluate(backend, spec, opts, spec_args, datasets)
         del backend  # free this model before the next one loads
@@ -134,6 +137,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if tasks and protocol.after_eval is not None:
             protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, settings[protocol.name]))
     return 0
+
+
+def _say(opts: EvalOptions, line: str) -> None:
+    """A status line on stderr (as the progress bars: not at ``--verbosity quiet``)."""
+    if opts.show_progress:
+        print(line, file=sys.stderr, flush=True)
 
 
 def lmms_model_args(spec: str, model_args: dict[str, str], lmms_model: str | None) -> dict[str, str]:

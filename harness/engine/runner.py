@@ -23,6 +23,7 @@ from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
 from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.multi_round import Generate, Rounds, run_rounds
+from harness.engine.progress import generation_label
 from harness.engine.requests import make_request
 from harness.engine.store import ResponseStore
 from harness.engine.task_runtime import MULTI_ROUND, BadInputError, TaskRuntime, strip_images
@@ -195,7 +196,12 @@ def _generate(
             responses[req.key] = cached
     errors: dict[str, SampleError] = {}
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
-    bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc=desc, disable=not opts.show_progress or not missing)
+    bar = tqdm(
+        total=sum(r.n for r in missing),
+        unit="sample",
+        desc=generation_label(desc, missing),
+        disable=not opts.show_progress or not missing,
+    )
     try:
         for req, out in backend.answer(missing, opts.batch_size):
             if isinstance(out, Exception):
