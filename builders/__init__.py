@@ -53,7 +53,7 @@ def build_hint(dataset_path: str, out: Path | None) -> str | None:
 def build_command(name: str, out: Path | None = None) -> str:
     """The ``harness build`` command line that makes dataset ``name`` (into ``out`` when not the default)."""
     builder = find_builder(name)
-    parts = ["harness build", name, builder.inputs if builder else "", f"--out {out}" if out else ""]
+    parts = ["harness build", name, builder.inputs if builder else "", f"--output {out}" if out else ""]
     return " ".join(p for p in parts if p)
 
 

@@ -50,9 +50,9 @@ def test_every_problem_of_the_run_is_named_at_once(capsys: pytest.CaptureFixture
         ],
     )
     assert err.startswith("error: 4 problems, nothing was run: ")
-    assert "hf:/no/such/model: no such model folder /no/such/model" in err
+    assert "no such folder: /no/such/model" in err
     assert "tiny:nope: no tiny chat model 'nope'" in err
-    assert "hf:org/not-cached: not in the Hub cache (offline: HF_HUB_OFFLINE is set)" in err
+    assert "cannot load model 'org/not-cached': not in the Hub cache (offline: HF_HUB_OFFLINE is set)" in err
     assert "unknown task 'nothere'" in err
 
 
@@ -63,7 +63,7 @@ def test_a_task_problem_alone_reads_as_it_always_has(capsys: pytest.CaptureFixtu
 
 
 def test_a_model_folder_without_config_and_a_non_chat_tiny_model(tmp_path: Path) -> None:
-    assert model_problems(f"hf:{tmp_path}", {}) == [f"hf:{tmp_path}: {tmp_path} has no config.json"]
+    assert model_problems(f"hf:{tmp_path}", {}) == [f"not a model folder: {tmp_path} has no config.json"]
     (tmp_path / "config.json").write_text("{}")
     assert model_problems(f"hf:{tmp_path}", {}) == []
     assert model_problems("qwen", {})[0].startswith("model spec 'qwen' must look like BACKEND:NAME")

@@ -10,7 +10,7 @@ from typing import Any
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness submit RUN_DIR --to TARGET``."""
     sm = sub.add_parser("submit", parents=[common], help="send a run to a leaderboard (server, Hub repo or folder)")
-    sm.add_argument("run_dir")
+    sm.add_argument("run_dir", help="the run folder to submit")
     sm.add_argument(
         "--to",
         required=True,

@@ -17,16 +17,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from harness.data import LoadedDataset
+from harness.engine.limits import docs_to_run
 from harness.engine.lmms_models import task_generation_kwargs
 from harness.engine.runner import EvalOptions, validate_tasks
 from harness.errors import HarnessError
 from harness.hub import offline_reason
 from harness.models.base import SCORING_TYPES, GenerationParams, backend_factory, split_spec
 from harness.models.openai_api import MISSING_OPENAI
-from harness.models.source import looks_like_path
+from harness.models.source import load_error, local_folder
 from harness.models.vllm import MISSING_VLLM
 from harness.taskspec.registry import TaskRegistry
 
@@ -108,7 +108,7 @@ def model_problems(spec: str, model_args: dict[str, str]) -> list[str]:
     if prefix == "tiny":
         return _tiny_problems(spec, name)
     if prefix in {"hf", "vllm"}:
-        return _weights_problems(spec, name)
+        return _weights_problems(name)
     if prefix == "openai":
         return _server_problems(spec, model_args)
     try:
@@ -131,21 +131,20 @@ def _tiny_problems(spec: str, name: str) -> list[str]:
     )
 
 
-def _weights_problems(spec: str, name: str) -> list[str]:
-    """A local folder that exists with its ``config.json``, or a Hub id in the Hub cache or on a reachable Hub."""
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return [] if (path / "config.json").is_file() else [f"{spec}: {path} has no config.json"]
-    if path.exists() or looks_like_path(name):
-        return [f"{spec}: no such model folder {name}"]
+def _weights_problems(name: str) -> list[str]:
+    """A local folder that exists with its ``config.json``, or a Hub id in the Hub cache or on a reachable Hub,
+    in the words loading it would use."""
+    try:
+        folder = local_folder(name)
+    except HarnessError as exc:
+        return [str(exc)]
+    if folder is not None:
+        return [] if (folder / "config.json").is_file() else [f"not a model folder: {name} has no config.json"]
     from huggingface_hub import try_to_load_from_cache
 
-    if isinstance(try_to_load_from_cache(name, "config.json"), str):
+    if isinstance(try_to_load_from_cache(name, "config.json"), str) or offline_reason() is None:
         return []
-    reason = offline_reason()
-    if reason is None:
-        return []
-    return [f"{spec}: not in the Hub cache ({reason}); download it where the Hub is reachable, or pass a folder"]
+    return [str(load_error(name, None, LookupError()))]
 
 
 def _server_problems(spec: str, model_args: dict[str, str]) -> list[str]:
@@ -198,7 +197,7 @@ def task_loads(opts: EvalOptions, datasets: dict[str, LoadedDataset]) -> tuple[T
     for task, loaded in datasets.items():
         config = registry.get(task)
         rows = len(loaded.docs)
-        prompts = rows if opts.limit is None else min(opts.limit, rows)
+        prompts = docs_to_run(rows, opts.limit)
         scored = config.output_type in SCORING_TYPES
         kwargs = task_generation_kwargs(config, None, opts.gen_overrides, opts.lmms_model)[0]
         tokens = None if scored else GenerationParams.from_kwargs(kwargs).max_new_tokens

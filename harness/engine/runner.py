@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from harness.data import BuildHint, LoadedDataset, load_task_datasets
 from harness.disk import disk_problem, failed_path, is_disk_error
+from harness.engine.limits import Limit, docs_to_run
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model, task_generation_kwargs
 from harness.engine.loglikelihood import answer_choices, choice_request
@@ -69,7 +70,7 @@ class EvalOptions:
     tasks: list[str]
     include_paths: list[str] = field(default_factory=list)
     data_dir: Path | None = None
-    limit: int | None = None
+    limit: Limit | None = None  # first N docs of each task, or a fraction of them (lmms-eval's reading)
     seed: int = 0
     batch_size: int = 1
     output: Path | None = None
@@ -97,9 +98,9 @@ class _PreparedTask:
     applied_defaults: dict[str, Any] = field(default_factory=dict)  # generation defaults taken from lmms-eval
 
 
-def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
+def _doc_rows(docs: Any, limit: Limit | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
     """Rows of a dataset; a row that fails to decode (a corrupt image) is yielded as its exception."""
-    total = len(docs) if limit is None else min(limit, len(docs))
+    total = docs_to_run(len(docs), limit)
     for i in range(total):
         try:
             yield i, docs[i]
