@@ -76,6 +76,11 @@ def build_dataset(
 
         out = default_data_dir() / module.REPO_ID
     folder = module.build(out, chosen)
+    from builders.benchmark import write_benchmark_spec
+    from harness.protocols.base import protocols
+
+    title = next((p.title for p in protocols() if builder in p.builders), builder.name)
+    write_benchmark_spec(folder, module.REPO_ID, title, builder.description)
     if push_to_hub:
         from builders.publish import push_folder
 
