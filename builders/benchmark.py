@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
+from harness.data import EVAL_YAML, local_splits
 from harness.disk import write_atomic
 from harness.errors import HarnessError
 from harness.taskspec.registry import TaskRegistry
 
-EVAL_YAML = "eval.yaml"
 #: The framework that runs the tasks: lmms-eval's task schema, run by ``harness eval`` or by
 #: ``lmms-eval --include_path tasks/``.
 FRAMEWORK = "lmms-eval"
@@ -73,8 +73,6 @@ def _text(value: Any) -> bool:
 
 def write_benchmark_spec(folder: Path, repo_id: str, name: str, description: str) -> Path | None:
     """Write ``folder/eval.yaml`` for the splits the built folder holds (nothing when no task reads it)."""
-    from harness.data import local_splits
-
     spec = benchmark_spec(repo_id, name, description, local_splits(folder) or [])
     if spec is None:
         return None

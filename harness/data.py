@@ -120,9 +120,20 @@ def _is_saved_to_disk(path: Path) -> bool:
     return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
 
 
+#: The Hub's benchmark registration at a dataset folder's root (written by every build: builders.benchmark).
+EVAL_YAML = "eval.yaml"
+#: Files of a dataset folder that describe it to the Hub and that no task reads: not part of its content hash.
+NOT_CONTENT = frozenset({EVAL_YAML})
+
+
 def _content_hash(path: Path) -> str:
-    """sha256 of a folder's files; several tasks on one dataset (a group's splits) hash it once."""
-    files = sorted(p for p in path.rglob("*") if p.is_file() and "cache-" not in p.name)
+    """sha256 of a folder's files; several tasks on one dataset (a group's splits) hash it once. The Hub's
+    benchmark registration (``eval.yaml``, written by every build) is left out: it describes the data."""
+    files = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and "cache-" not in p.name and p.relative_to(path).as_posix() not in NOT_CONTENT
+    )
     return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from builders import all_builders, build_dataset
-from builders.benchmark import EVAL_YAML, benchmark_spec, check_benchmark_spec
+from builders.benchmark import benchmark_spec, check_benchmark_spec
 from harness.cli import main
+from harness.data import EVAL_YAML, load_task_dataset
 from harness.errors import HarnessError
 from harness.leaderboard.eval_results import FOLDER, write_eval_results
 from harness.results.schema import read_run
@@ -28,7 +29,7 @@ PROTOCOL_DATASETS = {"vista", "stealth", "mist", "diavlo", "fusion"}
 def test_a_build_writes_eval_yaml_whose_tasks_load(tmp_path: Path) -> None:
     from datasets import load_dataset
 
-    folder = build_dataset("shapes", tmp_path / "shapes", n=8)
+    folder = build_dataset("shapes", tmp_path / "data" / "vlm-audit" / "shapes", n=8)
     spec = yaml.safe_load((folder / EVAL_YAML).read_text())
     check_benchmark_spec(spec)
     assert spec == {
@@ -42,6 +43,11 @@ def test_a_build_writes_eval_yaml_whose_tasks_load(tmp_path: Path) -> None:
     }
     for task in spec["tasks"]:  # each task's config and split is what the Hub (and load_dataset) reads
         assert len(load_dataset(str(folder), task["config"], split=task["split"])) == 8
+    # the registration describes the data: a run's dataset fingerprint is the same with it or without it
+    config = TaskRegistry.discover([]).get("shapes_color")
+    before = load_task_dataset(config, tmp_path / "data").fingerprint["sha256"]
+    (folder / EVAL_YAML).unlink()
+    assert load_task_dataset(config, tmp_path / "data").fingerprint["sha256"] == before
 
 
 def test_each_protocol_dataset_is_a_benchmark_of_its_tasks() -> None:
