@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -147,7 +148,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     for spec in args.model:
         spec_args = lmms_model_args(spec, model_args, opts.lmms_model)
         _say(opts, f"loading {spec} ...")
+        loading = time.monotonic()
         with model_backend(spec, spec_args, ray) as backend:
+            _say(opts, f"loaded {spec} in {time.monotonic() - loading:.1f} s")
             hint = reproduce_hint([registry.get(t) for t in datasets], backend.model_family, opts.lmms_model)
             if hint is not None:
                 print(hint, file=sys.stderr)
