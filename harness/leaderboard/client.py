@@ -154,7 +154,8 @@ def submit(run_dir: Path, to: str, token: str | None = None, leaderboard: str | 
         if not model:
             raise HarnessError(f"--to {to!r}: a Hub target looks like hf://datasets/ORG/NAME or hf://ORG/MODEL")
         answer = post_run(run_dir, leaderboard, token) if leaderboard else None
-        return push_eval_results(run_dir, model.group(1), None if leaderboard else token, answer)
+        pushed = push_eval_results(run_dir, model.group(1), None if leaderboard else token, answer)
+        return {**(answer or {}), **pushed}
     if "://" in to:
         raise HarnessError(f"--to {to!r}: use http(s)://HOST, hf://datasets/ORG/NAME, hf://ORG/MODEL or a folder")
     return {"folder": str(write_hub_layout(run_dir, Path(to)))}
