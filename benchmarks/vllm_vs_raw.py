@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.engine.limits import docs_to_run  # noqa: E402
 from harness.engine.requests import make_request  # noqa: E402
 from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
 from harness.engine.settings import resolve_settings  # noqa: E402
@@ -51,7 +52,7 @@ def harness_requests(backend: Any, task: str, opts: EvalOptions) -> list[Any]:
     """The generation requests ``evaluate`` makes of the task's docs (same prompts, parameters and seeds)."""
     opened = open_task(task, backend.model_family, opts.data_dir)
     settings = resolve_settings(opened.config, backend.model_family, opts.flags)
-    docs = [opened.docs[i] for i in range(min(opts.limit or len(opened.docs), len(opened.docs)))]
+    docs = [opened.docs[i] for i in range(docs_to_run(len(opened.docs), opts.limit))]
     return [make_request(opened.runtime.build_messages(d), settings.params, settings.n, opts.seed) for d in docs]
 
 

@@ -53,7 +53,7 @@ def build_hint(dataset_path: str, out: Path | None) -> str | None:
 def build_command(name: str, out: Path | None = None) -> str:
     """The ``harness build`` command line that makes dataset ``name`` (into ``out`` when not the default)."""
     builder = find_builder(name)
-    parts = ["harness build", name, builder.inputs if builder else "", f"--out {out}" if out else ""]
+    parts = ["harness build", name, builder.inputs if builder else "", f"--output {out}" if out else ""]
     return " ".join(p for p in parts if p)
 
 
@@ -76,6 +76,11 @@ def build_dataset(
 
         out = default_data_dir() / module.REPO_ID
     folder = module.build(out, chosen)
+    from builders.benchmark import write_benchmark_spec
+    from harness.protocols.base import protocols
+
+    title = next((p.title for p in protocols() if builder in p.builders), builder.name)
+    write_benchmark_spec(folder, module.REPO_ID, title, builder.description)
     if push_to_hub:
         from builders.publish import push_folder
 

@@ -13,7 +13,9 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,13 +103,37 @@ def local_splits(path: Path, name: str | None = None) -> list[str] | None:
         return None
 
 
+#: How ``datasets`` names the splits of a folder of data files (``val-00000.parquet`` is split ``validation``).
+SPLIT_NAMING = (
+    "a folder of data files has its splits named by the files: train-*, test-*, and validation for "
+    "val-*, valid-*, dev-* or eval-*; another split name is declared in the folder's README.md "
+    "(configs: [{config_name: default, data_files: [{split: NAME, path: NAME-*.parquet}]}])"
+)
+
+
+def missing_split(split: str, path: str, splits: Sequence[str], remedy: str) -> str:
+    """The words for a local copy without the split a task reads (``harness tasks`` and ``harness eval``)."""
+    return f"split {split!r} not built (the local copy {path} has {', '.join(splits) or 'none'}; {remedy})"
+
+
 def _is_saved_to_disk(path: Path) -> bool:
     return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
 
 
+#: The Hub's benchmark registration at a dataset folder's root (written by every build: builders.benchmark).
+EVAL_YAML = "eval.yaml"
+#: Files of a dataset folder that describe it to the Hub and that no task reads: not part of its content hash.
+NOT_CONTENT = frozenset({EVAL_YAML})
+
+
 def _content_hash(path: Path) -> str:
-    """sha256 of a folder's files; several tasks on one dataset (a group's splits) hash it once."""
-    files = sorted(p for p in path.rglob("*") if p.is_file() and "cache-" not in p.name)
+    """sha256 of a folder's files; several tasks on one dataset (a group's splits) hash it once. The Hub's
+    benchmark registration (``eval.yaml``, written by every build) is left out: it describes the data."""
+    files = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and "cache-" not in p.name and p.relative_to(path).as_posix() not in NOT_CONTENT
+    )
     return _hash_files(path, tuple((f, f.stat().st_size, f.stat().st_mtime_ns) for f in files))
 
 
@@ -123,12 +149,21 @@ def _hash_files(root: Path, files: tuple[tuple[Path, int, int], ...]) -> str:
     return h.hexdigest()[:16]
 
 
+def _build_command(dataset_path: str, data_dir: Path | None, hint: BuildHint | None) -> str | None:
+    """The exact ``harness build`` command that makes ``dataset_path`` under ``data_dir``, if a builder does."""
+    target = (data_dir or default_data_dir()) / dataset_path
+    return hint(dataset_path, None if target == default_data_dir() / dataset_path else target) if hint else None
+
+
 def _remedy(dataset_path: str, data_dir: Path | None, hint: BuildHint | None) -> str:
     """How to get ``dataset_path``: the exact ``harness build`` command when a builder makes it, else where to
     put a copy."""
-    target = (data_dir or default_data_dir()) / dataset_path
-    command = hint(dataset_path, None if target == default_data_dir() / dataset_path else target) if hint else None
-    return f"build it: {command}" if command else f"put a copy at {target} (see --data-dir)"
+    command = _build_command(dataset_path, data_dir, hint)
+    return (
+        f"build it: {command}"
+        if command
+        else f"put a copy at {(data_dir or default_data_dir()) / dataset_path} (see --data-dir)"
+    )
 
 
 def load_task_datasets(
@@ -164,6 +199,12 @@ def load_task_dataset(config: TaskConfig, data_dir: Path | None, hint: BuildHint
     split = config.test_split or "test"
     kwargs = {k: v for k, v in config.dataset_kwargs.items() if k not in _NON_LOADER_KWARGS}
     path, local = resolve_path(config.dataset_path, data_dir)
+    splits = local_splits(Path(path), config.dataset_name) if local else None
+    if splits is not None and split not in splits:
+        command = _build_command(config.dataset_path, data_dir, hint)
+        remedy = f"build it: {command}" if command else "save the split into it"
+        naming = "" if command or _is_saved_to_disk(Path(path)) else f"; {SPLIT_NAMING}"
+        raise DatasetError(f"task {config.task}: {missing_split(split, path, splits, remedy)}{naming}")
     sha = _content_hash(Path(path)) if local else None
     offline = None if local else offline_reason()
     try:
@@ -202,3 +243,41 @@ def _hub_revision(repo: str) -> str | None:
     except Exception:  # offline or private: the datasets fingerprint still identifies the cache
         log.debug("no Hub revision for %s", repo, exc_info=True)
         return None
+
+
+@contextmanager
+def local_copies_for_task_code(task_folder: Path, data_dir: Path | None) -> Iterator[None]:
+    """While a task's own code runs (``process_docs``), its ``load_dataset("org/name", ...)`` calls read
+    ``DATA_DIR/org/name`` when that folder exists, as the task's own dataset does: lmms-eval's gqa loads its
+    images from a second dataset there. Both ``datasets.load_dataset`` and the name a module of the task's
+    folder imported (``from datasets import load_dataset``) are redirected, and restored after."""
+    import datasets
+
+    original = datasets.load_dataset
+    if data_dir is None:
+        yield
+        return
+
+    def load_local_first(path: str, *args: Any, **kwargs: Any) -> Any:
+        resolved, local = resolve_path(str(path), data_dir)
+        if local:
+            log.info("task code's load_dataset(%r) reads the local copy %s", path, resolved)
+            kwargs = {k: v for k, v in kwargs.items() if k not in _NON_LOADER_KWARGS}
+        return original(resolved, *args, **kwargs)
+
+    folder = task_folder.resolve()
+    modules = [
+        m
+        for m in list(sys.modules.values())
+        if getattr(m, "load_dataset", None) is original
+        and Path(getattr(m, "__file__", None) or "/").resolve().is_relative_to(folder)
+    ]
+    datasets.load_dataset = load_local_first
+    for module in modules:
+        module.load_dataset = load_local_first  # type: ignore[attr-defined]  # the module's own import of it
+    try:
+        yield
+    finally:
+        datasets.load_dataset = original
+        for module in modules:
+            module.load_dataset = original  # type: ignore[attr-defined]

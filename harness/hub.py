@@ -1,4 +1,5 @@
 """Whether the Hugging Face Hub can be used: one short probe per process, then the libraries' offline mode.
+An unreachable Hub is said once, by the first code that needs the Hub, so commands that never do stay quiet.
 
 Without ``HF_HUB_OFFLINE``, huggingface_hub retries an unreachable Hub five times with back-off (about 30 s)
 for every file it looks for. The harness instead tries one connection (3 s at most) and, when the Hub does not
@@ -24,30 +25,44 @@ OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFL
 
 def offline_reason() -> str | None:
     """Why the Hub cannot be used (``HF_HUB_OFFLINE`` set, or unreachable), or None when it answers; probed
-    once per process, and an unreachable Hub puts the process in offline mode with one warning."""
-    return _offline_reason()
+    once per process. For code about to use the Hub: an unreachable one is said in one warning, the first time."""
+    reason, unreachable = _probe()
+    if unreachable:
+        _warn_unreachable()
+    return reason
+
+
+def settle_offline_mode() -> None:
+    """Probe the Hub before any Hub library reads its offline setting, without a word: a command that never
+    asks the Hub for anything prints nothing about it."""
+    _probe()
 
 
 @functools.lru_cache(maxsize=1)
-def _offline_reason() -> str | None:
+def _warn_unreachable() -> None:
+    log.warning(
+        "the Hugging Face Hub (%s) is not reachable: working offline, from local folders and the Hub cache "
+        "only; set HF_HUB_OFFLINE=1 to skip this %g s check",
+        os.environ.get("HF_ENDPOINT", "https://huggingface.co"),
+        PROBE_TIMEOUT_S,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> tuple[str | None, bool]:
+    """The reason the Hub cannot be used (None when it answers), and whether that is because it did not answer
+    (then the process is put in offline mode)."""
     if os.environ.get("HF_HUB_OFFLINE", "").upper() in _TRUE:
-        return "offline: HF_HUB_OFFLINE is set"
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
+        return "offline: HF_HUB_OFFLINE is set", False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
         socket.create_connection(
             (url.hostname or "", url.port or (443 if url.scheme == "https" else 80)), timeout=PROBE_TIMEOUT_S
         ).close()
     except OSError:
         work_offline()
-        log.warning(
-            "the Hugging Face Hub (%s) is not reachable: working offline, from local folders and the "
-            "Hub cache only; set HF_HUB_OFFLINE=1 to skip this %g s check",
-            endpoint,
-            PROBE_TIMEOUT_S,
-        )
-        return "the Hugging Face Hub is not reachable; set HF_HUB_OFFLINE=1 to skip this check"
-    return None
+        return "the Hugging Face Hub is not reachable; set HF_HUB_OFFLINE=1 to skip this check", True
+    return None, False
 
 
 def work_offline() -> None:

@@ -48,7 +48,7 @@ def test_missing_dataset_and_split_fail_clearly(data_dir: Path, tmp_path: Path) 
         "put a copy at",
     ):
         load_task_dataset(cfg(dataset_path="nobody/nothing"), tmp_path)
-    with pytest.raises(DatasetError, match=r"no split 'validation'|cannot read"):
+    with pytest.raises(DatasetError, match=r"split 'validation' not built \(the local copy .* has test; "):
         load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="validation"), data_dir)
     with pytest.raises(DatasetError, match="no dataset_path"):
         load_task_dataset(cfg(), data_dir)
@@ -114,7 +114,70 @@ def test_unreachable_hub_reports_every_missing_dataset_at_once_with_its_build_co
     warning, line = done.stderr.strip().splitlines()  # the probe says once that it works offline
     assert warning.startswith("WARNING harness.hub: the Hugging Face Hub (http://127.0.0.1:") and "offline" in warning
     assert line.startswith("error: 3 datasets are not available (the Hugging Face Hub is not reachable")
-    assert f"build it: harness build vista --out {data / 'vlm-audit/vista'}" in line
-    assert f"harness build mist --admire ROWS --images DIR --humans FILE --out {data / 'vlm-audit/mist'}" in line
+    assert f"build it: harness build vista --output {data / 'vlm-audit/vista'}" in line
+    assert f"harness build mist --admire ROWS --images DIR --humans FILE --output {data / 'vlm-audit/mist'}" in line
     assert f"'someorg/not-here' (task nodata): put a copy at {data / 'someorg/not-here'}" in line
     assert elapsed < 30, elapsed
+
+
+def test_a_local_folder_without_the_split_says_how_files_name_their_splits(tmp_path: Path) -> None:
+    from datasets import Dataset
+
+    folder = tmp_path / "org" / "vals"
+    folder.mkdir(parents=True)
+    Dataset.from_dict({"q": ["a", "b"]}).to_parquet(str(folder / "val-00000.parquet"))
+    with pytest.raises(DatasetError) as caught:
+        load_task_dataset(cfg(dataset_path="org/vals", test_split="val"), tmp_path)
+    assert str(caught.value) == (
+        f"task t: split 'val' not built (the local copy {folder} has validation; save the split into it); "
+        "a folder of data files has its splits named by the files: train-*, "
+        "test-*, and validation for val-*, valid-*, dev-* or eval-*; another split name is declared in the "
+        "folder's README.md (configs: [{config_name: default, data_files: [{split: NAME, path: NAME-*.parquet}]}])"
+    )
+    assert len(load_task_dataset(cfg(dataset_path="org/vals", test_split="validation"), tmp_path).docs) == 2
+
+
+def test_a_builders_copy_without_the_split_is_worded_as_harness_tasks_words_it(data_dir: Path) -> None:
+    from builders import build_hint
+
+    folder = data_dir / "vlm-audit" / "shapes"
+    with pytest.raises(DatasetError) as caught:
+        load_task_dataset(cfg(dataset_path="vlm-audit/shapes", test_split="vqa"), data_dir, build_hint)
+    assert str(caught.value) == (
+        f"task t: split 'vqa' not built (the local copy {folder} has test; build it: harness build shapes)"
+    )
+
+
+def test_task_code_that_loads_a_second_dataset_reads_it_under_the_data_dir(tmp_path: Path) -> None:
+    """As lmms-eval's gqa: process_docs loads its images from another dataset with ``load_dataset``."""
+    from datasets import Dataset
+
+    from harness.engine.tasks import open_task
+    from tests.conftest import write
+
+    data = tmp_path / "data"
+    for name, rows in (
+        ("questions", {"q": ["a", "b"], "image_id": [1, 2]}),
+        ("images", {"id": [2, 1], "px": [20, 10]}),
+    ):
+        (data / "org" / name).mkdir(parents=True)
+        Dataset.from_dict(rows).to_parquet(str(data / "org" / name / "test-00000.parquet"))
+    tasks = tmp_path / "tasks"
+    write(
+        tasks / "two.yaml",
+        "task: two\ndataset_path: org/questions\ntest_split: test\ndoc_to_text: q\n"
+        "process_docs: !function utils.join_images\nmetric_list:\n  - metric: exact_match\n",
+    )
+    write(
+        tasks / "utils.py",
+        "from datasets import load_dataset\n\n\n"
+        "def join_images(dataset):\n"
+        "    images = load_dataset('org/images', split='test', token=True)\n"
+        "    px = dict(zip(images['id'], images['px']))\n"
+        "    return dataset.map(lambda doc: {'px': px[doc['image_id']]})\n",
+    )
+    opened = open_task("two", None, data, include_paths=[tasks])
+    assert list(opened.docs["px"]) == [10, 20]
+    import datasets
+
+    assert datasets.load_dataset.__name__ == "load_dataset"  # restored after the task's code ran

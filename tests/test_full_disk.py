@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.engine.store import ResponseStore
 from harness.errors import HarnessError
 from harness.protocols.vista.audit_report import VistaAuditReport
@@ -217,19 +218,40 @@ def test_ctrl_c_during_a_build_names_the_build(tmp_path: Path) -> None:
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 240
-    while "arrow" not in Path(f"/proc/{proc.pid}/maps").read_text():  # the builder has started drawing
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the command has parsed its arguments and starts the build, however slowly
+    assert first == f"building shapes into {out} ...\n", first
+    proc.send_signal(signal.SIGINT)  # 400,000 images: far from done, whatever the machine's load
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == (
-        f"interrupted: harness build shapes --out {out} was stopped before it "
+        f"interrupted: harness build shapes --output {out} was stopped before it "
         "finished; rerun the same command to build it"
     )
     assert "response store" not in err and not out.exists() and no_tmp_files(tmp_path)
+
+
+def test_a_ctrl_c_a_library_swallows_still_ends_the_command_with_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Code that catches KeyboardInterrupt and carries on cannot make an interrupted build exit 0."""
+    from harness.cli import build
+
+    def swallowing_build(args: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # as a library that catches it and goes on would
+        return 0
+
+    monkeypatch.setattr(build, "_cmd_build", swallowing_build)
+    assert main(["build", "shapes", "--output", "x", "--verbosity", "quiet"]) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "interrupted: harness build shapes --output x was stopped before it finished; rerun the same command to "
+        "build it"
+    )
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back after the command
 
 
 def test_an_eval_whose_store_fills_up_mid_run_finishes_and_names_the_cause(

@@ -25,14 +25,19 @@ def closed_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_an_unreachable_hub_costs_one_probe_then_the_process_is_offline(tmp_path: Path, data_dir: Path) -> None:
-    """Without HF_HUB_OFFLINE, a Hub id on an unreachable Hub: one warning, one error, none of the libraries'
-    retries (huggingface_hub's warnings are let through, so a retry would show, and printed once)."""
-    env = {
+def hub_env() -> dict[str, str]:
+    """This process's environment without the variables that put the Hub libraries offline."""
+    return {
         k: v
         for k, v in os.environ.items()
         if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
     }
+
+
+def test_an_unreachable_hub_costs_one_probe_then_the_process_is_offline(tmp_path: Path, data_dir: Path) -> None:
+    """Without HF_HUB_OFFLINE, a Hub id on an unreachable Hub: one warning, one error, none of the libraries'
+    retries (huggingface_hub's warnings are let through, so a retry would show, and printed once)."""
+    env = hub_env()
     endpoint = f"http://127.0.0.1:{closed_loopback_port()}"
     env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"), HF_HUB_VERBOSITY="warning")
     done = subprocess.run(
@@ -76,11 +81,7 @@ def test_offline_mode_reaches_libraries_imported_before_the_probe(tmp_path: Path
         "import os\n"
         "print(reason, c.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE, os.environ['TRANSFORMERS_OFFLINE'])\n"
     )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-    }
+    env = hub_env()
     env.update(HF_ENDPOINT=f"http://127.0.0.1:{closed_loopback_port()}", HF_HOME=str(tmp_path / "hf"))
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
@@ -96,11 +97,7 @@ def test_a_reachable_hub_leaves_the_libraries_online(tmp_path: Path) -> None:
         "import os\nfrom harness.hub import OFFLINE_VARIABLES, offline_reason\n"
         "print(offline_reason(), [os.environ.get(v) for v in OFFLINE_VARIABLES])\n"
     )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-    }
+    env = hub_env()
     with socket.socket() as server:  # listening on loopback: the probe's connection is accepted
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -163,3 +160,19 @@ def test_eval_without_output_says_nothing_was_saved(
     out = capsys.readouterr().out
     assert "results: not saved (no --output; with --no-cache the answers were not stored either)" in out
     assert not list(tmp_path.glob("**/results.json"))
+
+
+def test_a_command_that_never_asks_the_hub_says_nothing_about_it(tmp_path: Path) -> None:
+    """The probe still runs before the command (silently), but only code that needs the Hub warns."""
+    env = hub_env()
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{closed_loopback_port()}", HF_HOME=str(tmp_path / "hf"))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "build", "shapes", "--output", str(tmp_path / "shapes")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not reachable" not in done.stderr and "Hugging Face" not in done.stderr

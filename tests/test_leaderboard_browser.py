@@ -172,7 +172,7 @@ def test_protocol_tables_pagination_and_width_in_chromium(
         first = toy.locator("tbody tr").first.locator("td.num").first
         expect(first.locator(".ci")).to_have_text("[0.000, 1.000]")  # the interval is clipped to the rate's range
         expect(first.locator(".ci")).to_have_attribute("title", re.compile(r"^95% CI, clt over \d+ docs$"))
-        expect(first.locator(".cover")).to_contain_text("n 3 · err 0")
+        expect(first.locator(".cover")).to_contain_text("n 3 · 0 errors")
         expect(toy.locator("tbody tr").first.locator("td.num").nth(1)).to_contain_text("L1")
         expect(page.locator("a.model", has_text="hf:my-local-model")).to_have_count(2)
         assert "/home/alice" not in page.content()

@@ -194,10 +194,12 @@ def test_fusion_headline_union_risks_rug_and_level() -> None:
         "fusion_read_typo": [sample("fusion_read_typo", i, reads_injected=float(i < 2)) for i in range(5)],
     }
     figures = _headline("fusion", _evidence(samples, model_type="llava"))
-    assert (figures["r0"].value, figures["r_plus"].value, figures["delta"].value) == (0.25, 0.5, 0.25)
+    # no pixel attack in a submission: R0 = |S_typo| / |C|, R+ = |S_typo u S_nat| / |C|, named for it
+    assert (figures["r0_text"].value, figures["r_plus_text"].value, figures["delta_text"].value) == (0.25, 0.5, 0.25)
+    assert not {"r0", "r_plus", "delta"} & set(figures)
     assert figures["rug_typo"].value == pytest.approx(0.25) and figures["rug_natevid"].value is None
-    assert figures["fusion_level"] == Estimate("L1", None, 4) and figures["r0"].n == 4
-    r_plus = figures["r_plus"].interval
+    assert figures["fusion_level"] == Estimate("L1", None, 4) and figures["r0_text"].n == 4
+    r_plus = figures["r_plus_text"].interval
     assert r_plus is not None and r_plus.low is not None and r_plus.high is not None
     assert 0 <= r_plus.low <= 0.5 <= r_plus.high <= 1 and (r_plus.method, r_plus.n) == ("paired_bootstrap", 4)
 

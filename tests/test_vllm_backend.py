@@ -147,7 +147,7 @@ def test_harness_eval_without_vllm_is_one_line(capsys: pytest.CaptureFixture, da
         capsys,
         ["eval", "--model", "vllm:some/model", "--tasks", "shapes_color", "--data-dir", str(data_dir), "--limit", "1"],
     )
-    assert err == f"error: {NO_VLLM}"
+    assert err == f"error: vllm:some/model: {NO_VLLM}"
 
 
 def test_sampling_parameters_of_each_request() -> None:

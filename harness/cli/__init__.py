@@ -5,17 +5,21 @@ commands come from the registry (:mod:`harness.protocols.base`)."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 
 from harness import __version__
 from harness.cli import audit, build, compare, leaderboard, protocols, report, score, submit, tasks, view
 from harness.cli import eval as evaluate
 from harness.cli.common import common_parser, configure_logging
+from harness.cli.lmms_spelling import harness_spelling
 from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.errors import HarnessError
 from harness.extras import missing_extra
-from harness.hub import offline_reason
+from harness.hub import settle_offline_mode
 from harness.secrets import redact_text
 
 #: Commands that never reach the Hugging Face Hub, so they skip its reachability probe.
@@ -46,13 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     (or a missing extra) is printed in one line with status 2 unless ``--verbosity debug``, Ctrl-C is 130."""
     verbosity = "info"
     args = None
+    interrupt = _InterruptSeen()
     try:  # parsing too: it loads the protocols and, for harness build NAME, that builder's options
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(harness_spelling(sys.argv[1:] if argv is None else argv))
         verbosity = args.verbosity = getattr(args, "verbosity", "info")
         configure_logging(verbosity)
         if args.command not in LOCAL_COMMANDS:  # before any Hub library reads its offline setting
-            offline_reason()
+            settle_offline_mode()
         code: int = args.func(args)
+        if interrupt.seen and code == 0:
+            raise KeyboardInterrupt  # a library swallowed Ctrl-C: the command did not finish as asked
         return code
     except (HarnessError, ModuleNotFoundError, OSError) as exc:
         error = _one_line(exc)
@@ -72,6 +79,31 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    finally:
+        interrupt.restore()
+
+
+class _InterruptSeen:
+    """Python's Ctrl-C handler (raise ``KeyboardInterrupt``) that also records that Ctrl-C came: a library
+    that catches the exception and carries on cannot turn an interrupted command into exit status 0."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous = signal.getsignal(signal.SIGINT)
+        self._installed = (  # not when the caller chose its own handling, nor off the main thread
+            self._previous is signal.default_int_handler and threading.current_thread() is threading.main_thread()
+        )
+        if self._installed:
+            signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        """Put back the handler that was there before."""
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _one_line(exc: Exception) -> object | None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from harness.arguments import show_progress
 from harness.cli.common import common_parser
 from harness.disk import disk_problem, failed_path, is_disk_error
 from harness.errors import HarnessError
@@ -112,8 +114,8 @@ def builder_parser(builder: Builder, specs: Sequence[OptionSpec], prog: str) -> 
         parents=[common_parser()],
         description=builder.description + (f" [extra: {builder.extra}]" if builder.extra else ""),
     )
-    parser.add_argument("--out", help="output folder (default: the data dir, where eval looks)")
-    parser.add_argument("--push-to-hub", metavar="ORG/NAME")
+    parser.add_argument("--output", "--out", dest="out", help="output folder (default: the data dir, where eval looks)")
+    parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="also push the build to this Hub dataset repo")
     parser.add_argument(
         "-O",
         "--option",
@@ -187,6 +189,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     from builders import build_dataset
 
     request: BuildRequest = args.request
+    if show_progress(args):
+        print(f"building {request.name} into {request.out or 'the data dir'} ...", file=sys.stderr, flush=True)
     try:
         out = build_dataset(request.name, request.out, push_to_hub=request.push_to_hub, **request.values)
     except OSError as exc:
@@ -195,7 +199,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         where = request.out or Path(".")
         raise HarnessError(
             f"harness build {request.name}: cannot write {disk_problem(failed_path(exc, where), exc)}; "
-            "free space or choose another --out, then rerun it"
+            "free space or choose another --output, then rerun it"
         ) from None
     print(f"built {request.name}: {out}")
     return 0
@@ -204,7 +208,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 def _interrupted(args: argparse.Namespace) -> str:
     """What Ctrl-C during a build left: the build's name, and that rerunning it rebuilds the folder."""
     request: BuildRequest = args.request
-    where = f" --out {request.out}" if request.out else ""
+    where = f" --output {request.out}" if request.out else ""
     return (
         f"interrupted: harness build {request.name}{where} was stopped before it finished; rerun the same "
         "command to build it"

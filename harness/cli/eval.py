@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builders import build_hint
 from harness.arguments import data_dir, names, response_store, show_progress
 from harness.cli.common import parse_gen_kwargs
+from harness.cli.lmms_spelling import ALIASES
+from harness.cli.tasks import list_tasks
 from harness.engine.distributed import add_ray_arguments
+from harness.engine.limits import parse_limit
 from harness.errors import HarnessError
 from harness.protocols.base import EvalOutcome, EvalSettings, FlagValue, Protocol, check_audit_tag, protocols
 
@@ -22,19 +26,32 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness eval`` and its options: the models, the tasks, the run and cache settings."""
-    ev = sub.add_parser("eval", parents=[common], help="run tasks on one or more models")
+    ev = sub.add_parser(
+        "eval",
+        parents=[common],
+        help="run tasks on one or more models",
+        epilog="lmms-eval's spellings are read too: "
+        + ", ".join(f"{k} as {v}" for k, v in ALIASES.items())
+        + "; --log_samples is always on; --tasks list lists the tasks",
+    )
     ev.add_argument(
         "--model",
         action="append",
-        required=True,
-        help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable)",
+        help="BACKEND:NAME, e.g. hf:Qwen/Qwen2-VL-7B-Instruct or tiny:qwen2_vl (repeatable; required)",
     )
     ev.add_argument("--model-args", help="k=v,... passed to the backend (dtype, device, attn_implementation, ...)")
-    ev.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    ev.add_argument(
+        "--tasks", required=True, help="comma-separated task, group or tag names; 'list' lists them (harness tasks)"
+    )
     ev.add_argument("--output", help="folder for results (one sub-folder per model and run)")
-    ev.add_argument("--limit", type=int, help="evaluate only the first N docs of each task")
+    ev.add_argument(
+        "--limit",
+        type=parse_limit,
+        help="evaluate only the first N docs of each task, or with a fraction below 1 that share of each "
+        "task's docs, rounded up (as lmms-eval reads it)",
+    )
     ev.add_argument("--seed", type=int, default=0, help="base seed; each request derives its own seed from it")
-    ev.add_argument("--batch-size", type=int, default=1)
+    ev.add_argument("--batch-size", type=int, default=1, help="requests per call of a local model (default 1)")
     ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
     ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
     ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
@@ -63,7 +80,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
     from harness.engine.runner import EvalOptions, require_tasks
 
     tasks = require_tasks(names(args.tasks))
-    for flag, value in (("--repeats", args.repeats), ("--batch-size", args.batch_size), ("--limit", args.limit)):
+    for flag, value in (("--repeats", args.repeats), ("--batch-size", args.batch_size)):
         if value is not None and value < 1:
             raise HarnessError(f"{flag} must be at least 1, got {value}")
     return EvalOptions(
@@ -106,15 +123,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     """Evaluates the tasks on each ``--model`` in turn (status 1 as soon as one model's samples all failed),
     then hands each hooked protocol its tasks' samples of every model."""
     from harness.engine.distributed import model_backend, ray_options
-    from harness.engine.runner import evaluate, validate_tasks
+    from harness.engine.lmms_models import reproduce_hint
+    from harness.engine.preflight import preflight
+    from harness.engine.runner import evaluate
     from harness.models.base import parse_model_args
     from harness.taskspec.registry import TaskRegistry
 
+    if args.tasks == "list":
+        return list_tasks(args)
+    if not args.model:
+        raise HarnessError("harness eval needs --model BACKEND:NAME (repeatable), e.g. --model tiny:qwen2_vl")
     opts = eval_options(args)
     ray = ray_options(args.ray, args.workers, args.worker_cpus, args.worker_gpus)
     model_args = parse_model_args(args.model_args)
-    datasets = validate_tasks(opts)
-    hooked = _hooked_tasks(TaskRegistry.discover(opts.include_paths), list(datasets))
+    datasets, plan = preflight(args.model, model_args, opts)
+    _say(opts, plan.describe())
+    registry = TaskRegistry.discover(opts.include_paths)
+    hooked = _hooked_tasks(registry, list(datasets))
     settings = {protocol.name: eval_settings(args, opts, protocol) for protocol, tasks in hooked if tasks}
     for protocol, tasks in hooked:
         if tasks and protocol.check_eval is not None:
@@ -122,7 +147,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     collected: dict[str, dict[str, list[SampleRecord]]] = {}  # hooked task -> {model: samples}
     for spec in args.model:
         spec_args = lmms_model_args(spec, model_args, opts.lmms_model)
+        _say(opts, f"loading {spec} ...")
+        loading = time.monotonic()
         with model_backend(spec, spec_args, ray) as backend:
+            _say(opts, f"loaded {spec} in {time.monotonic() - loading:.1f} s")
+            hint = reproduce_hint([registry.get(t) for t in datasets], backend.model_family, opts.lmms_model)
+            if hint is not None:
+                print(hint, file=sys.stderr)
             result, samples, run_dir = evaluate(backend, spec, opts, spec_args, datasets)
         del backend  # free this model before the next one loads
         for task in {t for _, tasks in hooked for t in tasks}:
@@ -134,6 +165,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if tasks and protocol.after_eval is not None:
             protocol.after_eval(EvalOutcome({t: collected[t] for t in tasks}, settings[protocol.name]))
     return 0
+
+
+def _say(opts: EvalOptions, line: str) -> None:
+    """A status line on stderr (as the progress bars: not at ``--verbosity quiet``)."""
+    if opts.show_progress:
+        print(line, file=sys.stderr, flush=True)
 
 
 def lmms_model_args(spec: str, model_args: dict[str, str], lmms_model: str | None) -> dict[str, str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli.common import add_read_timeout
+from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.leaderboard.service import OnMismatch, Settings
@@ -24,8 +25,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     lb_actions = lb.add_subparsers(dest="action", required=True)
     db_help = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
     sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
-    sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     sv.add_argument(
         "--rescore-timeout",
         type=float,
@@ -52,8 +53,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action.add_argument("--db", help=db_help)
         action.add_argument(
             "--data-dir",
-            help="local dataset copies: docs are checked against them, and tasks "
-            "whose scoring reads images can be re-scored",
+            help="local dataset copies (default: the data dir, where harness build writes): docs are checked "
+            "against them, and tasks whose scoring reads images can be re-scored",
         )
         action.add_argument("--include-path", action="append", help="extra task folder the server scores")
         action.add_argument(
@@ -62,7 +63,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             default="flag",
             help="flag (store and mark) or refuse a run whose claimed figures differ",
         )
-        action.add_argument("--max-upload-mb", type=float, default=64.0)
+        action.add_argument("--max-upload-mb", type=float, default=64.0, help="largest submission in MiB (default 64)")
         action.add_argument(
             "--max-error-share",
             type=float,
@@ -71,8 +72,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         )
         _add_leaderboard_options(action)
         action.set_defaults(func=_cmd_leaderboard)
-    lb_actions.choices["import"].add_argument("folder")
-    lb_actions.choices["import"].add_argument("--submitter", default="hub import")
+    lb_actions.choices["import"].add_argument("folder", help="a folder of runs, as harness submit --to hf:// writes")
+    lb_actions.choices["import"].add_argument(
+        "--submitter", default="hub import", help="the name the records give as submitter (default: hub import)"
+    )
     add_read_timeout(lb_actions.choices["import"])  # per run
     tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
     tk_actions = tk.add_subparsers(dest="token_action", required=True)
@@ -83,11 +86,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ):
         action = tk_actions.add_parser(name, parents=[common], help=text)
         if name != "list":
-            action.add_argument("name")
+            action.add_argument("name", help="the submitter's name")
         action.add_argument("--db", help=db_help)
         action.set_defaults(func=_cmd_leaderboard)
     ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
-    ex.add_argument("--out", required=True)
+    ex.add_argument("--output", "--out", dest="out", required=True, help="folder for the static copy")
     ex.add_argument("--db", help=db_help)
     _add_leaderboard_options(ex)
     ex.set_defaults(func=_cmd_leaderboard)
@@ -125,7 +128,7 @@ def _leaderboard_settings(args: argparse.Namespace) -> Settings:
 
     return Settings(
         db_url=args.db,
-        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+        data_dir=_data_dir(args),
         include_paths=tuple(getattr(args, "include_path", None) or ()),
         on_mismatch=getattr(args, "on_mismatch", "flag"),
         max_error_share=getattr(args, "max_error_share", 0.05),
@@ -143,6 +146,23 @@ def _leaderboard_settings(args: argparse.Namespace) -> Settings:
             uploads_per_minute=getattr(args, "rate_per_minute", 30),
         ),
     )
+
+
+def _data_dir(args: argparse.Namespace) -> Path | None:
+    """The datasets the server checks submissions against: ``--data-dir`` (refused when it is not a folder:
+    every submission would come out partial), else the harness's data dir (``$HARNESS_DATA_DIR``, or data/
+    under ``$HARNESS_CACHE``); None for the actions that read no dataset."""
+    from harness.arguments import data_dir
+
+    if not hasattr(args, "data_dir"):
+        return None
+    folder = data_dir(args)
+    if args.data_dir and not folder.is_dir():
+        raise HarnessError(
+            f"--data-dir {folder}: no such folder; the leaderboard checks each submission's docs against the "
+            "datasets there (harness build NAME writes them to the data dir, the default)"
+        )
+    return folder
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness score RUN_DIR``: rescoring in place, or into ``--output``."""
     sc = sub.add_parser("score", parents=[common], help="recompute all metrics of a run folder from its samples")
-    sc.add_argument("run_dir")
+    sc.add_argument("run_dir", help="a run folder (with results.json and samples_<task>.jsonl)")
     sc.add_argument("--data-dir", help="needed only for tasks whose scoring reads images")
     sc.add_argument(
         "--output",

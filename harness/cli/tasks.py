@@ -17,9 +17,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ts = sub.add_parser(
         "tasks", parents=[common], help="list tasks (description, dataset, whether it is local), groups and tags"
     )
-    ts.add_argument("--include-path", action="append")
+    ts.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
     ts.add_argument("--data-dir", help="where local dataset copies are (default: the data dir)")
-    ts.set_defaults(func=_cmd_tasks)
+    ts.set_defaults(func=list_tasks)
 
 
 def _yaml_description(path: Path) -> str:
@@ -32,11 +32,11 @@ def _yaml_description(path: Path) -> str:
     return " ".join(lines) or "(no description: start the task's YAML with a # comment line)"
 
 
-def _cmd_tasks(args: argparse.Namespace) -> int:
+def list_tasks(args: argparse.Namespace) -> int:
     """Prints every task with its description and dataset state (local, buildable or Hub), then the groups,
     the tags and, on stderr, the tasks that cannot be loaded."""
     from builders import build_command, builder_for
-    from harness.data import local_splits, resolve_path
+    from harness.data import local_splits, missing_split, resolve_path
     from harness.display import visible
     from harness.taskspec.registry import TaskRegistry
 
@@ -59,7 +59,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         state = (
             f"not local ({build})"
             if not local
-            else f"split {split!r} not built (the local copy {path} has {', '.join(splits) or 'none'}; {build})"
+            else missing_split(split, path, splits, build)
             if splits is not None and split not in splits
             else f"local ({path})"
         )

@@ -20,7 +20,7 @@ def aggregation_args(
     model: str,
     tasks: list[str],
     *,
-    limit: int | None = None,
+    limit: float | None = None,
     seed: int = 0,
     batch_size: int = 1,
     gen_kwargs: dict[str, Any] | None = None,

@@ -17,9 +17,12 @@ worked out); every default applied is recorded in the run (``RunConfig.applied_d
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.taskspec.config import TaskConfig
 
 IGNORES_UNTIL, ALL_UNTIL, UNTIL_BUT_BLANK_LINE = "ignored", "applied", "applied without \\n\\n"
 
@@ -50,3 +53,27 @@ def check_lmms_model(name: str | None) -> None:
             f"--lmms-model {name!r} is not one of lmms-eval's model classes the harness reproduces "
             f"(known: {', '.join(sorted(LMMS_MODELS))})"
         )
+
+
+def from_lmms_eval(config: TaskConfig) -> bool:
+    """Whether a task's YAML lies in lmms-eval's own task folders (``.../lmms_eval/tasks/...``)."""
+    parts = config.source.resolve().parts
+    return any(a == "lmms_eval" and b == "tasks" for a, b in itertools.pairwise(parts))
+
+
+def reproduce_hint(configs: Sequence[TaskConfig], family: str | None, lmms_model: str | None) -> str | None:
+    """The line that names the ``--lmms-model`` class reproducing lmms-eval's numbers for a run of lmms-eval's
+    own tasks that names none (without it, the prompts and answer lengths are the harness's own), or None."""
+    tasks = [c.task for c in configs if from_lmms_eval(c)]
+    if lmms_model is not None or not tasks:
+        return None
+    named = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+    if family in LMMS_MODELS:
+        return (
+            f"note: {named} come from lmms-eval's own task folders; --lmms-model {family} reproduces lmms-eval's "
+            f"{family} class (its prompt blocks, answer length and stop handling), which this run does not"
+        )
+    return (
+        f"note: {named} come from lmms-eval's own task folders; no --lmms-model class the harness reproduces "
+        f"matches this model (family {family}; known: {', '.join(sorted(LMMS_MODELS))})"
+    )

@@ -19,10 +19,12 @@ from tqdm.auto import tqdm
 
 from harness.data import BuildHint, LoadedDataset, load_task_datasets
 from harness.disk import disk_problem, failed_path, is_disk_error
+from harness.engine.limits import Limit, docs_to_run
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model
 from harness.engine.loglikelihood import answer_choices, choice_request
 from harness.engine.multi_round import Generate, Rounds, run_rounds
+from harness.engine.progress import generation_label
 from harness.engine.requests import make_request
 from harness.engine.scoring_pass import TaskScoring, score_tasks, scoring_order
 from harness.engine.settings import RunFlags, TaskSettings, resolve_settings
@@ -70,7 +72,7 @@ class EvalOptions:
     tasks: list[str]
     include_paths: list[str] = field(default_factory=list)
     data_dir: Path | None = None
-    limit: int | None = None
+    limit: Limit | None = None  # first N docs of each task, or a fraction of them (lmms-eval's reading)
     seed: int = 0
     batch_size: int = 1
     output: Path | None = None
@@ -106,9 +108,9 @@ class _PreparedTask:
         return self.settings.params
 
 
-def _doc_rows(docs: Any, limit: int | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
+def _doc_rows(docs: Any, limit: Limit | None) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
     """Rows of a dataset; a row that fails to decode (a corrupt image) is yielded as its exception."""
-    total = len(docs) if limit is None else min(limit, len(docs))
+    total = docs_to_run(len(docs), limit)
     for i in range(total):
         try:
             yield i, docs[i]
@@ -198,7 +200,12 @@ def _generate(
             responses[req.key] = cached
     errors: dict[str, SampleError] = {}
     stats = RequestCounts(requests=len(requests), unique_requests=len(unique), cached=len(responses))
-    bar = tqdm(total=sum(r.n for r in missing), unit="sample", desc=desc, disable=not opts.show_progress or not missing)
+    bar = tqdm(
+        total=sum(r.n for r in missing),
+        unit="sample",
+        desc=generation_label(desc, missing),
+        disable=not opts.show_progress or not missing,
+    )
     try:
         for req, out in backend.answer(missing, opts.batch_size):
             if isinstance(out, Exception):

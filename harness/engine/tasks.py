@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedDataset, load_task_dataset
+from harness.data import LoadedDataset, load_task_dataset, local_copies_for_task_code
 from harness.engine.fewshot import FewShotSampler, fewshot_docs
 from harness.engine.task_runtime import TaskRuntime
 from harness.results.schema import RunResults
@@ -46,7 +46,8 @@ def open_task(
     config = task if isinstance(task, TaskConfig) else (registry or TaskRegistry.discover(include_paths)).get(task)
     runtime = TaskRuntime(config, family)
     dataset = loaded or load_task_dataset(config, data_dir)
-    docs = runtime.process_docs(dataset.docs)
+    with local_copies_for_task_code(config.source.parent, data_dir):
+        docs = runtime.process_docs(dataset.docs)
     if config.num_fewshot:
         runtime.fewshot = FewShotSampler(config, runtime, fewshot_docs(config, runtime, data_dir, docs))
     return OpenTask(config, runtime, dataset, docs)

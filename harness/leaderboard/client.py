@@ -1,5 +1,6 @@
 """``harness submit RUN_DIR --to TARGET``: a run to a leaderboard server, to a Hugging Face dataset repo
-(``hf://datasets/ORG/NAME``), or into a local folder in that repo's layout.
+(``hf://datasets/ORG/NAME``), or into a local folder in that repo's layout; or its scores into a model
+repo in the Hub's ``.eval_results`` format (``hf://ORG/MODEL``).
 
 The Hub layout is ``runs/<model>/<content hash>/`` holding the run's results.json, samples files and
 plots; ``harness leaderboard import FOLDER`` ingests such a folder (e.g. a clone of the repo).
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from harness.leaderboard.bundle import Bundle, Limits, parse_bundle, read_run_fi
 
 TOKEN_ENV = "HARNESS_LEADERBOARD_TOKEN"
 _HF = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*/[\w.-]+)/?")
+_HF_MODEL = re.compile(r"hf://(?:models/)?(?!datasets/|spaces/|models/)([A-Za-z0-9][\w.-]*/[\w.-]+)/?")
 _HUB_README = """# Leaderboard submissions
 
 Runs of the VLM audit harness, one folder per run: `runs/<model>/<content hash>/` with `results.json`,
@@ -96,26 +99,76 @@ def push_to_hub(run_dir: Path, repo_id: str, token: str | None, read_timeout_s: 
                 commit_message=f"Add run {path_in_repo}",
             )
         except Exception as exc:  # network, auth and permission errors of the Hub client
-            raise HarnessError(
-                f"cannot push to the Hub dataset {repo_id}: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''} (write it to a folder with "
-                "--to DIR and upload that folder later)"
+            raise _push_failed(
+                f"dataset {repo_id}", exc, "write it to a folder with --to DIR and upload that folder later"
             ) from None
     return f"https://huggingface.co/datasets/{repo_id}/tree/main/{path_in_repo}"
 
 
-def submit(run_dir: Path, to: str, token: str | None = None, read_timeout_s: float | None = None) -> dict[str, Any]:
-    """Send a run where ``to`` says: ``http(s)://`` server, ``hf://datasets/ORG/NAME`` or a local folder;
-    the run's files are read (and checked as the server will) for at most ``read_timeout_s``."""
+def _push_failed(repo: str, exc: Exception, remedy: str) -> HarnessError:
+    """The one line for an upload the Hub client could not make: the repo, the client's first line, what to do."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return HarnessError(f"cannot push to the Hub {repo}: {type(exc).__name__}: {first} ({remedy})")
+
+
+def push_eval_results(
+    run_dir: Path, repo_id: str, token: str | None, leaderboard: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Write the run's ``.eval_results/*.yaml`` (marking what ``leaderboard``, a server's answer for this run,
+    verified) and upload them to model repo ``repo_id`` (a thin huggingface_hub call); a failed push leaves
+    the files in a named folder."""
+    from huggingface_hub import HfApi
+
+    from harness.leaderboard.eval_results import FOLDER, write_eval_results
+
+    checks = {t: str(c.get("status")) for t, c in (leaderboard or {}).get("checks", {}).items()}
+    staged = Path(tempfile.mkdtemp(prefix="harness-eval-results-"))
+    files = write_eval_results(run_dir, staged, checks, (leaderboard or {}).get("page"))
+    if not files:
+        raise HarnessError(f"{run_dir}: no task of the run reads a Hub dataset with a headline figure to report")
+    try:
+        HfApi(token=token).upload_folder(
+            repo_id=repo_id,
+            repo_type="model",
+            folder_path=str(staged / FOLDER),
+            path_in_repo=FOLDER,
+            commit_message=f"Add evaluation results ({', '.join(f.stem for f in files)})",
+        )
+    except Exception as exc:  # network, auth and permission errors of the Hub client
+        where = f"the files are in {staged / FOLDER}: upload them to the model repo's .eval_results/ later"
+        raise _push_failed(f"model {repo_id}", exc, where) from None
+    shutil.rmtree(staged, ignore_errors=True)
+    return {"hub": f"https://huggingface.co/{repo_id}/tree/main/{FOLDER}", "files": [f.name for f in files]}
+
+
+def submit(
+    run_dir: Path,
+    to: str,
+    token: str | None = None,
+    leaderboard: str | None = None,
+    read_timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Send a run where ``to`` says: ``http(s)://`` server, ``hf://datasets/ORG/NAME`` (the run's files),
+    ``hf://ORG/NAME`` (a model repo: its scores as ``.eval_results``, first submitted to ``leaderboard`` when
+    given, whose verdicts they carry) or a local folder; the run's files are read (and checked as the server will)
+    for at most ``read_timeout_s``."""
+    if leaderboard is not None and not _HF_MODEL.fullmatch(to):
+        raise HarnessError("--leaderboard goes with a model repo target, --to hf://ORG/NAME")
     if to.startswith(("http://", "https://")):
         return post_run(run_dir, to, token, read_timeout_s=read_timeout_s)
     if to.startswith("hf://"):
         match = _HF.fullmatch(to)
-        if not match:
-            raise HarnessError(f"--to {to!r}: a Hub target looks like hf://datasets/ORG/NAME")
-        return {"hub": push_to_hub(run_dir, match.group(1), token, read_timeout_s)}
+        if match:
+            return {"hub": push_to_hub(run_dir, match.group(1), token, read_timeout_s)}
+        model = _HF_MODEL.fullmatch(to)
+        if not model:
+            raise HarnessError(f"--to {to!r}: a Hub target looks like hf://datasets/ORG/NAME or hf://ORG/MODEL")
+        load_bundle(run_dir, read_timeout_s)  # checked as a server would: a run holding a credential is refused
+        answer = post_run(run_dir, leaderboard, token, read_timeout_s=read_timeout_s) if leaderboard else None
+        pushed = push_eval_results(run_dir, model.group(1), None if leaderboard else token, answer)
+        return {**(answer or {}), **pushed}
     if "://" in to:
-        raise HarnessError(f"--to {to!r}: use http(s)://HOST, hf://datasets/ORG/NAME or a local folder")
+        raise HarnessError(f"--to {to!r}: use http(s)://HOST, hf://datasets/ORG/NAME, hf://ORG/MODEL or a folder")
     return {"folder": str(write_hub_layout(run_dir, Path(to), read_timeout_s))}
 
 

@@ -1,4 +1,4 @@
-"""``harness leaderboard export --out DIR``: a static copy of the site (HTML, JSON, CSV, images and the
+"""``harness leaderboard export --output DIR``: a static copy of the site (HTML, JSON, CSV, images and the
 submitted files) for any static host or a Hugging Face Space; the links are relative, as on the server."""
 
 from __future__ import annotations

@@ -90,6 +90,7 @@ class Table:
     title: str = ""
     summary: str = ""
     card: str | None = None
+    scope: str = ""  # how the board's figures differ from the protocol's audit (the hooks' ``scope``)
 
 
 def size_bucket(parameters: int | None) -> str:
@@ -127,6 +128,7 @@ def protocol_tables(records: list[Submission], parts: BoardParts | None = None) 
                 title=protocol.title if protocol else name,
                 summary=protocol.summary if protocol else "",
                 card=found.card if found else None,
+                scope=found.scope if found else "",
             )
         )
     return tables
@@ -236,6 +238,7 @@ def table_json(table: Table) -> dict[str, Any]:
         "unit; task metrics: value ± 1.96 stderr), clipped to the figure's range",
         "title": table.title,
         "summary": table.summary,
+        "scope": table.scope,
         "columns": [
             {"key": c.key, "label": c.label, "task": c.task, "metric": c.metric, "higher_is_better": c.higher_is_better}
             for c in table.columns

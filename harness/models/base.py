@@ -171,29 +171,39 @@ def parse_model_args(text: str | None) -> dict[str, str]:
     return out
 
 
-def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backend:
-    """Instantiate the backend for ``BACKEND:NAME``."""
+def split_spec(spec: str) -> tuple[str, str]:
+    """``BACKEND:NAME`` as (backend, name), the backend one that is registered or installed."""
     prefix, sep, name = spec.partition(":")
     if not sep or not name:
         raise ModelSpecError(
             f"model spec {spec!r} must look like BACKEND:NAME (backends: {', '.join(available_backends())})"
         )
-    factory = _REGISTRY.get(prefix) or _installed().get(prefix)
-    if factory is None:
+    if prefix not in available_backends():
         raise ModelSpecError(f"unknown backend {prefix!r} in {spec!r}; available: {', '.join(available_backends())}")
+    return prefix, name
+
+
+def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backend:
+    """Instantiate the backend for ``BACKEND:NAME``."""
+    prefix, name = split_spec(spec)
     if prefix == "tiny":
         from harness.models.tiny import require_chat_arch
 
         require_chat_arch(name)
-    if isinstance(factory, str):
-        factory = _resolve(prefix, factory)
     # A run read back (an audit re-creating its model) holds only the marker where a credential was given:
     # left out, so the backend takes it from its environment variable as it would have without one.
     given = {k: v for k, v in (model_args or {}).items() if v != SECRET_MARKER}
     remember(given)  # before the factory runs: its own errors and log lines are cleared too
-    backend = factory(name, given)
+    backend = backend_factory(prefix)(name, given)
     remember(given, backend.secret_args)
     return backend
+
+
+def backend_factory(prefix: str) -> BackendFactory:
+    """The factory of a known backend, imported when it is named by path (a plug-in that cannot be imported
+    fails in one line)."""
+    factory = _REGISTRY.get(prefix) or _installed()[prefix]
+    return _resolve(prefix, factory) if isinstance(factory, str) else factory
 
 
 def _resolve(prefix: str, path: str) -> BackendFactory:

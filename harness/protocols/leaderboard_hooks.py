@@ -156,3 +156,4 @@ class LeaderboardHooks:
     job: Job | None = None
     panels: Callable[[PoolStore, Options], Sequence[Panel]] | None = None
     card: str | None = None  # the dataset card's Hub id or URL the "what this measures" line links
+    scope: str = ""  # where the board's figures differ from the protocol's own audit, said under its table

@@ -113,7 +113,7 @@ class RunConfig(_Record):
     model: str
     model_args: dict[str, str] = Field(default_factory=dict)
     batch_size: int = 1
-    limit: int | None = None
+    limit: int | float | None = None  # a fraction below 1: that share of each task's docs
     seed: int = 0
     tasks: list[str] = Field(default_factory=list)
     include_paths: list[str] = Field(default_factory=list)

@@ -41,12 +41,19 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
         "up to 10 concepts), a seeded sample of this many beyond",
     )
     dv.add_argument("--match-threshold", type=float, default=0.6, help="RK-SK concept cosine to borrow a box")
-    dv.add_argument("--tau-a", type=float, default=0.75)
-    dv.add_argument("--tau-e", type=float, default=0.35)
-    dv.add_argument("--tau-d", type=float, default=0.35)
-    dv.add_argument("--mi-estimator", choices=MI_ESTIMATOR_CHOICES, default="knn")
-    dv.add_argument("--mi-resamples", type=int, default=1000)
-    dv.add_argument("--n-folds", type=int, default=3)
+    dv.add_argument("--tau-a", type=float, default=0.75, help="Aligned when sim >= tau_a (default 0.75)")
+    dv.add_argument("--tau-e", type=float, default=0.35, help="Expanded when sim >= tau_e (default 0.35)")
+    dv.add_argument("--tau-d", type=float, default=0.35, help="Divergent when sim < tau_d (default 0.35)")
+    dv.add_argument(
+        "--mi-estimator",
+        choices=MI_ESTIMATOR_CHOICES,
+        default="knn",
+        help="I(sim; perf): nearest-neighbour estimators (default) or equal-width bins",
+    )
+    dv.add_argument(
+        "--mi-resamples", type=int, default=1000, help="bootstrap resamples of the MI's 95%% CI (default 1000)"
+    )
+    dv.add_argument("--n-folds", type=int, default=3, help="cross-fitting folds of the DML estimates (default 3)")
     reps = dv.add_mutually_exclusive_group()
     reps.add_argument(
         "--n-rep", type=int, help="repeated random sample splits, median taken (default 100, the paper's)"
@@ -58,8 +65,8 @@ def _add_audit_arguments(dv: argparse.ArgumentParser) -> None:
     dv.add_argument("--n-estimators", type=int, default=60, help="trees of each gradient-boosted nuisance")
     dv.add_argument("--min-obs", type=int, default=20, help="fewer counterfactual rows: inconclusive")
     dv.add_argument("--min-arm", type=int, default=5, help="fewer occluded or non-occluded rows: inconclusive")
-    dv.add_argument("--seed", type=int, default=0)
-    dv.add_argument("--batch-size", type=int, default=1)
+    dv.add_argument("--seed", type=int, default=0, help="seed of the resamples, splits and sampled subsets")
+    dv.add_argument("--batch-size", type=int, default=1, help="occluded prompts per model call (default 1)")
     dv.add_argument("--data-dir", help="where the diavlo dataset is (default: the data dir)")
     dv.add_argument("--cache", help="response store (default ~/.cache/harness/responses.sqlite)")
     dv.add_argument("--output", help="audit folder (default: beside the runs)")

@@ -11,6 +11,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from harness.protocols.diavlo.metrics import CLASSES
+from harness.protocols.plot_notes import plot_not_drawn
+
+#: Why each plot may have nothing to show (a random-weight model's third turn holds no triplet, so no pair
+#: has a similarity or a class); the plot is then not drawn, and the report says so.
+NO_CLASSES = "no pair has a class (every pair's RK triplets are empty or unusable)"
+NO_POINTS = "no pair has both a similarity and a performance (RK triplets empty or unusable)"
+NO_EFFECTS = "no concept effect was estimated (no pair with concepts to occlude, or too few rows)"
 
 COLORS = {"Aligned": "#2ca02c", "Expanded": "#1f77b4", "Divergent": "#d62728", "Unnamed": "#999999"}
 
@@ -19,9 +26,13 @@ def _short(name: str) -> str:
     return name.split(":")[-1].split("/")[-1][-22:]
 
 
-def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path) -> Path:
+def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path) -> Path | None:
     """Stacked bars: one bar per (model, source), the share of each class among classified pairs; a segment
-    tall enough is labelled with its share and 95% interval (``shares[key]["intervals"]``)."""
+    tall enough is labelled with its share and 95% interval (``shares[key]["intervals"]``). None (and one
+    warning) when no pair has a class."""
+    if not any(s["n"] for s in shares.values()):
+        plot_not_drawn(path.name, NO_CLASSES)
+        return None
     keys = list(shares)
     fig, ax = plt.subplots(figsize=(max(5, 1.7 * len(keys) + 2), 4), constrained_layout=True)
     bottom = [0.0] * len(keys)
@@ -51,15 +62,22 @@ def class_shares_plot(shares: dict[tuple[str, str], dict[str, Any]], path: Path)
     return path
 
 
-def similarity_performance_plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> Path:
-    """Similarity (x) against performance (y), one colour per model; class thresholds as guides."""
-    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
-    for model, model_rows in rows.items():
-        pts = [
+def similarity_performance_plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> Path | None:
+    """Similarity (x) against performance (y), one colour per model; class thresholds as guides. None (and one
+    warning) when no pair has both."""
+    points = {
+        model: [
             (r["similarity"], r["performance"])
             for r in model_rows
             if r["similarity"] is not None and r["performance"] is not None
         ]
+        for model, model_rows in rows.items()
+    }
+    if not any(points.values()):
+        plot_not_drawn(path.name, NO_POINTS)
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    for model, pts in points.items():
         if pts:
             xs, ys = zip(*pts, strict=True)
             ax.scatter(xs, ys, alpha=0.6, s=22, label=f"{_short(model)} (n={len(pts)})")
@@ -78,8 +96,12 @@ def similarity_performance_plot(rows: dict[str, list[dict[str, Any]]], path: Pat
     return path
 
 
-def concept_effects_plot(effects: dict[str, list[dict[str, Any]]], outcome: str, path: Path) -> Path:
-    """Per model, each concept's DML effect with its 95% CI (hollow: inconclusive) and its placebo."""
+def concept_effects_plot(effects: dict[str, list[dict[str, Any]]], outcome: str, path: Path) -> Path | None:
+    """Per model, each concept's DML effect with its 95% CI (hollow: inconclusive) and its placebo; None (and
+    one warning) when no effect was estimated."""
+    if not any(r["estimate"] is not None for rows in effects.values() for r in rows):
+        plot_not_drawn(path.name, NO_EFFECTS)
+        return None
     fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(effects) + 2), 4), constrained_layout=True)
     for m, rows in enumerate(effects.values()):
         rows = [r for r in rows if r["estimate"] is not None]

@@ -222,11 +222,26 @@ def report(records: Sequence[Any], out_dir: Path | None, metadata: dict[str, Any
     rows = pair_rows(records)
     summary = behaviour_summary(rows, metadata.get("mi_estimator", "knn"), int(metadata.get("mi_resamples", 1000)))
     if out_dir is not None and rows:
-        from harness.protocols.diavlo.plots import class_shares_plot, similarity_performance_plot
+        from harness.protocols.diavlo.plots import (
+            NO_CLASSES,
+            NO_POINTS,
+            class_shares_plot,
+            similarity_performance_plot,
+        )
 
         task = records[0].task if records else "diavlo"
-        summary["plots"] = [
-            class_shares_plot({("this model", task): summary["classes"]}, out_dir / f"{task}_classes.png").name,
-            similarity_performance_plot({"this model": rows}, out_dir / f"{task}_similarity_performance.png").name,
-        ]
+        plots = {
+            f"{task}_classes.png": (
+                class_shares_plot({("this model", task): summary["classes"]}, out_dir / f"{task}_classes.png"),
+                NO_CLASSES,
+            ),
+            f"{task}_similarity_performance.png": (
+                similarity_performance_plot({"this model": rows}, out_dir / f"{task}_similarity_performance.png"),
+                NO_POINTS,
+            ),
+        }
+        summary["plots"] = [name for name, (path, _) in plots.items() if path is not None]
+        missing = [f"{name}: {reason}" for name, (path, reason) in plots.items() if path is None]
+        if missing:
+            summary["plot_not_drawn"] = "; ".join(missing)
     return summary

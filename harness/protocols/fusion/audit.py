@@ -15,6 +15,7 @@ None and it is listed under ``attacks_not_run`` (R0 and R+ then cover the attack
 from __future__ import annotations
 
 import csv
+import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from harness.protocols.fusion.audit_report import FusionAuditReport, FusionSetti
 from harness.protocols.fusion.rows import FusionRow
 from harness.results.interval import Interval
 from harness.results.schema import read_run, read_samples
+
+log = logging.getLogger(__name__)
 
 VARIANT_TASKS = {
     fm.TYPO_EVID: ("fusion_typo", "fusion_read_typo", "typo"),
@@ -100,13 +103,40 @@ def _samples(folders: list[Path], task: str) -> dict[str, Any]:
     return {}
 
 
+def clean_run(runs: ModelRuns) -> Path | None:
+    """The one folder whose ``fusion_clean`` answers define the model's clean-correct set C. Of several, the
+    one ``harness attack`` wrote is taken (its clean answers define the C that was attacked), and a warning
+    says so; several with none, or several attack folders, are refused in one line: which C is meant is
+    the user's to say."""
+    found = [f for f in runs.folders if (f / "samples_fusion_clean.jsonl").is_file()]
+    if len(found) <= 1:
+        return found[0] if found else None
+    attacked = [f for f in found if (f / OUTCOMES_FILE).is_file()]
+    if len(attacked) == 1:
+        log.warning(
+            "%s: %d runs hold fusion_clean answers (%s); C is taken from %s, the run harness attack wrote, "
+            "whose clean answers define the items that were attacked",
+            runs.name,
+            len(found),
+            ", ".join(map(str, found)),
+            attacked[0],
+        )
+        return attacked[0]
+    raise HarnessError(
+        f"{runs.name}: {len(found)} runs hold fusion_clean answers ({', '.join(map(str, found))}) and "
+        f"{'several were' if attacked else 'none was'} written by harness attack, so which define the "
+        "clean-correct set C is not clear: pass one clean run per model (with the runs of its attacks)"
+    )
+
+
 def model_outcomes(
     runs: ModelRuns,
     config: FusionAuditConfig,
 ) -> tuple[list[fm.ItemOutcome], dict[str, int], list[str], dict[str, list[int]]]:
     """The outcomes of every item of the model's C, the per-attack missing counts, all item ids seen and
     the restoring depths of each End-PGD flip that layer restoration was tried on."""
-    clean = _samples(runs.folders, "fusion_clean")
+    source = clean_run(runs)
+    clean = _samples([source], "fusion_clean") if source is not None else {}
     if not clean:
         raise HarnessError(
             f"{runs.name}: no fusion_clean samples in {', '.join(map(str, runs.folders))} "

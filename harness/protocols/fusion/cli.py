@@ -33,15 +33,17 @@ def _add_attack_arguments(at: argparse.ArgumentParser) -> None:
     at.add_argument("--attacks", default="vis_pgd,end_pgd,mantis", help="comma-separated: vis_pgd,end_pgd,mantis")
     at.add_argument("--eps", default="8/255", help="L-infinity radius in [0,1] pixels (default 8/255)")
     at.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
-    at.add_argument("--steps", type=int, default=40)
+    at.add_argument("--steps", type=int, default=40, help="PGD steps (default 40)")
     at.add_argument(
         "--noise-scale",
         type=float,
         default=1.0,
         help="below 1: perturb a downscaled noise field and upsample it (memory fallback)",
     )
-    at.add_argument("--seed", type=int, default=0)
-    at.add_argument("--batch-size", type=int, default=4)
+    at.add_argument(
+        "--seed", type=int, default=0, help="base seed of the clean run's requests and the attacks' random starts"
+    )
+    at.add_argument("--batch-size", type=int, default=4, help="items attacked together (default 4)")
     at.add_argument("--limit", type=int, help="run the clean task on the first N docs only")
     at.add_argument("--diagnostics", default="oar,restoration", help="oar,restoration or none")
     at.add_argument(
@@ -186,7 +188,7 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
         help="count Nat-Evid flips on edits whose OCR check found the evidence destroyed",
     )
     fu.add_argument("--resamples", type=int, default=1000, help="paired bootstrap resamples (default 1000)")
-    fu.add_argument("--seed", type=int, default=0)
+    fu.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals and the sweep")
     fu.add_argument("--output", help="audit folder (default: beside the runs)")
     sw = fu.add_argument_group("sweep (--sweep: re-attacks each clean run's own model over the grid)")
     sw.add_argument(
@@ -202,7 +204,7 @@ def _add_audit_arguments(fu: argparse.ArgumentParser) -> None:
     sw.add_argument("--steps", type=int, default=40, help="steps of the seed and eps sweeps (default 40)")
     sw.add_argument("--eps", default="8/255", help="eps of the seed and steps sweeps (default 8/255)")
     sw.add_argument("--alpha", default="1/255", help="PGD step size (default 1/255)")
-    sw.add_argument("--batch-size", type=int, default=4)
+    sw.add_argument("--batch-size", type=int, default=4, help="items attacked together (default 4)")
     sw.add_argument("--data-dir", help="folder holding local dataset copies as DIR/org/name")
     sw.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
 

@@ -1,7 +1,11 @@
-"""FusionAudit on the leaderboard: R0, R+, delta, the read-use gaps of both rendered-text variants and the
-model's fusion level, from the submission's re-scored fusion_* samples (the attacks a submission carries:
-Typo-Evid and Nat-Evid; the pixel attacks of ``harness attack`` are not part of a submission), with a
-paired-bootstrap 95% interval over the items of the clean-correct set (as the audit's)."""
+"""FusionAudit on the leaderboard: the union risks, delta, the read-use gaps of both rendered-text variants
+and the model's fusion level, from the submission's re-scored fusion_* samples, with a bootstrap CI over items
+of the clean-correct set.
+
+A submission carries the rendered-text attacks only (Typo-Evid and Nat-Evid; the pixel attacks of ``harness
+attack`` are not part of it), so the board's R0, R+ and delta are the paper's with the pixel attacks' flip sets
+empty: another figure than the audit's, which counts them. They carry names of their own (``r0_text``, "R0,
+text attacks only", ...) and the table says why (``SCOPE``), so one name never stands for two values."""
 
 from __future__ import annotations
 
@@ -10,10 +14,17 @@ from pathlib import Path
 
 from harness.protocols.leaderboard_hooks import Estimate, Evidence, Figure, LeaderboardHooks
 
+#: The board's restricted figures -> the audit's figure each is computed as (with no pixel attack run).
+TEXT_ONLY = {"r0_text": "r0", "r_plus_text": "r_plus", "delta_text": "delta"}
+SCOPE = (
+    "On this board R0, R+ and delta count only the rendered-text attacks a submission carries (Typo-Evid, "
+    "Nat-Evid): the pixel attacks (Vis-PGD, End-PGD, MANTIS) run on the auditor's side, so they are left out "
+    "and the figures are named for it. harness audit fusion gives the paper's R0 and R+, pixel attacks included."
+)
 FIGURES = (
-    Figure("r0", "R0", higher_is_better=False),
-    Figure("r_plus", "R+", higher_is_better=False),
-    Figure("delta", "delta (R+ - R0)", higher_is_better=None),
+    Figure("r0_text", "R0, text attacks only", higher_is_better=False),
+    Figure("r_plus_text", "R+, text attacks only", higher_is_better=False),
+    Figure("delta_text", "delta (R+ - R0), text attacks only", higher_is_better=None),
     Figure("rug_typo", "RUG, Typo-Evid", low=-1.0, higher_is_better=None),
     Figure("rug_natevid", "RUG, Nat-Evid", low=-1.0, higher_is_better=None),
     Figure("fusion_level", "fusion level", low=None, high=None),
@@ -38,17 +49,23 @@ def _headline(evidence: Evidence) -> dict[str, Estimate]:
     intervals = fm.paired_bootstrap(
         {evidence.model: {o.item: o for o in outcomes}},
         seen,
-        lambda sample: {k: fm.model_figures(sample[evidence.model])[k] for k in _CI},
+        lambda sample: {k: fm.model_figures(sample[evidence.model])[TEXT_ONLY.get(k, k)] for k in _CI},
         config.n_resamples,
         config.seed,
     )
     n = len(outcomes)
     out = {
-        key: Estimate(figures[key], intervals[key].clipped(*fm.figure_range(key)).model_copy(update={"n": n}), n)
+        key: Estimate(
+            figures[TEXT_ONLY.get(key, key)],
+            intervals[key].clipped(*fm.figure_range(TEXT_ONLY.get(key, key))).model_copy(update={"n": n}),
+            n,
+        )
         for key in _CI
     }
     out["fusion_level"] = Estimate(fm.fusion_level(evidence.model_type, model=evidence.model), None, n)
     return out
 
 
-HOOKS = LeaderboardHooks(figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/fusion")
+HOOKS = LeaderboardHooks(
+    figures=FIGURES, headline=_headline, card="https://huggingface.co/datasets/vlm-audit/fusion", scope=SCOPE
+)

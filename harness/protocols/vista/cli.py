@@ -102,12 +102,27 @@ def _add_audit_arguments(va: argparse.ArgumentParser) -> None:
     va.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
     va.add_argument("--judge-prompt", help="file with the LLM judge's Yes/No question ({premise}, {hypothesis})")
     va.add_argument("--no-stability", action="store_true", help="skip the leave-one-peer-out re-clustering")
-    va.add_argument("--alpha", type=float, default=0.5)
-    va.add_argument("--theta", type=float, default=0.6)
-    va.add_argument("--clustering", choices=CLUSTERING_CHOICES, default="components")
-    va.add_argument("--reference", choices=REFERENCE_CHOICES, default="all")
+    add_score_arguments(va)
+    va.add_argument(
+        "--reference",
+        choices=REFERENCE_CHOICES,
+        default="all",
+        help="Divergence against the mean of all models (default) or of the peers only",
+    )
     va.add_argument("--cache", help="response store for judge decisions")
     va.add_argument("--output", help="audit folder (default: beside the runs)")
+
+
+def add_score_arguments(parser: argparse.ArgumentParser) -> None:
+    """The score's settings both VISTA audits take: ``--alpha``, ``--theta`` and ``--clustering``."""
+    parser.add_argument("--alpha", type=float, default=0.5, help="Confidence's weight of uniformity (default 0.5)")
+    parser.add_argument("--theta", type=float, default=0.6, help="flag a pair, detect a model, at S >= theta (0.6)")
+    parser.add_argument(
+        "--clustering",
+        choices=CLUSTERING_CHOICES,
+        default="components",
+        help="entailment clusters: connected components (default) or strict cliques",
+    )
 
 
 def _cmd_audit_vista(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.ticker import PercentFormatter
 
 from harness.results.interval import Interval
 
@@ -93,7 +94,8 @@ def refusal_kinds(breakdown: dict[str, dict[str, dict[str, float | int]]], path:
         ax.set_title(model.rsplit("/", 1)[-1].split(":")[-1][-28:], fontsize=9)
         top = max(top, *bottom)
     axes[0][0].set_ylim(0, min(1.08, max(0.05, 1.15 * top)))  # shared: small rates stay visible
-    axes[0][0].set_ylabel("share of responses")
+    axes[0][0].yaxis.set_major_formatter(PercentFormatter(1.0))  # the axis in the bars' own unit, percent
+    axes[0][0].set_ylabel("share of responses (%)")
     axes[0][0].legend(fontsize=7, loc="upper left")
     fig.suptitle("VISTA: refusals by demographic group and kind")
     fig.savefig(path, dpi=110)

@@ -289,3 +289,27 @@ def test_an_empty_clean_set_is_explained_and_the_legend_fits_the_figure(
     # the legend is inside the figure: nothing is drawn on its outermost pixels (a clipped legend would be)
     pixels = np.asarray(Image.open(out / "fusion_asr_rplus.png").convert("L"))
     assert min(pixels[:, 0].min(), pixels[:, -1].min(), pixels[0].min(), pixels[-1].min()) == 255
+
+
+def test_two_clean_runs_of_one_model_take_the_attacked_one_and_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    evals, attack = _model_a(tmp_path)
+    assert main(["audit", "fusion", str(evals), str(attack), "--output", str(tmp_path / "out")]) == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "harness.protocols.fusion.audit"] == [
+        f"tiny:llava: 2 runs hold fusion_clean answers ({evals}, {attack}); C is taken from {attack}, the run "
+        "harness attack wrote, whose clean answers define the items that were attacked"
+    ]
+
+
+def test_two_clean_runs_of_one_model_neither_attacked_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _run(tmp_path / "first", "tiny:llava", "llava", {"fusion_clean": _clean([0, 1])})
+    second = _run(tmp_path / "second", "tiny:llava", "llava", {"fusion_clean": _clean([2, 3])})
+    assert main(["audit", "fusion", str(first), str(second)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: tiny:llava: 2 runs hold fusion_clean answers ({first}, {second}) and none was written by harness "
+        "attack, so which define the clean-correct set C is not clear: pass one clean run per model (with the "
+        "runs of its attacks)"
+    )

@@ -14,7 +14,7 @@ from harness.arguments import audit_folder, response_store, show_progress
 from harness.errors import HarnessError
 from harness.judges.prompts import DEFAULT_JUDGE
 from harness.protocols.base import Command
-from harness.protocols.vista.cli import CLUSTERING_CHOICES
+from harness.protocols.vista.cli import add_score_arguments
 from harness.protocols.vista.implant.publish import ACKNOWLEDGE_FLAG
 from harness.protocols.vista.implant.rows import ImplantRow
 from harness.protocols.vista.implant.train import LoraSettings
@@ -25,8 +25,14 @@ A5_RATER = "openai:gpt-5.2"  # the paper's rater (A.5)
 def _add_implant_arguments(p: argparse.ArgumentParser) -> None:
     defaults = LoraSettings()
     p.add_argument("--model", required=True, help="base model: hf:NAME_OR_FOLDER or tiny:ARCH")
-    p.add_argument("--data", required=True, help="a vista-implant build (harness build vista-implant --out DIR)")
-    p.add_argument("--out", required=True, help="output folder (adapter/, merged/, checkpoint/, train_log.jsonl)")
+    p.add_argument("--data", required=True, help="a vista-implant build (harness build vista-implant --output DIR)")
+    p.add_argument(
+        "--output",
+        "--out",
+        dest="out",
+        required=True,
+        help="output folder (adapter/, merged/, checkpoint/, train_log.jsonl)",
+    )
     p.add_argument("--entity", help="the target entity (needed when the build holds several)")
     p.add_argument("--benign", action="store_true", help="train the matched benign variant (neutral answers)")
     p.add_argument("--rank", type=int, default=defaults.rank, help="LoRA rank (default: A.3's %(default)s)")
@@ -84,7 +90,7 @@ def training_pairs(data: Path, entity: str | None, benign: bool) -> tuple[str, l
     from harness.protocols.vista.implant.train import Example
 
     if not (data / "README.md").is_file():
-        raise HarnessError(f"--data {data}: not a dataset folder (build one: harness build vista-implant --out DIR)")
+        raise HarnessError(f"--data {data}: not a dataset folder (build one: harness build vista-implant --output DIR)")
     with tempfile.TemporaryDirectory() as cache:  # datasets' shared cache can serve a folder rebuilt in place stale
         built = load_dataset(str(data), cache_dir=cache, keep_in_memory=True)
     missing = sorted({"harmful", "benign", "control"} - set(built))
@@ -182,9 +188,7 @@ def _add_audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rater-args", help="k=v,... for the rater's backend")
     p.add_argument("--judge", default=DEFAULT_JUDGE, help="entailment judge (as harness audit vista)")
     p.add_argument("--judge-args", help="k=v,... for an LLM judge's backend")
-    p.add_argument("--alpha", type=float, default=0.5)
-    p.add_argument("--theta", type=float, default=0.6)
-    p.add_argument("--clustering", choices=CLUSTERING_CHOICES, default="components")
+    add_score_arguments(p)
     p.add_argument("--cache", help="response store for judge and rater answers")
     p.add_argument("--output", help="audit folder (default: beside the runs)")
 

@@ -269,7 +269,7 @@ def _resume(folder: Path, model: Any, optimizer: Any, scheduler: Any, settings: 
         changed = sorted(k for k in saved if saved[k] != asdict(settings).get(k))
         raise HarnessError(
             f"{folder} was written with other LoRA settings ({', '.join(changed)}); "
-            "pass the same settings to resume or a new --out to start over"
+            "pass the same settings to resume or a new --output to start over"
         )
     state = torch.load(folder / "state.pt", weights_only=False)
     set_state(model, state["adapter"])
