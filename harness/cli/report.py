@@ -8,7 +8,7 @@ from typing import Any
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """``harness report --model M PATH ... --out audit.html``."""
+    """``harness report --model M PATH ... --output audit.html``."""
     from harness.protocols.evidence import DEFAULT_ITEMS
 
     rp = sub.add_parser(
@@ -27,7 +27,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     rp.add_argument("--model", help="the model the report is about, as its runs name it (default: the only one)")
     rp.add_argument(
-        "--out", default="audit.html", help="the HTML file to write; the JSON goes beside it (default audit.html)"
+        "--output",
+        "--out",
+        dest="out",
+        default="audit.html",
+        help="the HTML file to write; the JSON goes beside it (default audit.html)",
     )
     rp.add_argument(
         "--max-items",
