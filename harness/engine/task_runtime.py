@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from harness.engine import lmms_statistics
 from harness.engine.filters import Step, apply_pipeline, check_filters, resolve_step
+from harness.engine.intervals import task_intervals
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
@@ -24,6 +26,7 @@ from harness.metrics.choice import choice_metrics
 from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
 from harness.models.base import SCORING_TYPES
 from harness.models.messages import ChatMessage, from_lmms
+from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
 from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord, TaskCounts
@@ -334,7 +337,7 @@ class TaskRuntime:
     def score(self, record: SampleRecord, doc: dict[str, Any]) -> SampleRecord:
         """Fill ``filtered``, ``metrics`` and ``unparsed`` of a record that has responses. Scoring code that
         fails on this doc makes it this sample's error (re-scoring tries it again), never the run's end."""
-        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
+        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": [], "response_metrics": {}}
         answered = record.choices if self.config.output_type in SCORING_TYPES else record.responses
         if not answered or (record.error is not None and record.error.kind != "scoring failed"):
             return record.model_copy(update=empty)
@@ -354,6 +357,7 @@ class TaskRuntime:
             return self._score_choices(record, scoring_doc)
         if record.turns:  # multi-turn tasks read their follow-up answers from the doc
             scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
+        per_answer: dict[str, list[Any]] = {}
         for name, steps in self._pipelines:
             # a multi-round doc's result is one tuple of its rounds' results, which lmms-eval passes whole
             answers = (
@@ -362,14 +366,7 @@ class TaskRuntime:
                 else apply_pipeline(steps, record.responses, scoring_doc)
             )
             filtered[name] = answers[0] if len(answers) == 1 else answers
-            if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
-                answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
-            if self._process_results is not None:
-                values = self._process_results(scoring_doc, answers)
-            else:
-                values = self._builtin_metrics(scoring_doc, answers)
-            if not isinstance(values, dict):
-                raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+            values = self._values(scoring_doc, answers)
             for spec in self.config.metric_list:
                 key = MetricKey(spec.metric, name).encoded
                 if spec.metric not in values:
@@ -378,7 +375,27 @@ class TaskRuntime:
                 metrics[key] = value
                 if value is None:
                     unparsed.append(key)
-        return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed}
+            if self.config.output_type == "generate_until" and len(record.responses) > 1:
+                for response in record.responses:  # lmms-eval's per-sample scores under repeats: each alone
+                    alone = self._values(scoring_doc, apply_pipeline(steps, [response], scoring_doc))
+                    for spec in self.config.metric_list:
+                        if spec.metric in alone:
+                            key = MetricKey(spec.metric, name).encoded
+                            per_answer.setdefault(key, []).append(to_jsonable(alone[spec.metric]))
+        return {"filtered": filtered, "metrics": metrics, "unparsed": unparsed, "response_metrics": per_answer}
+
+    def _values(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
+        """The metric values of one doc's filtered answers: its ``process_results``, or lmms-eval's built-in
+        metrics; a generate_until answer is stripped first, as lmms-eval strips it."""
+        if self.config.output_type == "generate_until":
+            answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
+        if self._process_results is not None:
+            values = self._process_results(doc, answers)
+        else:
+            values = self._builtin_metrics(doc, answers)
+        if not isinstance(values, dict):
+            raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        return values
 
     def _builtin_metrics(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
         """lmms-eval's scoring of a generate_until task without ``process_results``: each metric_list entry's
@@ -440,6 +457,8 @@ class TaskRuntime:
                 results[key] = self._aggregate(key, spec.metric, present, args) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[figure.stderr.encoded] = stderr(present) if stderr and present else "N/A"
+                results.update(lmms_statistics.stderrs(figure, values, self.config))
+                results.update(lmms_statistics.stability(scored, figure, self.config.score_key))
         counts = TaskCounts(
             samples=len(records),
             scored=len(scored),
@@ -447,6 +466,12 @@ class TaskRuntime:
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
+
+    def intervals(self, records: list[SampleRecord], results: dict[str, Any]) -> dict[str, Interval]:
+        """The 95% interval of each figure :meth:`aggregate` gave (harness.engine.intervals); an aggregation
+        that takes ``args`` is never run again on resamples."""
+        again = {metric: None if _takes_args(fn) else fn for metric, fn in self._aggregations.items()}
+        return task_intervals(self.config, records, results, again)
 
     def _aggregate(self, key: str, metric: str, values: list[Any], args: Any) -> Any:
         """One metric's aggregate; aggregation code that fails (lmms-eval's MME asserts whole pairs, which a

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from harness.metrics.bootstrap import cluster_ci
 from harness.results.interval import LEVEL, Interval, IntervalMethod
@@ -197,6 +198,15 @@ def clt_interval(scores: Sequence[float], unit: str = "doc") -> Interval:
         return Interval.missing(f"fewer than 2 {unit}s", len(scores), unit)
     mean = float(np.mean(scores))
     return Interval.of(mean - Z95 * se, mean + Z95 * se, "clt", len(scores), unit)
+
+
+def wilson_interval(successes: int, n: int, unit: str = "doc") -> Interval:
+    """The Wilson score interval of a proportion ``successes / n`` (statsmodels' ``proportion_confint``):
+    unlike the CLT interval it keeps a width when every unit scores 0 or every unit scores 1."""
+    if n < 2:
+        return Interval.missing(f"fewer than 2 {unit}s", n, unit)
+    low, high = proportion_confint(successes, n, alpha=1 - LEVEL, method="wilson")
+    return Interval.of(float(low), float(high), "wilson", n, unit)
 
 
 def clustered_interval(scores: Sequence[float], clusters: Sequence[Hashable | None], unit: str) -> Interval:

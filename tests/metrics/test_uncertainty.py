@@ -115,6 +115,16 @@ def test_intervals_say_their_method_and_why_there_is_none() -> None:
     assert single_cluster.reason == "fewer than 2 image_ids" and single_cluster.n == 1
 
 
+def test_wilson_interval_keeps_a_width_at_zero_and_one() -> None:
+    # 0 of 8: z^2 / (n + z^2) is the upper end = 3.8415 / 11.8415
+    zero = u.wilson_interval(0, 8)
+    assert zero.method == "wilson" and zero.low == 0.0
+    assert zero.high == pytest.approx(u.Z95**2 / (8 + u.Z95**2), abs=1e-12)
+    half = u.wilson_interval(4, 8)  # centre 1/2, half-width z sqrt(n/4 + z^2/4) / (n + z^2)
+    assert half.high - 0.5 == pytest.approx(u.Z95 * math.sqrt(8 / 4 + u.Z95**2 / 4) / (8 + u.Z95**2), abs=1e-12)
+    assert u.wilson_interval(1, 1).reason == "fewer than 2 docs"
+
+
 def test_bootstrap_interval_resamples_whole_units() -> None:
     values = [0.0, 1.0] * 20
     boot = u.bootstrap_interval(
