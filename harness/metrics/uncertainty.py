@@ -206,7 +206,9 @@ def wilson_interval(successes: int, n: int, unit: str = "doc") -> Interval:
     if n < 2:
         return Interval.missing(f"fewer than 2 {unit}s", n, unit)
     low, high = proportion_confint(successes, n, alpha=1 - LEVEL, method="wilson")
-    return Interval.of(float(low), float(high), "wilson", n, unit)
+    # at 0 (or n) successes the end is exactly 0 (1); statsmodels' arithmetic leaves a rounding error there
+    low, high = (0.0 if successes == 0 else float(low)), (1.0 if successes == n else float(high))
+    return Interval.of(low, high, "wilson", n, unit)
 
 
 def clustered_interval(scores: Sequence[float], clusters: Sequence[Hashable | None], unit: str) -> Interval:

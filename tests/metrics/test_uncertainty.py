@@ -122,6 +122,7 @@ def test_wilson_interval_keeps_a_width_at_zero_and_one() -> None:
     assert zero.high == pytest.approx(u.Z95**2 / (8 + u.Z95**2), abs=1e-12)
     half = u.wilson_interval(4, 8)  # centre 1/2, half-width z sqrt(n/4 + z^2/4) / (n + z^2)
     assert half.high - 0.5 == pytest.approx(u.Z95 * math.sqrt(8 / 4 + u.Z95**2 / 4) / (8 + u.Z95**2), abs=1e-12)
+    assert u.wilson_interval(0, 6).low == 0.0 and u.wilson_interval(6, 6).high == 1.0  # no rounding error at the ends
     assert u.wilson_interval(1, 1).reason == "fewer than 2 docs"
 
 
