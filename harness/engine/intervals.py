@@ -112,23 +112,28 @@ def _interval(
             return None
         return float(figure) if _is_number(figure) else None
 
-    return bootstrap_interval(list(groups.values()), statistic, unit if clustered and unit else "doc", clustered)
+    name = unit if clustered and unit else "doc"
+    interval = bootstrap_interval(list(groups.values()), statistic, name, clustered)
+    if interval.defined and interval.low == interval.high:
+        why = f"every resample of the {name}s gives {interval.low:g}, so there is no spread to estimate from"
+        return Interval.missing(why, interval.n, name)
+    return interval
 
 
 def mean_interval(
     scores: list[float], clusters: list[Hashable] | None, unit: str | None, share: bool | None = None
 ) -> Interval:
-    """The interval of a mean: clustered over ``clusters`` (named ``unit``), else CLT over docs. Where no unit
-    differs from another (every doc scored 0, say), the normal interval has no width: 0/1 scores over
-    independent docs get the Wilson interval instead, anything else says why there is none. The interval of
-    a share (0/1 scores, unless ``share`` says otherwise) is held to [0, 1]."""
+    """The interval of a mean: clustered over ``clusters`` (named ``unit``), else CLT over docs. Where no score
+    differs from another (every doc scored 0, say), the normal interval has no width: a share (0/1 scores,
+    unless ``share`` says otherwise) gets the Wilson interval over its units instead, anything else says why
+    there is none. A share's interval is held to [0, 1]."""
     name = unit if clusters is not None and unit else "doc"
     interval = clt_interval(scores) if clusters is None else clustered_interval(scores, clusters, name)
     binary = all(s in (0.0, 1.0) for s in scores) if share is None else share  # a share stays within [0, 1]
     if not interval.defined or interval.low != interval.high:
         return interval.clipped(0.0, 1.0) if binary else interval
-    if clusters is None and binary:
-        return wilson_interval(int(sum(scores)), len(scores))
+    if binary:  # every unit scores the same 0 or 1: a proportion of the units
+        return wilson_interval(int(scores[0]) * interval.n, interval.n, name)
     return Interval.missing(
         f"every {name} scores {scores[0]:g}, so there is no spread to estimate from", interval.n, name
     )
