@@ -24,6 +24,8 @@ import statistics
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from harness.engine.lmms_statistics import per_question_scores
 from harness.metrics.uncertainty import Z95, bootstrap_interval, clt_interval, clustered_interval, wilson_interval
 from harness.results.interval import Interval
@@ -99,21 +101,22 @@ def _interval(
         return Interval.missing(
             "the aggregation takes lmms-eval's args (it may write files), so it is not run on resamples", len(items)
         )
-    values = [v for _, v in items]
+    kept = np.empty(len(items), dtype=object)  # indexed by each resample's item indices at once
+    kept[:] = [v for _, v in items]
     groups: dict[Hashable, list[int]] = {}
     for i, c in enumerate(_own_cluster_if_none(ids) if clustered else range(len(items))):
         groups.setdefault(c, []).append(i)
 
-    def statistic(idx: list[int]) -> float | None:
+    def statistic(idx: np.ndarray) -> float | None:
         try:
-            with _quietly():
-                figure = aggregation([values[i] for i in idx])
+            figure = aggregation(kept[idx].tolist())
         except Exception:  # an aggregation may refuse a resample (lmms-eval's MME asserts whole pairs)
             return None
         return float(figure) if _is_number(figure) else None
 
     name = unit if clustered and unit else "doc"
-    interval = bootstrap_interval(list(groups.values()), statistic, name, clustered)
+    with _quietly():
+        interval = bootstrap_interval(list(groups.values()), statistic, name, clustered)
     if interval.defined and interval.low == interval.high:
         why = f"every resample of the {name}s gives {interval.low:g}, so there is no spread to estimate from"
         return Interval.missing(why, interval.n, name)

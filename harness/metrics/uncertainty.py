@@ -223,7 +223,7 @@ def clustered_interval(scores: Sequence[float], clusters: Sequence[Hashable | No
 
 
 def bootstrap_interval(
-    units: Sequence[Sequence[int]], statistic: Callable[[list[int]], float | None], unit: str, clustered: bool
+    units: Sequence[Sequence[int]], statistic: Callable[[np.ndarray], float | None], unit: str, clustered: bool
 ) -> Interval:
     """The percentile bootstrap interval of ``statistic`` (of the indices of the items it is computed over)
     over resamples of whole ``units`` (each a list of item indices: one item a unit, or one cluster of
@@ -232,9 +232,12 @@ def bootstrap_interval(
     method: IntervalMethod = "cluster_bootstrap" if clustered else "bootstrap"
     if len(units) < 2:
         return Interval.missing(f"fewer than 2 {unit}s", len(units), unit)
+    members = [np.asarray(u, dtype=np.intp) for u in units]
+    single = all(len(u) == 1 for u in members)
+    items = np.concatenate(members)
 
     def on(idx: np.ndarray) -> float | None:
-        return statistic([i for u in idx.tolist() for i in units[u]])
+        return statistic(items[idx] if single else np.concatenate([members[u] for u in idx]))
 
     ci = cluster_ci(len(units), on)
     if ci is None:
