@@ -93,6 +93,16 @@ def test_clt_and_clustered_stderrs_as_lmms_eval_writes_them(tmp_path: Path) -> N
     assert not any("expected_accuracy" in k for k in results)  # one answer per doc: no stability keys
 
 
+def test_a_score_that_is_no_number_is_left_out_of_the_stderrs(tmp_path: Path) -> None:
+    """lmms-eval's np.std fails on a text score; the harness leaves that doc out of the CLT standard error."""
+    from harness.engine.lmms_statistics import stderrs
+    from harness.results.metric_key import MetricKey
+
+    config = _config(tmp_path, METRICS)
+    out = stderrs(MetricKey("judged"), [{"score": 1}, {"score": "yes"}, {"score": 0}, {"other": 1}, None], config)
+    assert out == {"judged_stderr_clt,none": math.sqrt(0.5) / math.sqrt(2), "judged_stderr_clustered,none": "N/A"}
+
+
 def test_one_doc_gives_lmms_eval_s_n_a_and_an_interval_that_says_why(tmp_path: Path) -> None:
     runtime = TaskRuntime(_config(tmp_path, METRICS), None)
     records = _records(runtime, [["a"], ["a"], ["a"], ["a"]])[:1]

@@ -50,7 +50,7 @@ def stderrs(figure: MetricKey, values: Sequence[Any], config: TaskConfig) -> dic
     """``metric_stderr_clt`` and ``metric_stderr_clustered`` of one figure from its per-doc ``values``: the
     clustered one only where the values name more than one cluster, as in lmms-eval."""
     kept = [(score_of(v, config.score_key), _cluster_of(v, config.cluster_key)) for v in values]
-    kept = [(s, c) for s, c in kept if s is not None]
+    kept = [(s, c) for s, c in kept if isinstance(s, int | float)]  # lmms-eval fails on a score that is no number
     scores, clusters = [s for s, _ in kept], [c for _, c in kept]
     clt = clt_stderr(scores)
     named = {c for c in clusters if c is not None}
