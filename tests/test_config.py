@@ -48,6 +48,15 @@ def test_bad_harness_hooks_fail_when_the_task_loads(hooks: dict, message: str) -
         TaskConfig.from_dict({**BASE, "metadata": [hooks]}, Path("x"))
 
 
+def test_cluster_key_and_score_key_are_typed_as_lmms_eval_reads_them(caplog: pytest.LogCaptureFixture) -> None:
+    """lmms-eval's clustered standard error reads both from the task config; no warning calls them unknown."""
+    plain = TaskConfig.from_dict(BASE, Path("x"))
+    assert (plain.cluster_key, plain.score_key) == (None, "score")
+    cfg = TaskConfig.from_dict({**BASE, "cluster_key": "videoID", "score_key": "correct"}, Path("x"))
+    assert (cfg.cluster_key, cfg.score_key) == ("videoID", "correct")
+    assert "unknown task key" not in caplog.text
+
+
 def test_specific_kwargs_model_block_replaces_default_block() -> None:
     cfg = TaskConfig.from_dict(
         {**BASE, "lmms_eval_specific_kwargs": {"default": {"pre": "a", "post": "b"}, "qwen2_vl": {"post": "q"}}},
@@ -63,6 +72,8 @@ def test_specific_kwargs_model_block_replaces_default_block() -> None:
     [
         ({"output_type": "loglikelihood_rolling"}, "output_type 'loglikelihood_rolling' is not supported: lmms"),
         ({"repeats": 0}, "repeats must be a positive integer"),
+        ({"cluster_key": ["videoID"]}, "cluster_key must be a field name, got \\['videoID'\\]"),
+        ({"score_key": ""}, "score_key must be a field name"),
         ({"num_fewshot": -2}, "num_fewshot must be a whole number"),
         ({"metric_list": [{"aggregation": "mean"}]}, "needs a 'metric' key"),
         ({"task": ["a", "b"]}, "'task' must be a task name"),

@@ -7,7 +7,9 @@ class), TextVQA (open VQA with its own answer normalisation), DocVQA val (the bu
 ``process_results``), ChartQA (relaxed accuracy), OCRBench (an aggregation taking ``args``, with
 module-level state) and SEED-Bench PPL (``multiple_choice``). One lmms-eval process runs all of them (through
 test_loglikelihood_lmms's driver, which fixes only lmms-eval 0.7.3's ``multiple_choice`` path), and one
-harness process; both under LMMS_EVAL_PYTHON, since the tasks' code imports lmms_eval.
+harness process; both under LMMS_EVAL_PYTHON, since the tasks' code imports lmms_eval. Beside the figures, each
+task's lmms-eval statistics (``_stderr_clt``, ``_stderr_clustered``) agree, and harness.metrics.uncertainty gives
+what lmms-eval's own functions give on the same values.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from typing import Any
 
 import pytest
 
+from harness.metrics import uncertainty
 from harness.models.tiny import tiny_model_path
+from harness.results.metric_key import figures
 from harness.taskspec.yaml_loader import load_yaml_config
 from tests.conftest import ROOT, write
 from tests.test_lmms_tasks import installed_lmms_tasks
@@ -321,6 +325,79 @@ def test_lmms_eval_task_gives_lmms_eval_numbers(task: str, both_runs: tuple[dict
     for key, value in theirs["results"][task].items():
         if "," in key and "_stderr" not in key:
             assert _same(mine["results"]["results"][task][key], value), (task, key, value)
+
+
+@pytest.mark.parametrize("task", list(_columns()))
+def test_lmms_eval_s_clt_and_clustered_stderrs_agree(
+    task: str, both_runs: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """lmms-eval's ``<metric>_stderr_clt`` and ``<metric>_stderr_clustered`` of every figure: the same keys with
+    the same values ("N/A" where lmms-eval writes it); the harness leaves them out of its figures."""
+    theirs, mine = both_runs
+    ours = mine["results"]["results"][task]
+    keys = [k for k in theirs["results"][task] if "_stderr_clt," in k or "_stderr_clustered," in k]
+    assert keys, theirs["results"][task]
+    for key in keys:
+        assert _same(ours[key], theirs["results"][task][key]), (task, key, ours.get(key), theirs["results"][task][key])
+    assert not [figure for figure, _ in figures(ours) if figure.is_stderr]
+    assert set(mine["results"]["intervals"][task]) == {figure.encoded for figure, _ in figures(ours)}
+
+
+UNCERTAINTY_CASES: dict[str, Any] = {
+    "scores": [1, 0, 1, 1, 0.5, 0, 1, 1],
+    "clusters": ["a", "a", "b", None, "b", "c", None, "c"],
+    "questions": [[1, 1, 0], [0, 0, 0], [1, 1, 1], [1, 0], [0.5, 1, 1]],
+    "current": [1, 1, 0, 1, 0, 1, 1, 0],
+    "baseline": [0, 1, 0, 0, 0, 1, 0, 1],
+    "power": [
+        {"effect_size": 0.03},
+        {"effect_size": 0.05, "std_a": 0.4, "current_n": 500},
+        {"effect_size": 0.1, "std_a": 0.3, "std_b": 0.45, "correlation": 0.2, "current_n": 80},
+    ],
+}
+LMMS_UNCERTAINTY = """\
+import json, sys
+from lmms_eval.api import metrics as m
+c = json.loads(sys.argv[1])
+print(json.dumps({
+    "clustered": m.clustered_stderr(c["scores"], c["clusters"]),
+    "stability": [f(c["questions"]) for f in (m.expected_accuracy, m.consensus_accuracy, m.internal_variance,
+                                              m.consistency_rate)],
+    "paired": m.paired_ttest(c["current"], c["baseline"]),
+    "power": [{k: float(v) for k, v in m.power_analysis(**p).items()} for p in c["power"]],
+}))
+"""
+
+
+def test_the_uncertainty_functions_agree_with_lmms_eval_s_own() -> None:
+    """harness.metrics.uncertainty against lmms-eval 0.7.3's functions on the same values. The stability metrics
+    are compared here: lmms-eval's evaluator scores answers one by one only when a doc has one request per repeat,
+    which its generate_until tasks never have, so its runs with --repeats write none of them."""
+    done = subprocess.run(
+        [LMMS_PYTHON or "", "-c", LMMS_UNCERTAINTY, json.dumps(UNCERTAINTY_CASES)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout.splitlines()[-1])
+    cases = UNCERTAINTY_CASES
+    assert _same(uncertainty.clustered_stderr(cases["scores"], cases["clusters"]), theirs["clustered"])
+    ours = [
+        fn(cases["questions"])
+        for fn in (
+            uncertainty.expected_accuracy,
+            uncertainty.consensus_accuracy,
+            uncertainty.internal_variance,
+            uncertainty.consistency_rate,
+        )
+    ]
+    assert all(_same(a, b) for a, b in zip(ours, theirs["stability"], strict=True)), (ours, theirs["stability"])
+    paired = uncertainty.paired_ttest(cases["current"], cases["baseline"]).__dict__
+    assert all(_same(paired[k], v) for k, v in theirs["paired"].items()), (paired, theirs["paired"])
+    for options, expected in zip(cases["power"], theirs["power"], strict=True):
+        power = uncertainty.power_analysis(**options).__dict__
+        assert {k: v for k, v in power.items() if v is not None} == pytest.approx(expected), (options, expected)
 
 
 def test_fitted_answers_make_the_compared_metrics_non_trivial(both_runs: tuple[dict[str, Any], dict[str, Any]]) -> None:

@@ -38,6 +38,21 @@ def test_figures_leave_out_the_alias_and_the_standard_errors() -> None:
     assert list(figures(values)) == [(MetricKey("acc"), 0.5), (MetricKey("f1", "strict"), None)]
 
 
+def test_figures_leave_out_lmms_eval_s_clt_and_clustered_stderrs_and_the_baseline_fields() -> None:
+    acc = MetricKey("acc")
+    values = {
+        "acc,none": 0.5,
+        acc.stderr_of("_stderr_clt").encoded: 0.1,
+        acc.stderr_of("_stderr_clustered").encoded: "N/A",
+        acc.stability("consistency_rate").encoded: 0.75,
+        "paired_baseline": "run",
+        "paired_pvalue": 0.2,
+    }
+    assert acc.stderr_of("_stderr_clt").encoded == "acc_stderr_clt,none"
+    assert acc.stability("expected_accuracy").encoded == "acc_expected_accuracy,none"
+    assert list(figures(values)) == [(acc, 0.5), (MetricKey("acc_consistency_rate"), 0.75)]
+
+
 def test_labels_show_a_filter_other_than_none() -> None:
     assert [label_of(k) for k in ("exact_match,none", "acc,take_first", "acc,", "alias")] == [
         "exact_match",

@@ -3,6 +3,7 @@ answers, figures no sample has) and the labels of the progress bars (per turn, n
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,14 @@ def test_dash_figures_say_why_and_where_the_answers_are(
     assert run_eval(unread_task, data_dir, tmp_path / "runs") == 0
     out = capsys.readouterr().out
     (run_dir,) = (tmp_path / "runs").glob("*/*")
-    assert "| shapes_unread | parsed | none | - | N/A | 2 | 0 | 2 |" in out
-    assert "| shapes_unread | rare | none | - | N/A | 2 | 0 | 0 |" in out
+    assert "| shapes_unread | parsed | none | - | N/A | none: the figure has no value | - | 2 | 0 | 2 |" in out
+    assert "| shapes_unread | rare | none | - | N/A | none: the figure has no value | - | 2 | 0 | 0 |" in out
+    # a figure with a value shows its 95% interval and the method, or why there is none: never a bare 0
+    (length,) = [line for line in out.splitlines() if line.startswith("| shapes_unread | length | none |")]
+    ci, method = length.split(" | ")[5:7]
+    assert (re.fullmatch(r"\[\d+\.\d{3}, \d+\.\d{3}\]", ci) and method == "clt, 2 docs") or (
+        ci.startswith("none: every doc scores ") and method == "-"
+    ), length
     assert (
         f"Note: the `-` figures of shapes_unread (1) have no value because none of the model's answers could "
         f"be parsed for them (the Unparsed column counts those answers); each sample's `responses` and "

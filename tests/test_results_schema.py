@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.engine.report import summary_table
 from harness.errors import HarnessError
+from harness.results.interval import Interval
 from harness.results.schema import SCHEMA_VERSION, read_run, read_samples
 
 # A results.json as version 1 wrote it (untyped dicts; follow-up counts only when a task had turns).
@@ -115,7 +117,7 @@ def _v1_run(folder: Path, **changes: object) -> Path:
 
 def test_a_version_1_results_file_reads_as_the_current_typed_model(tmp_path: Path) -> None:
     run = read_run(_v1_run(tmp_path / "v1"))
-    assert run.schema_version == SCHEMA_VERSION == 2
+    assert run.schema_version == SCHEMA_VERSION == 3
     assert (run.config.model, run.config.limit, run.config.tasks) == ("tiny:qwen2_vl", 2, ["shapes_color"])
     model = run.provenance.model
     assert (model.model_family, model.parameters, model.smoke_test_model) == ("qwen2_vl", 123456, True)
@@ -132,7 +134,26 @@ def test_a_version_1_results_file_reads_as_the_current_typed_model(tmp_path: Pat
     (turn,) = read_samples(tmp_path / "v1", "shapes_color")[0].turns
     assert (turn.prompt, turn.responses, turn.error) == ("Why?", ["because"], None)
     written = json.loads(run.to_json())
-    assert written["schema_version"] == 2 and written["provenance"]["model"]["min_pixels"] == 3136
+    assert written["schema_version"] == 3 and written["provenance"]["model"]["min_pixels"] == 3136
+
+
+def test_a_file_from_before_intervals_says_so_for_each_figure(tmp_path: Path) -> None:
+    """Versions 1 and 2 recorded no intervals: the reader gives each figure one that says why, which the
+    printed table shows, and a version-3 file keeps the intervals it holds."""
+    for version in (1, 2):
+        run = read_run(_v1_run(tmp_path / f"v{version}", schema_version=version))
+        (interval,) = run.intervals["shapes_color"].values()
+        assert list(run.intervals["shapes_color"]) == ["exact_match,none"] and not interval.defined
+        assert interval.reason == (
+            f"the run was written before intervals were recorded (schema {version}); harness score adds them"
+        )
+        assert "none: the run was written before intervals were recorded" in summary_table(run)
+    kept = Interval.of(0.1, 0.9, "clt", 2)
+    current = read_run(
+        _v1_run(tmp_path / "v3", schema_version=3, intervals={"shapes_color": {"exact_match,none": kept.model_dump()}})
+    )
+    assert current.intervals == {"shapes_color": {"exact_match,none": kept}}
+    assert "| [0.100, 0.900] | clt, 2 docs |" in summary_table(current)
 
 
 def test_a_file_without_a_version_is_version_1_and_an_unknown_version_is_refused(tmp_path: Path) -> None:
@@ -141,7 +162,7 @@ def test_a_file_without_a_version_is_version_1_and_an_unknown_version_is_refused
     folder.mkdir()
     (folder / "results.json").write_text(json.dumps(unversioned))
     assert read_run(folder).config.model == "tiny:qwen2_vl"
-    with pytest.raises(HarnessError, match=r"results.json: schema_version 9; this harness reads version\(s\) 1, 2"):
+    with pytest.raises(HarnessError, match=r"results.json: schema_version 9; this harness reads version\(s\) 1, 2, 3"):
         read_run(_v1_run(tmp_path / "v9", schema_version=9))
 
 

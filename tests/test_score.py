@@ -103,3 +103,19 @@ def test_score_with_a_missing_samples_file_fails_in_one_line(
     (run_dir / "samples_shapes_color.jsonl").unlink()
     assert main(["score", str(run_dir)]) == 2
     assert f"{run_dir / 'samples_shapes_color.jsonl'}: missing" in capsys.readouterr().err
+
+
+def test_score_writes_the_intervals_eval_wrote_and_drops_a_baseline_that_is_gone(
+    tmp_path: Path, saved_run: dict[str, bytes], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Re-scoring decides each figure's interval as eval did (seeded, from the same samples); a run made with
+    --baseline compares again, and says so when its baseline is no longer there."""
+    run_dir = run_copy(tmp_path, saved_run)
+    raw = json.loads((run_dir / "results.json").read_text())
+    assert raw["intervals"]["shapes_color"]["exact_match,none"]["level"] == 0.95
+    raw["config"]["baseline"] = str(tmp_path / "gone")
+    (run_dir / "results.json").write_text(json.dumps(raw))
+    assert main(["score", str(run_dir), "--output", str(tmp_path / "again")]) == 0
+    rescored = read_run(tmp_path / "again")
+    assert {t: {k: i.model_dump() for k, i in v.items()} for t, v in rescored.intervals.items()} == raw["intervals"]
+    assert rescored.baseline == {} and "the baseline comparison is left out: --baseline" in caplog.text

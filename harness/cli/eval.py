@@ -54,6 +54,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--batch-size", type=int, default=1, help="requests per call of a local model (default 1)")
     ev.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0.7,max_new_tokens=64")
     ev.add_argument("--repeats", type=int, help="answer every prompt N times (overrides the tasks' repeats)")
+    ev.add_argument(
+        "--baseline",
+        metavar="RUN_OR_FILE",
+        help="compare each task with a stored run (a run folder, or an lmms-eval samples file) on the same docs: "
+        "lmms-eval's paired t-test and power analysis",
+    )
     ev.add_argument("--include-path", action="append", help="extra task folder (repeatable)")
     ev.add_argument(
         "--lmms-model",
@@ -98,6 +104,7 @@ def eval_options(args: argparse.Namespace) -> EvalOptions:
         repeats=args.repeats,
         show_progress=show_progress(args),
         lmms_model=args.lmms_model,
+        baseline=args.baseline,
         build_hint=build_hint,
     )
 

@@ -19,6 +19,8 @@ from tqdm.auto import tqdm
 
 from harness.data import BuildHint, LoadedDataset, load_task_datasets
 from harness.disk import disk_problem, failed_path, is_disk_error
+from harness.engine.baseline import check_source, compare_all
+from harness.engine.intervals import group_interval
 from harness.engine.limits import Limit, docs_to_run
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model
@@ -39,6 +41,7 @@ from harness.models.loglikelihood import LoglikelihoodRequest
 from harness.models.messages import ChatMessage, prompt_json
 from harness.paths import new_run_dir
 from harness.provenance import environment
+from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
 from harness.results.sample_error import SampleError
 from harness.results.schema import (
@@ -83,6 +86,7 @@ class EvalOptions:
     repeats: int | None = None
     show_progress: bool = True
     lmms_model: str | None = None  # the lmms-eval model class whose behaviour the run reproduces
+    baseline: str | None = None  # a run folder or samples file to compare each task with (paired t-test)
     build_hint: BuildHint | None = None  # how a missing dataset is built (the command line passes the builders')
 
     @property
@@ -336,9 +340,14 @@ def _round_generator(backend: Backend, store: ResponseStore, opts: EvalOptions, 
 
 
 def group_results(
-    registry: TaskRegistry, names: list[str], results: dict[str, dict[str, Any]], counts: dict[str, TaskCounts]
+    registry: TaskRegistry,
+    names: list[str],
+    results: dict[str, dict[str, Any]],
+    counts: dict[str, TaskCounts],
+    intervals: dict[str, dict[str, Interval]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """Aggregate groups named on the command line by their ``aggregate_metric_list``."""
+    """Aggregate groups named on the command line by their ``aggregate_metric_list``; given the tasks'
+    ``intervals``, each group's figures get theirs there too (:func:`harness.engine.intervals.group_interval`)."""
     groups: dict[str, dict[str, Any]] = {}
     subtasks: dict[str, list[str]] = {}
     for name in names:
@@ -359,6 +368,9 @@ def group_results(
                 sizes = [counts[t].scored for t in have]
                 weights = sizes if agg.weight_by_size else [1] * len(have)
                 out[key] = weighted_mean([results[t][key] for t in have], weights)
+                if intervals is not None:
+                    pooled = [(intervals.get(t, {}).get(key), w) for t, w in zip(have, weights, strict=True)]
+                    intervals.setdefault(name, {})[key] = group_interval(out[key], pooled)
                 stderrs = [results[t].get(stderr_key) for t in have]
                 floats = [s for s in stderrs if isinstance(s, float)]
                 ok = len(floats) == len(stderrs) and sum(sizes) > len(sizes)
@@ -417,7 +429,10 @@ def evaluate(
     samples = {task: out.records for task, out in scored.items()}
     results = {task: out.results for task, out in scored.items()}
     counts = {task: out.counts for task, out in scored.items()}
-    groups, group_subtasks = group_results(registry, opts.tasks, results, counts)
+    intervals = {task: out.intervals for task, out in scored.items()}
+    groups, group_subtasks = group_results(registry, opts.tasks, results, counts, intervals)
+    configs = {t.config.task: t.config for t in prepared}
+    compared = compare_all(opts.baseline, configs, samples, results) if opts.baseline else {}
     reports, failure = _run_reports({t.config.task: t.runtime for t in prepared}, samples, run_dir, failure)
     wall = time.time() - started
     run = RunResults(
@@ -434,6 +449,8 @@ def evaluate(
         },
         counts=counts,
         reports=reports,
+        intervals=intervals,
+        baseline=compared,
         config=RunConfig(
             model=model_spec,
             model_args=model_args or {},
@@ -447,6 +464,7 @@ def evaluate(
             use_cache=opts.use_cache,
             refresh=opts.refresh,
             lmms_model=opts.lmms_model,
+            baseline=opts.baseline,
             applied_defaults={
                 t.config.task: t.settings.applied_defaults for t in prepared if t.settings.applied_defaults
             },
@@ -636,7 +654,14 @@ def score_run(
     samples = {task: out.records for task, out in scored.items()}
     results = {task: out.results for task, out in scored.items()}
     counts = {task: out.counts for task, out in scored.items()}
-    groups, group_subtasks = group_results(registry, run.config.tasks, results, counts)
+    intervals = {task: out.intervals for task, out in scored.items()}
+    groups, group_subtasks = group_results(registry, run.config.tasks, results, counts, intervals)
+    try:  # the run's --baseline comparison again, on the rescored samples
+        configs = {t: registry.get(t) for t in run.configs}
+        compared = compare_all(run.config.baseline, configs, samples, results) if run.config.baseline else {}
+    except HarnessError as exc:
+        log.warning("the baseline comparison is left out: %s", exc)
+        compared = {}
     originals = None
     try:
         originals = _keep_originals(run_dir) if in_place else None
@@ -652,6 +677,8 @@ def score_run(
         updated = run.model_copy(
             update={
                 "results": results,
+                "intervals": intervals,
+                "baseline": compared,
                 "counts": counts,
                 "groups": groups,
                 "group_subtasks": group_subtasks,
@@ -739,6 +766,8 @@ def validate_tasks(opts: EvalOptions) -> dict[str, LoadedDataset]:
     its dataset, so a mistake or a missing dataset fails before a (possibly large) model is loaded."""
     check_output(opts.output)
     check_lmms_model(opts.lmms_model)
+    if opts.baseline is not None:
+        check_source(opts.baseline)
     registry = TaskRegistry.discover(opts.include_paths)
     configs = []
     for name in registry.expand(opts.tasks):

@@ -22,6 +22,7 @@ import torch
 
 from harness.engine.task_runtime import TaskRuntime
 from harness.errors import TaskConfigError
+from harness.results.interval import Interval
 from harness.results.schema import SampleRecord, ScoringSeeds, TaskCounts
 from harness.taskspec.registry import TaskRegistry
 
@@ -71,11 +72,13 @@ class TaskScoring:
 
 @dataclass(frozen=True)
 class ScoredTask:
-    """One task after scoring: its records with their metrics, its task-level values and its counts."""
+    """One task after scoring: its records with their metrics, its task-level values, its counts and each
+    figure's interval."""
 
     records: list[SampleRecord]
     results: dict[str, Any]
     counts: TaskCounts
+    intervals: dict[str, Interval]
 
 
 def score_tasks(
@@ -83,8 +86,10 @@ def score_tasks(
 ) -> tuple[dict[str, ScoredTask], ScoringSeeds]:
     """Score every task and aggregate it, as lmms-eval does: under its seeds, the tasks in ``order``
     (:func:`scoring_order`), all of them scored before any is aggregated. ``args`` goes to aggregations
-    that take it. Returns each task's outcome (in ``tasks``' order) and the seeds it ran under."""
+    that take it; each figure's interval is made last, under the same seeds (a bootstrap re-runs the task's
+    aggregation). Returns each task's outcome (in ``tasks``' order) and the seeds it ran under."""
     with seeded_scoring() as seeds:
         records = {t: tasks[t].runtime.score_all(tasks[t].records, tasks[t].docs) for t in order}
         values = {t: tasks[t].runtime.aggregate(records[t], args) for t in order}
-    return {t: ScoredTask(records[t], *values[t]) for t in tasks}, seeds
+        intervals = {t: tasks[t].runtime.intervals(records[t], values[t][0]) for t in order}
+    return {t: ScoredTask(records[t], *values[t], intervals[t]) for t in tasks}, seeds

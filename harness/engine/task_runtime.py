@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from harness.display import short_repr
+from harness.engine import lmms_statistics
 from harness.engine.filters import Step, apply_pipeline, check_filters, resolve_step
+from harness.engine.intervals import task_intervals
 from harness.errors import TaskConfigError
 from harness.hashing import to_jsonable
 from harness.metrics.aggregation import AGGREGATIONS, STDERRS
@@ -25,6 +27,7 @@ from harness.metrics.choice import choice_metrics
 from harness.metrics.lmms_builtin import BUILTIN_METRICS, builtin_metric_names
 from harness.models.base import SCORING_TYPES
 from harness.models.messages import ChatMessage, from_lmms
+from harness.results.interval import Interval
 from harness.results.metric_key import MetricKey
 from harness.results.sample_error import SampleError
 from harness.results.schema import SampleRecord, TaskCounts
@@ -343,12 +346,13 @@ class TaskRuntime:
     def score_all(self, records: Sequence[SampleRecord], docs: Sequence[dict[str, Any]]) -> list[SampleRecord]:
         """Fill ``filtered``, ``metrics`` and ``unparsed`` of each record that has responses, in lmms-eval's
         order: each filter pipeline in turn over every doc (``evaluator.evaluate``), which a scorer that draws
-        random numbers depends on. Scoring code that fails on a doc makes it that sample's error (re-scoring
+        random numbers depends on; then, for a doc answered several times, ``response_metrics``: each answer
+        scored alone. Scoring code that fails on a doc makes it that sample's error (re-scoring
         tries it again), never the run's end."""
-        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": []}
+        empty: dict[str, Any] = {"filtered": {}, "metrics": {}, "unparsed": [], "response_metrics": {}}
         choices = self.config.output_type in SCORING_TYPES
         scored: dict[int, dict[str, Any]] = {
-            i: {"filtered": {}, "metrics": {}, "unparsed": []}
+            i: {"filtered": {}, "metrics": {}, "unparsed": [], "response_metrics": {}}
             for i, record in enumerate(records)
             if (record.choices if choices else record.responses)
             and (record.error is None or record.error.kind == "scoring failed")
@@ -363,6 +367,15 @@ class TaskRuntime:
                         self._score(records[i], doc, pipeline, scored[i])
                 except BadInputError as exc:
                     failed[i] = SampleError("scoring failed", str(exc))
+        if self.config.output_type == "generate_until":  # after lmms-eval's own pass, so its draws are unchanged
+            for pipeline in self._pipelines:
+                for i, doc in enumerate(docs):
+                    if i in scored and i not in failed and len(records[i].responses) > 1:
+                        try:
+                            with doc_step("process_results"):
+                                self._score_each(records[i], doc, pipeline, scored[i])
+                        except BadInputError as exc:
+                            failed[i] = SampleError("scoring failed", str(exc))
         return [
             record.model_copy(update={**empty, "error": failed[i]})
             if i in failed
@@ -391,14 +404,7 @@ class TaskRuntime:
             else apply_pipeline(steps, record.responses, scoring_doc)
         )
         into["filtered"][name] = answers[0] if len(answers) == 1 else answers
-        if self.config.output_type == "generate_until":  # lmms-eval strips every answer before scoring
-            answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
-        if self._process_results is not None:
-            values = self._process_results(scoring_doc, answers)
-        else:
-            values = self._builtin_metrics(scoring_doc, answers)
-        if not isinstance(values, dict):
-            raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        values = self._values(scoring_doc, answers)
         for spec in self.config.metric_list:
             key = MetricKey(spec.metric, name).encoded
             if spec.metric not in values:
@@ -407,6 +413,35 @@ class TaskRuntime:
             into["metrics"][key] = value
             if value is None:
                 into["unparsed"].append(key)
+
+    def _score_each(
+        self, record: SampleRecord, doc: dict[str, Any], pipeline: tuple[str, list[Step]], into: dict[str, Any]
+    ) -> None:
+        """Each of a repeated doc's answers scored alone through one filter pipeline (lmms-eval's per-sample
+        scores under repeats, which its stability metrics read), added to ``into["response_metrics"]``."""
+        scoring_doc = doc if self.config.process_results_use_image else strip_images(doc)
+        if record.turns:
+            scoring_doc = {**scoring_doc, "harness_turns": [t.model_dump() for t in record.turns]}
+        name, steps = pipeline
+        for response in record.responses:
+            alone = self._values(scoring_doc, apply_pipeline(steps, [response], scoring_doc))
+            for spec in self.config.metric_list:
+                if spec.metric in alone:
+                    key = MetricKey(spec.metric, name).encoded
+                    into["response_metrics"].setdefault(key, []).append(to_jsonable(alone[spec.metric]))
+
+    def _values(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
+        """The metric values of one doc's filtered answers: its ``process_results``, or lmms-eval's built-in
+        metrics; a generate_until answer is stripped first, as lmms-eval strips it."""
+        if self.config.output_type == "generate_until":
+            answers = [a.strip() if isinstance(a, str) else "" if a is None else a for a in answers]
+        if self._process_results is not None:
+            values = self._process_results(doc, answers)
+        else:
+            values = self._builtin_metrics(doc, answers)
+        if not isinstance(values, dict):
+            raise BadInputError(f"returned {type(values).__name__}, not a dict of metric values")
+        return values
 
     def _builtin_metrics(self, doc: dict[str, Any], answers: list[Any]) -> dict[str, Any]:
         """lmms-eval's scoring of a generate_until task without ``process_results``: each metric_list entry's
@@ -468,6 +503,8 @@ class TaskRuntime:
                 results[key] = self._aggregate(key, spec.metric, present, args) if present else None
                 stderr = STDERRS.get(spec.aggregation) if isinstance(spec.aggregation, str) else None
                 results[figure.stderr.encoded] = stderr(present) if stderr and present else "N/A"
+                results.update(lmms_statistics.stderrs(figure, values, self.config))
+                results.update(lmms_statistics.stability(scored, figure, self.config.score_key))
         counts = TaskCounts(
             samples=len(records),
             scored=len(scored),
@@ -475,6 +512,12 @@ class TaskRuntime:
             unparsed={k: v for k, v in unparsed.items() if v},
         )
         return results, counts
+
+    def intervals(self, records: list[SampleRecord], results: dict[str, Any]) -> dict[str, Interval]:
+        """The 95% interval of each figure :meth:`aggregate` gave (harness.engine.intervals); an aggregation
+        that takes ``args`` is never run again on resamples."""
+        again = {metric: None if _takes_args(fn) else fn for metric, fn in self._aggregations.items()}
+        return task_intervals(self.config, records, results, again)
 
     def _aggregate(self, key: str, metric: str, values: list[Any], args: Any) -> Any:
         """One metric's aggregate; aggregation code that fails (lmms-eval's MME asserts whole pairs, which a

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import resolve_path
+from harness.engine.baseline import BASELINE_KEYS
 from harness.engine.request_check import RequestCheck, check_requests
 from harness.engine.runner import group_results, rescoring_input
 from harness.engine.scoring_pass import ScoredTask, TaskScoring, score_tasks, scoring_order
@@ -124,7 +125,7 @@ def _same(a: Any, b: Any, tolerance: float) -> bool:
 
 
 def _compare(claimed: dict[str, Any], recomputed: dict[str, Any], tolerance: float) -> list[dict[str, Any]]:
-    keys = sorted((set(claimed) | set(recomputed)) - {"alias"})
+    keys = sorted((set(claimed) | set(recomputed)) - {"alias", *BASELINE_KEYS})  # the baseline is not sent
     return [
         {"metric": k, "claimed": claimed.get(k), "recomputed": recomputed.get(k)}
         for k in keys

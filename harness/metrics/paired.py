@@ -45,6 +45,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 
 from harness.metrics.bootstrap import N_RESAMPLES, SEED, cluster_interval
+from harness.metrics.uncertainty import clustered_stderr, paired_ttest
 from harness.results.interval import LEVEL, Interval
 
 ALPHA = 0.05
@@ -93,34 +94,6 @@ def mcnemar_p_values(n10: int, n01: int) -> tuple[float, float]:
         return 1.0, 1.0
     exact = float(mcnemar([[0, n10], [n01, 0]], exact=True).pvalue)  # statsmodels: the binomial test
     return exact, exact - float(stats.binom.pmf(k, total, 0.5))
-
-
-def paired_t_test(d: np.ndarray) -> tuple[float | None, float | None]:
-    """``(t, p)`` of the paired t-test on the differences ``d`` (n - 1 degrees of freedom); (None, None)
-    for fewer than 2 pairs; no spread: t infinite (or 0) and p 0 (or 1 when ``d_bar = 0``)."""
-    n = len(d)
-    if n < 2:
-        return None, None
-    mean, se = float(np.mean(d)), float(np.std(d, ddof=1)) / math.sqrt(n)
-    if se == 0:
-        return (math.copysign(math.inf, mean) if mean else 0.0), (0.0 if mean else 1.0)
-    t = mean / se
-    return t, float(2 * stats.t.sf(abs(t), n - 1))
-
-
-def clustered_standard_error(d: np.ndarray, clusters: Sequence[Hashable]) -> float | None:
-    """Miller's eq. 4: ``sqrt(SE_CLT^2 + (1/n^2) sum_c sum_{i != j} (d_ic - d_bar)(d_jc - d_bar))``, the
-    within-cluster cross terms added to the CLT variance ``s_d^2 / n``; None for fewer than 2 docs."""
-    n = len(d)
-    if n < 2:
-        return None
-    dev = d - np.mean(d)
-    cross = 0.0
-    for members in _cluster_members(clusters).values():
-        within = dev[members]
-        cross += float(within.sum() ** 2 - (within**2).sum())
-    variance = float(np.var(d, ddof=1)) / n + cross / n**2
-    return math.sqrt(max(variance, 0.0))
 
 
 def normal_test(difference: float, se: float | None) -> tuple[float | None, float | None]:
@@ -217,7 +190,7 @@ def compare_paired(
     p_exact = None
     test: PairedTestName
     if clusters is not None:
-        test, se = "clustered_z", clustered_standard_error(d, clusters)
+        test, se = "clustered_z", clustered_stderr(d.tolist(), clusters)
         statistic, p = normal_test(difference, se)
     else:
         se = float(np.std(d, ddof=1)) / math.sqrt(len(d)) if len(d) >= 2 else None
@@ -226,8 +199,8 @@ def compare_paired(
             test, statistic = "mcnemar_midp", float(min(n10, n01))
             p_exact, p = mcnemar_p_values(n10, n01)
         else:
-            test = "paired_t"
-            statistic, p = paired_t_test(d)
+            test, ttest = "paired_t", paired_ttest(sa.tolist(), sb.tolist())
+            statistic, p = (None, None) if ttest.n < 2 else (ttest.t_stat, ttest.p_value)
     return PairedStats(
         n=len(d),
         units=units.count,

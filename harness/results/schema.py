@@ -25,7 +25,9 @@ from pydantic import (
 from harness.disk import disk_problem, is_disk_error, write_atomic
 from harness.errors import HarnessError
 from harness.results.generation import RequestSettings
+from harness.results.interval import Interval
 from harness.results.jsonl import check_depth, jsonl_lines
+from harness.results.metric_key import figures
 from harness.results.sample_error import SampleErrorField
 from harness.secrets import redact_args, redact_argv, redact_mapping
 
@@ -33,8 +35,10 @@ log = logging.getLogger(__name__)
 
 # 2: typed run config, provenance (environment, model info, datasets, generation, request counts, rescoring)
 # and turns; version-1 files hold the same keys untyped and are read by the same models.
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# 3: every figure's 95% interval (``intervals``), lmms-eval's CLT and clustered standard errors and stability
+# metrics in ``results``, the baseline comparison; older files read with no intervals (each says why).
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 class _Record(BaseModel):
@@ -86,6 +90,12 @@ class SampleRecord(BaseModel):
     responses: list[str] = Field(default_factory=list, description="All n responses, in sample order")
     filtered: dict[str, Any] = Field(default_factory=dict, description="Filter pipeline name -> its output")
     metrics: dict[str, Any] = Field(default_factory=dict, description='"metric,filter" -> per-sample value')
+    response_metrics: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        exclude_if=lambda value: not value,  # written only when there are several answers to score apart
+        description='"metric,filter" -> one value per answer, each answer scored alone (a task answered k > 1 '
+        "times: the stability metrics read these)",
+    )
     unparsed: list[str] = Field(default_factory=list, description="Metric keys the task could not parse")
     turns: list[Turn] = Field(default_factory=list, description="Follow-up turns of a multi-turn task")
     choices: list[ScoredChoice] = Field(default_factory=list, description="multiple_choice tasks: each choice")
@@ -127,6 +137,7 @@ class RunConfig(_Record):
     applied_defaults: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="per task, each generation default taken from lmms-eval and its source"
     )
+    baseline: str | None = Field(default=None, description="the run folder or samples file of --baseline")
 
     @field_serializer("model_args")
     def _no_secret_args(self, args: dict[str, str]) -> dict[str, str]:
@@ -258,6 +269,27 @@ class Provenance(Environment):
     rescored: Rescoring | None = None
 
 
+class BaselineComparison(BaseModel):
+    """One task against ``--baseline`` on the docs both scored: lmms-eval's paired t-test (current minus
+    baseline, scores as the task gives them) and its power analysis for a 3-point difference at this n."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: str = Field(description="the baseline's short name, as lmms-eval writes paired_baseline")
+    source: str
+    n: int = Field(description="docs scored on both sides")
+    current_mean: float
+    baseline_mean: float
+    mean_diff: float | None
+    se_diff: float | None
+    ci_lower: float | None = Field(description="95% t interval of the mean difference")
+    ci_upper: float | None
+    t_stat: float | None = Field(description="null when infinite: every difference equal and non-zero")
+    p_value: float | None
+    power: dict[str, Any] | None = Field(description="harness.metrics.uncertainty.Power's fields")
+    no_power: str | None = Field(default=None, description="why there is no power analysis")
+
+
 class RunResults(BaseModel):
     """Everything a run reports; keys with dashes keep lmms-eval's spelling."""
 
@@ -273,6 +305,12 @@ class RunResults(BaseModel):
     higher_is_better: dict[str, dict[str, bool]] = Field(default_factory=dict)
     counts: dict[str, TaskCounts]
     reports: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per-task extra reports")
+    intervals: dict[str, dict[str, Interval]] = Field(
+        default_factory=dict,
+        description='task or group -> "metric,filter" -> the figure\'s 95% interval (harness.engine.intervals); '
+        "empty in files written before schema version 3",
+    )
+    baseline: dict[str, BaselineComparison] = Field(default_factory=dict, description="task -> --baseline's test")
     config: RunConfig
     provenance: Provenance
 
@@ -284,7 +322,8 @@ class RunResults(BaseModel):
 def parse_run(raw: Any) -> RunResults:
     """A ``results.json`` mapping of any readable version, as the current model. Version 1 wrote the
     same keys untyped (its counts of follow-up requests only when there were any): it validates as it
-    is, and is upgraded to the current version (written so if rescored)."""
+    is, and is upgraded to the current version (written so if rescored). Versions 1 and 2 recorded no
+    intervals: each figure's says so."""
     if isinstance(raw, dict):  # anything else fails validation below, as not a results file
         version = raw.get("schema_version", 1)
         if version not in READABLE_VERSIONS:
@@ -292,6 +331,14 @@ def parse_run(raw: Any) -> RunResults:
                 f"schema_version {version!r}; this harness reads version(s) {', '.join(map(str, READABLE_VERSIONS))}"
             )
         raw = {**raw, "schema_version": SCHEMA_VERSION}
+        if version < 3:
+            run = RunResults.model_validate(raw)
+            why = f"the run was written before intervals were recorded (schema {version}); harness score adds them"
+            run.intervals = {
+                task: {figure.encoded: Interval.missing(why) for figure, _ in figures(values)}
+                for task, values in {**run.results, **run.groups}.items()
+            }
+            return run
     return RunResults.model_validate(raw)
 
 

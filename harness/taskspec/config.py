@@ -162,6 +162,8 @@ class TaskConfig:
     filters: tuple[FilterPipeline, ...] = DEFAULT_FILTERS
     generation_kwargs: dict[str, Any] = field(default_factory=dict)
     repeats: int = 1
+    cluster_key: str | None = None  # the per-sample field (or doc column) naming the unit docs share
+    score_key: str = "score"  # the field of a dict-valued per-sample metric that holds its score
     tags: tuple[str, ...] = ()
     lmms_eval_specific_kwargs: dict[str, Any] = field(default_factory=dict)
     model_specific_target_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -233,6 +235,11 @@ class TaskConfig:
         repeats = raw.get("repeats", 1)
         if not isinstance(repeats, int) or repeats < 1:
             raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
+        cluster_key, score_key = raw.get("cluster_key"), raw.get("score_key", "score")
+        if cluster_key is not None and not (isinstance(cluster_key, str) and cluster_key):
+            raise TaskConfigError(f"{where}: cluster_key must be a field name, got {cluster_key!r}")
+        if not (isinstance(score_key, str) and score_key):
+            raise TaskConfigError(f"{where}: score_key must be a field name, got {score_key!r}")
         gen = raw.get("generation_kwargs") or {}
         if not isinstance(gen, dict):
             raise TaskConfigError(f"{where}: generation_kwargs must be a mapping")
@@ -262,6 +269,8 @@ class TaskConfig:
             filters=_parse_filters(raw.get("filter_list"), where),
             generation_kwargs=dict(gen),
             repeats=repeats,
+            cluster_key=cluster_key,
+            score_key=score_key,
             tags=_as_tuple(raw.get("tag")),
             lmms_eval_specific_kwargs=dict(raw.get("lmms_eval_specific_kwargs") or {}),
             model_specific_target_kwargs=_mapping(raw, "model_specific_target_kwargs", where),

@@ -16,14 +16,13 @@ from harness.metrics.multiple_testing import benjamini_yekutieli
 from harness.metrics.paired import (
     RankInterval,
     Units,
-    clustered_standard_error,
     compare_paired,
     mcnemar_p_values,
     minimum_detectable_effect,
     paired_bootstrap_interval,
-    paired_t_test,
     rank_intervals,
 )
+from harness.metrics.uncertainty import clustered_stderr
 
 
 def test_mcnemar_exact_and_mid_p_by_hand_and_against_statsmodels() -> None:
@@ -38,21 +37,25 @@ def test_mcnemar_exact_and_mid_p_by_hand_and_against_statsmodels() -> None:
 
 def test_paired_t_by_hand_and_against_scipy() -> None:
     a, b = np.array([3.0, 4.0, 5.0, 9.0]), np.array([2.0, 2.0, 2.0, 3.0])
-    t, p = paired_t_test(a - b)  # d = 1, 2, 3, 6: mean 3, s^2 = 14/3, t = 3 / sqrt(14/12)
-    assert t == pytest.approx(3 / math.sqrt(14 / 12)) and t == pytest.approx(2.777460)
+    stats_ab = compare_paired(a, b)  # d = 1, 2, 3, 6: mean 3, s^2 = 14/3, t = 3 / sqrt(14/12)
+    assert stats_ab.test == "paired_t" and stats_ab.statistic == pytest.approx(2.777460)
     ref = stats.ttest_rel(a, b)
-    assert (t, p) == pytest.approx((ref.statistic, ref.pvalue))
-    assert paired_t_test(np.array([0.5, 0.5])) == (math.inf, 0.0)  # no spread, a difference: lmms-eval's rule
-    assert paired_t_test(np.zeros(3)) == (0.0, 1.0)
-    assert paired_t_test(np.array([1.0])) == (None, None)
+    assert (stats_ab.statistic, stats_ab.p_value) == pytest.approx((ref.statistic, ref.pvalue))
+    same = compare_paired([1.0, 2.0], [0.5, 1.5])  # no spread, a difference: lmms-eval's rule
+    assert (same.statistic, same.p_value) == (math.inf, 0.0)
+    assert (compare_paired([0.3, 0.5], [0.3, 0.5]).statistic, compare_paired([0.3, 0.5], [0.3, 0.5]).p_value) == (
+        0.0,
+        1.0,
+    )
+    assert (compare_paired([0.5], [0.2]).statistic, compare_paired([0.5], [0.2]).p_value) == (None, None)
 
 
-def test_clustered_standard_error_by_hand_and_against_statsmodels_sandwich() -> None:
+def test_clustered_stderr_of_differences_against_statsmodels_sandwich() -> None:
     import statsmodels.api as sm
 
     d, groups = np.array([1.0, 1.0, 0.0, 0.0]), ["x", "x", "y", "y"]
     # dev = .5, .5, -.5, -.5; SE_CLT^2 = (1/3)/4; cross = ((1)^2 - .5) + ((-1)^2 - .5) = 1, over n^2 = 16
-    se = clustered_standard_error(d, groups)
+    se = clustered_stderr(d.tolist(), groups)
     assert se == pytest.approx(math.sqrt(1 / 12 + 1 / 16))
     # Miller's eq. 4 = the uncorrected cluster sandwich plus s^2 / n^2 (its i = j terms use n - 1)
     rng = np.random.default_rng(3)
@@ -60,9 +63,9 @@ def test_clustered_standard_error_by_hand_and_against_statsmodels_sandwich() -> 
     groups = list(rng.integers(0, 7, size=30))
     fit = sm.OLS(d, np.ones(30)).fit(cov_type="cluster", cov_kwds={"groups": np.array(groups), "use_correction": False})
     expected = fit.bse[0] ** 2 + np.var(d, ddof=1) / 30**2
-    assert clustered_standard_error(d, groups) ** 2 == pytest.approx(expected)
+    assert clustered_stderr(d.tolist(), groups) ** 2 == pytest.approx(expected)
     # one doc per cluster: the CLT standard error
-    assert clustered_standard_error(d, list(range(30))) == pytest.approx(np.std(d, ddof=1) / math.sqrt(30))
+    assert clustered_stderr(d.tolist(), list(range(30))) == pytest.approx(np.std(d, ddof=1) / math.sqrt(30))
 
 
 def test_minimum_detectable_effect_by_hand_and_against_statsmodels_power() -> None:
@@ -109,7 +112,7 @@ def test_compare_paired_picks_its_test() -> None:
     assert graded.p_value == pytest.approx(stats.ttest_rel([0.5, 0.7, 0.9], [0.4, 0.7, 0.2]).pvalue)
     clustered = compare_paired(a, b, clusters=[0, 0, 1, 1, 2, 2, 3, 3], unit="image")
     assert clustered.test == "clustered_z" and clustered.units == 4 and clustered.interval.unit == "image"
-    se = clustered_standard_error(d, [0, 0, 1, 1, 2, 2, 3, 3])
+    se = clustered_stderr(d.tolist(), [0, 0, 1, 1, 2, 2, 3, 3])
     assert clustered.p_value == pytest.approx(2 * stats.norm.sf(0.5 / se))
 
 

@@ -41,3 +41,16 @@ def test_a_task_finds_its_protocols_unit() -> None:
     stealth = unit_of_task("stealth_vqa", registry)
     assert stealth is not None and stealth.column == "sample_id"
     assert unit_of_task("shapes_color", registry) is None  # a task of no protocol: each doc its own unit
+
+
+def test_every_task_of_a_protocol_clusters_by_its_unit() -> None:
+    """The task YAML names the unit as lmms-eval's ``cluster_key`` (so both tools cluster by it), and it is
+    the protocol's declared column: one unit, read by the engine's intervals and by lmms-eval alike."""
+    registry = TaskRegistry.discover()
+    for name in DECLARED:
+        protocol = get_protocol(name)
+        assert protocol is not None and protocol.unit is not None
+        tasks = [t for t in registry.expand(list(protocol.tasks)) if unit_of_task(t, registry) == protocol.unit]
+        assert tasks, name
+        for task in tasks:
+            assert registry.get(task).cluster_key == protocol.unit.column, (name, task)
