@@ -5,9 +5,11 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,15 @@ def harness_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     return cache
+
+
+@pytest.fixture(autouse=True)
+def default_ctrl_c() -> Iterator[None]:
+    """Every test starts and ends with Ctrl-C as a shell delivers it: a library that leaves SIGINT ignored
+    (servers and clusters set their own handlers) would make the next test's subprocesses ignore it too."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
@@ -111,3 +122,13 @@ def run_harness(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Compl
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )
+
+
+@pytest.fixture(scope="session")
+def five(
+    tmp_path_factory: pytest.TempPathFactory, stealth_dir: Path, mist_dir: Path, fusion_dir: Path, diavlo_dir: Path
+) -> Path:
+    """Tiny-model runs of the five protocols and their audits, with hostile strings (tests/five_protocols.py)."""
+    from tests.five_protocols import build_five
+
+    return build_five(tmp_path_factory.mktemp("five"))

@@ -41,8 +41,9 @@ def test_a_build_writes_eval_yaml_whose_tasks_load(tmp_path: Path) -> None:
             {"id": "shapes_kind", "config": "default", "split": "test"},
         ],
     }
+    cache = str(tmp_path / "datasets-cache")  # datasets keys a folder's cached copy by its layout, not content
     for task in spec["tasks"]:  # each task's config and split is what the Hub (and load_dataset) reads
-        assert len(load_dataset(str(folder), task["config"], split=task["split"])) == 8
+        assert len(load_dataset(str(folder), task["config"], split=task["split"], cache_dir=cache)) == 8
     # the registration describes the data: a run's dataset fingerprint is the same with it or without it
     config = TaskRegistry.discover([]).get("shapes_color")
     before = load_task_dataset(config, tmp_path / "data").fingerprint["sha256"]

@@ -5,7 +5,6 @@ and run nothing in Debian's Chromium, the page fetches nothing, and a screenshot
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from html.parser import HTMLParser
@@ -16,75 +15,16 @@ import pytest
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.report import ModelAudit, ReportOptions, build_report
-from harness.results.interval import Interval
 from tests.conftest import write
+from tests.five_protocols import ANSWER, FIELD, MODEL, PROMPT, QUIET, RECORDED
 
 CHROMIUM = Path(os.environ.get("HARNESS_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-MODEL = "tiny:qwen2_vl"
-# Each payload would run script or fetch if it reached the page unescaped.
-ANSWER = '<script>window.__xss = "answer"</script><img src=x onerror="window.__xss=1">'
-PROMPT = '"><svg onload="window.__xss=2"><a href="javascript:alert(1)">prompt</a>'
-FIELD = '</pre><iframe src="https://example.invalid/"></iframe><style>body{display:none}</style>'
-QUIET = ["--verbosity", "quiet"]
-RECORDED = Interval.of(0.1, 0.4, "cluster_bootstrap", 6, unit="sentence")
-
-
-def _eval(out: Path, *args: str) -> Path:
-    assert (
-        main(["eval", "--model", MODEL, *args, "--output", str(out), "--gen-kwargs", "max_new_tokens=8", *QUIET]) == 0
-    )
-    return next((out / "tiny__qwen2_vl").iterdir())
-
-
-def _poison(run_dir: Path, task: str, field: str) -> None:
-    """The first sample of the task gets the hostile answer, prompt text and dataset field."""
-    path = run_dir / f"samples_{task}.jsonl"
-    lines = path.read_text(encoding="utf-8").split("\n")
-    first = json.loads(lines[0])
-    first["responses"][0] = ANSWER
-    for message in first["prompt"]:
-        for part in message["content"]:
-            if part.get("type") == "text":
-                part["text"] = PROMPT + part["text"]
-    first["doc"][field] = FIELD
-    lines[0] = json.dumps(first)
-    path.write_text("\n".join(lines), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
-def five(
-    tmp_path_factory: pytest.TempPathFactory,
-    stealth_dir: Path,
-    mist_dir: Path,
-    fusion_dir: Path,
-    diavlo_dir: Path,
-) -> Path:
-    """Tiny-model runs of the five protocols (and their audits) in one folder, with hostile strings."""
-    from builders import build_dataset
-
-    build_dataset("vista", None, generator="tiny:sdxl_turbo", topics=("asian",), image_size=64)
-    root = tmp_path_factory.mktemp("five")
-    stealth = _eval(root / "stealth", "--tasks", "stealth_short", "--limit", "6")
-    _poison(stealth, "stealth_short", "text")
-    results = json.loads((stealth / "results.json").read_text(encoding="utf-8"))
-    results["intervals"] = {"stealth_short": {"total_range,none": RECORDED.model_dump()}}  # as eval records them
-    (stealth / "results.json").write_text(json.dumps(results), encoding="utf-8")
-    mist = _eval(root / "mist", "--tasks", "mist", "--limit", "5")
-    _poison(mist, "mist", "sentence")
-    vista_argv = ["--model", "tiny:llava", "--tasks", "vista", "--limit", "2", "--repeats", "2", "--judge", "embedding"]
-    _eval(root / "vista", *vista_argv)
-    fusion = _eval(root / "fusion", "--tasks", "fusion", "--limit", "2")
-    assert main(["audit", "fusion", str(fusion), "--output", str(root / "audit-fusion"), *QUIET]) == 0
-    diavlo = _eval(root / "diavlo", "--tasks", "diavlo_llava_bench", "--limit", "1")
-    audit = ["audit", "diavlo", str(diavlo), "--quick", "--max-subsets", "2", "--mi-resamples", "10"]
-    assert main([*audit, "--output", str(root / "audit-diavlo"), *QUIET]) == 0
-    return root
-
-
-@pytest.fixture(scope="module")
-def report(five: Path) -> tuple[Path, ModelAudit]:
-    out = five / "report" / "audit.html"
+def report(five: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelAudit]:
+    out = tmp_path_factory.mktemp("report") / "audit.html"
     assert main(["report", "--model", MODEL, str(five), "--out", str(out), *QUIET]) == 0
     return out, ModelAudit.model_validate_json(out.with_suffix(".json").read_text(encoding="utf-8"))
 
@@ -119,7 +59,8 @@ def test_the_report_holds_every_part(report: tuple[Path, ModelAudit]) -> None:
     assert any(f.kind == "task metric" and f.key == "mist/change_rate_misleading,none" for f in parts["mist"].headline)
     recorded = {f.key: f.interval for f in parts["stealth"].headline if f.kind == "task metric"}
     assert recorded["stealth_short/total_range,none"] == RECORDED  # the interval results.json records
-    assert recorded["stealth_short/max_positive_bias,none"] is None  # none recorded: said so on the page
+    missing = recorded["stealth_short/max_positive_bias,none"]  # no interval, and the reason the run recorded
+    assert missing is not None and not missing.defined and missing.reason
     assert parts["fusion"].audits and parts["diavlo"].audits and parts["vista"].audits
     vista = parts["vista"].evidence
     assert vista is not None and vista.sections[0].items[0].panels[0].image is not None

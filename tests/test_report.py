@@ -145,8 +145,10 @@ def test_progress_bars_are_labelled_per_turn_and_absent_when_empty(
 ) -> None:
     assert run_eval(unread_task, data_dir, tmp_path / "runs", "--refresh") == 0  # generated anew
     err = capsys.readouterr().err
-    assert "generate: 100%" in err and "turn 2 of 2: 100%" in err
+    # each bar names its step and its work: prompts and answer length
+    assert "generate: 2 prompts, up to 4 tokens each: 100%" in err
+    assert "turn 2 of 2: 2 prompts, up to 4 tokens each: 100%" in err
     # a second run answers everything from the response store: no bar at all, no empty "0sample" one
     assert run_eval(unread_task, data_dir, tmp_path / "again") == 0
     err = capsys.readouterr().err
-    assert "generate" not in err and "turn 2" not in err and "0sample" not in err
+    assert "generate:" not in err and "turn 2 of 2:" not in err and "0sample" not in err

@@ -1,6 +1,6 @@
-"""Each protocol's evidence page of ``harness view`` in headless Chromium, over the tiny-model runs of the
-five protocols and their audits that ``tests/test_model_report.py`` makes (its hostile strings in Stealth's
-and MIST's samples). ``VIEWER_SCREENSHOTS=DIR`` keeps the screenshots."""
+"""Each protocol's evidence page of ``harness view`` in headless Chromium, over the session's tiny-model runs
+of the five protocols and their audits (the ``five`` fixture, ``tests/five_protocols.py``: hostile strings in
+Stealth's and MIST's samples). ``VIEWER_SCREENSHOTS=DIR`` keeps the screenshots."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import pytest
 from harness.viewer.app import Viewer
 from harness.viewer.catalog import discover
 from tests.test_leaderboard_browser import CHROMIUM
-from tests.test_model_report import five  # noqa: F401 (tiny-model runs and audits of the five protocols)
 from tests.test_viewer_browser import chromium_page, keep
 
 PROTOCOLS = ("vista", "stealth", "mist", "diavlo", "fusion")
 
 
-def test_each_protocols_evidence_page_in_chromium(five: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_each_protocols_evidence_page_in_chromium(five: Path, tmp_path: Path) -> None:
     """Tiny-model runs of the five protocols and their audits (hostile strings in Stealth's and MIST's
     samples): each protocol's page shows its extractor's sections with their images, runs nothing, and
     an audit folder's page shows its plots."""

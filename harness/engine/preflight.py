@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from harness.engine.settings import resolve_settings
 from harness.errors import HarnessError
 from harness.hub import offline_reason
 from harness.models.base import SCORING_TYPES, backend_factory, split_spec
+from harness.models.hf import check_model_args
 from harness.models.openai_api import MISSING_OPENAI
 from harness.models.source import load_error, local_folder
 from harness.models.vllm import MISSING_VLLM
@@ -105,6 +107,11 @@ def model_problems(spec: str, model_args: dict[str, str]) -> list[str]:
     module, missing = BACKEND_MODULES.get(prefix, ("", ""))
     if module and importlib.util.find_spec(module) is None:
         return [f"{spec}: {missing}"]
+    if prefix in {"hf", "tiny"}:
+        try:
+            check_model_args(model_args)
+        except HarnessError as exc:
+            return [f"{spec}: {exc}"]
     if prefix == "tiny":
         return _tiny_problems(spec, name)
     if prefix in {"hf", "vllm"}:
@@ -162,7 +169,10 @@ def _server_problems(spec: str, model_args: dict[str, str]) -> list[str]:
         return [
             f"{spec}: no API key for {base_url} (set OPENAI_API_KEY, or --model-args base_url=... for a local server)"
         ]
-    request = urllib.request.Request(f"{base_url}/models", headers={"Authorization": f"Bearer {api_key or 'none'}"})
+    # urllib reads a URL's user:password@ as part of the host name; the probe asks the host without it
+    parts = urllib.parse.urlsplit(base_url)
+    host = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+    request = urllib.request.Request(f"{host}/models", headers={"Authorization": f"Bearer {api_key or 'none'}"})
     try:
         with urllib.request.urlopen(request, timeout=SERVER_TIMEOUT_S) as response:
             served = _served_models(response.read(1 << 20))

@@ -129,16 +129,22 @@ def _positive_int(key: str, value: str) -> int:
     return int(value)
 
 
+def check_model_args(model_args: dict[str, str]) -> None:
+    """An ``hf:`` or ``tiny:`` model's ``--model-args`` keys, checked before anything loads (a preflight asks
+    it for every model of a run); an unknown key is one :class:`ModelSpecError` naming the known ones."""
+    unknown = sorted(set(model_args) - _MODEL_ARGS)
+    if unknown:
+        raise ModelSpecError(
+            f"--model-args: unknown key(s) {', '.join(unknown)} for hf (known: {', '.join(sorted(_MODEL_ARGS))})"
+        )
+
+
 class HFBackend(Backend):
     """Transformers generation with chat templates and left-padded batches, greedy or sampled (each sampled
     request from its own seeded generator, so its samples do not depend on its batch)."""
 
     def __init__(self, name: str, model_args: dict[str, str], smoke: bool = False) -> None:
-        unknown = sorted(set(model_args) - _MODEL_ARGS)
-        if unknown:
-            raise ModelSpecError(
-                f"--model-args: unknown key(s) {', '.join(unknown)} for hf (known: {', '.join(sorted(_MODEL_ARGS))})"
-            )
+        check_model_args(model_args)
         self.name = name
         self.is_smoke_model = smoke
         self.device = model_args.get("device", "auto")
