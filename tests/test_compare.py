@@ -109,7 +109,8 @@ def test_compare_two_tiny_model_runs(tiny_runs: list[Path], tmp_path: Path, caps
     assert "shapes_kind answer_accuracy: none of tiny:llava's answers could be parsed for it; not compared" in printed
     report = CompareReport.model_validate_json((tmp_path / "cmp" / "compare.json").read_text())
     assert {c.task for c in report.comparisons} == {"shapes_color", "shapes_kind"}
-    assert all(c.stats.n == 4 and c.stats.interval.method == "paired_bootstrap" for c in report.comparisons)
+    for c in report.comparisons:  # random-weight models: every difference 0, so no interval, and why
+        assert c.stats.n == 4 and c.stats.interval.reason is not None and "no spread" in c.stats.interval.reason
     assert [r.label for r in report.runs] == ["tiny:llava", "tiny:qwen2_vl"]
     rows = list(csv.DictReader(io.StringIO((tmp_path / "cmp" / "compare.csv").read_text())))
     assert [r["task"] for r in rows] == ["shapes_color", "shapes_kind"] and rows[0]["test"] == "mcnemar_midp"

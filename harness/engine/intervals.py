@@ -117,11 +117,7 @@ def _interval(
 
     name = unit if clustered and unit else "doc"
     with _quietly():
-        interval = bootstrap_interval(list(groups.values()), statistic, name, clustered)
-    if interval.defined and interval.low == interval.high:
-        why = f"every resample of the {name}s gives {interval.low:g}, so there is no spread to estimate from"
-        return Interval.missing(why, interval.n, name)
-    return interval
+        return bootstrap_interval(list(groups.values()), statistic, name, clustered)
 
 
 def mean_interval(

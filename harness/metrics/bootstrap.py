@@ -40,7 +40,8 @@ def cluster_intervals(
     figure it names gets an Interval, one without an interval saying why.
 
     A resample on which a figure is undefined (None or NaN) is dropped for that figure; a figure
-    undefined on the full sample, or on most resamples, has no interval. (scipy.stats.bootstrap cannot
+    undefined on the full sample, or on most resamples, has no interval, nor has one that every resample
+    gives alike (all units score the same): it says so rather than print ``[v, v]``. (scipy.stats.bootstrap cannot
     drop undefined resamples; on a plain mean it gives the same percentile interval.)"""
     full = figures(np.arange(n_units))
     if n_units < 2:
@@ -62,7 +63,11 @@ def cluster_intervals(
             out[name] = Interval.missing("the figure is undefined on most resamples", n_units, unit, confidence)
         else:
             low, high = np.quantile(kept, [alpha, 1 - alpha])
-            out[name] = Interval.of(float(low), float(high), method, n_units, unit, confidence)
+            if low == high:  # a zero-width interval would claim certainty that n units cannot give
+                why = f"every resample of the {plural(unit)} gives {low:g}, so there is no spread to estimate from"
+                out[name] = Interval.missing(why, n_units, unit, confidence)
+            else:
+                out[name] = Interval.of(float(low), float(high), method, n_units, unit, confidence)
     return out
 
 

@@ -130,7 +130,10 @@ def test_class_share_intervals_by_hand() -> None:
     aligned = intervals["Aligned"]
     assert (aligned["low"], aligned["high"]) == (0.0, 0.75)
     assert (aligned["method"], aligned["unit"], aligned["n"]) == ("bootstrap", "question", 4)
-    assert intervals["Expanded"]["low"] == 0.0 and intervals["Expanded"]["high"] == 0.0
+    assert (
+        intervals["Expanded"]["low"] is None
+        and "so there is no spread to estimate from" in intervals["Expanded"]["reason"]
+    )
     assert class_share_intervals([{"class": "Aligned"}])["Aligned"]["reason"] == "fewer than 2 questions"
 
 

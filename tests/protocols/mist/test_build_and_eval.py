@@ -226,5 +226,7 @@ def test_report_intervals_resample_items_by_hand(tmp_path: Path) -> None:
         4,
     )
     agreement = figures["agreement_none"]["interval"]
-    assert (agreement["low"], agreement["high"]) == (1.0, 1.0)
+    assert agreement["low"] is None and agreement["reason"] == (  # every item agrees: no zero-width interval
+        "every resample of the items gives 1, so there is no spread to estimate from"
+    )
     assert figures["change_rate_misleading"]["interval"]["reason"] == "the figure is undefined"  # no such arm
