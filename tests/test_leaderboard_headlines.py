@@ -119,7 +119,7 @@ def test_stealth_headline_f1_drop_and_ier_under_decoy_salient() -> None:
     assert ier.value == pytest.approx(0.5) and ier.n == 4
     # each question copies once in two answers: every resample of questions is 0.5
     assert ier.interval is not None and not ier.interval.defined and ier.interval.n == 2
-    assert ier.interval.reason == "every resample of the questions gives 0.5, so there is no spread to estimate from"
+    assert ier.interval.reason == "every resample of the 2 questions gives 0.5"
 
 
 def test_mist_headline_from_its_report() -> None:

@@ -158,7 +158,7 @@ def test_all_docs_alike_get_wilson_for_a_share_and_a_reason_otherwise(tmp_path: 
     acc = intervals["acc,none"]
     assert acc.method == "wilson" and acc.low == 0.0 and acc.high == pytest.approx(Z95**2 / (4 + Z95**2))
     assert results["acc_stderr_clt,none"] == 0.0  # lmms-eval's key keeps its zero
-    assert intervals["big,none"].reason == "every resample of the docs gives 0, so there is no spread to estimate from"
+    assert intervals["big,none"].reason == "every resample of the 4 docs gives 0"
     clustered = TaskRuntime(_config(tmp_path, "cluster_key: video\n" + METRICS), None)
     records = _records(clustered, [["z"], ["z"], ["z"], ["z"]])
     acc = clustered.intervals(records, clustered.aggregate(records)[0])["acc,none"]  # Wilson over the 2 videos

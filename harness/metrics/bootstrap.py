@@ -64,7 +64,7 @@ def cluster_intervals(
         else:
             low, high = np.quantile(kept, [alpha, 1 - alpha])
             if low == high:  # a zero-width interval would claim certainty that n units cannot give
-                why = f"every resample of the {plural(unit)} gives {low:g}, so there is no spread to estimate from"
+                why = f"every resample of the {n_units} {plural(unit)} gives {low:.3g}"
                 out[name] = Interval.missing(why, n_units, unit, confidence)
             else:
                 out[name] = Interval.of(float(low), float(high), method, n_units, unit, confidence)

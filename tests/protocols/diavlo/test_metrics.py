@@ -132,7 +132,7 @@ def test_class_share_intervals_by_hand() -> None:
     assert (aligned["method"], aligned["unit"], aligned["n"]) == ("bootstrap", "question", 4)
     assert (
         intervals["Expanded"]["low"] is None
-        and "so there is no spread to estimate from" in intervals["Expanded"]["reason"]
+        and intervals["Expanded"]["reason"] == "every resample of the 4 questions gives 0"
     )
     assert class_share_intervals([{"class": "Aligned"}])["Aligned"]["reason"] == "fewer than 2 questions"
 

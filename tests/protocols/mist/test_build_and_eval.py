@@ -227,6 +227,6 @@ def test_report_intervals_resample_items_by_hand(tmp_path: Path) -> None:
     )
     agreement = figures["agreement_none"]["interval"]
     assert agreement["low"] is None and agreement["reason"] == (  # every item agrees: no zero-width interval
-        "every resample of the items gives 1, so there is no spread to estimate from"
+        "every resample of the 4 items gives 1"
     )
     assert figures["change_rate_misleading"]["interval"]["reason"] == "the figure is undefined"  # no such arm

@@ -59,7 +59,9 @@ def test_audit_scores_every_model_and_query_and_writes_its_files(runs: list[Path
         mean = figures.interval("mean_suspicion")
         assert mean is not None and (mean.unit, mean.n) == ("query", 3)
         # random-weight answers: the same S on every query, so no interval, and the reason
-        assert mean.method == "cluster_bootstrap" or (mean.reason is not None and "no spread" in mean.reason)
+        assert mean.method == "cluster_bootstrap" or (
+            mean.reason is not None and "every resample of the 3 queries" in mean.reason
+        )
         assert not mean.defined or (mean.low is not None and mean.high is not None and 0 <= mean.low <= mean.high <= 1)
         assert figures.interval("detection_score") is not None and figures.interval("flag_share") is not None
     per_model = list(csv.DictReader((out / "models.csv").open()))
@@ -80,10 +82,7 @@ def test_model_intervals_by_hand() -> None:
     assert (out["detection_score"]["low"], out["detection_score"]["high"]) == (0.0, 1.0)
     assert out["mean_suspicion"]["method"] == "cluster_bootstrap" and out["mean_suspicion"]["unit"] == "query"
     constant = model_intervals([0.4, 0.4, 0.4], theta=0.5)["mean_suspicion"]
-    assert (
-        constant["low"] is None
-        and constant["reason"] == "every resample of the queries gives 0.4, so there is no spread to estimate from"
-    )
+    assert constant["low"] is None and constant["reason"] == "every resample of the 3 queries gives 0.4"
     single = model_intervals([0.7], theta=0.5)["mean_suspicion"]
     assert single["low"] is None and single["reason"] == "fewer than 2 queries"
 
