@@ -64,6 +64,9 @@ UNCOMPARED: tuple[str, ...] = (
     "provenance.platform",
     "provenance.command",  # the command line as typed: absolute folders of this machine
     "provenance.model.model",  # the tiny model's folder in the cache
+    # the tiny model's files hashed: its config files record the transformers version that wrote them
+    # (the weights and answers are the same under 5.24 and 5.25), so it records the software too
+    "provenance.model.fingerprint",
     "provenance.datasets.*.path",  # the local dataset folder
     "provenance.started_at",
     "provenance.wall_time_s",
