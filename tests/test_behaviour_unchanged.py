@@ -8,7 +8,8 @@ and their ``results.json`` equal to the kept one except for the fields that reco
 software versions and the clock (``UNCOMPARED``: versions, git revision, packages, python, platform,
 command line, the model's and datasets' folders, the tiny model's fingerprint, start time, wall and
 generation times, throughput). The one path outside provenance, each task config's ``source`` (its YAML
-file), is compared relative to the checkout. Nothing in the samples files depends on the machine, so they are compared as they are.
+file), is compared relative to the checkout. Nothing in the samples files depends on the machine, so they
+are compared as they are.
 
 A change that is meant to change behaviour regenerates them: ``python -m tests.golden.regenerate --overwrite``.
 """
