@@ -166,12 +166,13 @@ def attack_end_to_end(arch: str, fusion_dir: Path, tmp_path: Path, limit: int = 
         flips = sum(r["flipped"] for r in rows if r["attack"] == attack)
         assert summary["asr"][attack] == pytest.approx(flips / limit)
         interval = summary["asr_intervals"][attack]  # over the limit items of C, in [0, 1]
-        assert (interval["method"], interval["unit"], interval["n"]) == (
-            "paired_bootstrap",
-            "clean-correct item",
-            limit,
-        )
-        assert 0 <= interval["low"] <= summary["asr"][attack] <= interval["high"] <= 1
+        assert (interval["unit"], interval["n"]) == ("clean-correct item", limit)
+        if interval["method"] is None:  # every item flipped alike: no spread to estimate an interval from
+            share = f"{summary['asr'][attack]:.3g}"
+            assert interval["reason"] == f"every resample of the {limit} clean-correct items gives {share}"
+        else:
+            assert interval["method"] == "paired_bootstrap"
+            assert 0 <= interval["low"] <= summary["asr"][attack] <= interval["high"] <= 1
     diagnostics = [json.loads(line) for line in (run_dir / "diagnostics.jsonl").read_text().splitlines()]
     oars = [d["value"] for d in diagnostics if d["diagnostic"] == "oar"]
     assert len(oars) == limit and all(v is not None and v > 0 for v in oars)  # the region is in view
