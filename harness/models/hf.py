@@ -174,7 +174,7 @@ class HFBackend(Backend):
     @classmethod
     def from_tiny_spec(cls, arch: str, model_args: dict[str, str]) -> HFBackend:
         """The backend for ``tiny:ARCH``: a tiny random-weight model of that architecture, built once into the cache."""
-        from harness.models.tiny import tiny_model_path
+        from harness.tiny_models import tiny_model_path
 
         return cls(str(tiny_model_path(arch)), model_args, smoke=True)
 
