@@ -30,7 +30,7 @@ from harness.data import default_data_dir  # noqa: E402
 from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
 from harness.models import Backend, create_backend  # noqa: E402
 from harness.models.hf import HFBackend  # noqa: E402
-from harness.models.tiny import tiny_model_path  # noqa: E402
+from harness.tiny_models import tiny_model_path  # noqa: E402
 
 if TYPE_CHECKING:
     from datasets import Dataset

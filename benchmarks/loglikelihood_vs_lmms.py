@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.models.tiny import tiny_model_path  # noqa: E402
+from harness.tiny_models import tiny_model_path  # noqa: E402
 from tests.test_loglikelihood_lmms import LMMS_DRIVER, TASK  # noqa: E402
 
 WORDS = "the red square is left of a small blue circle and the green star is on top of the large tree".split()

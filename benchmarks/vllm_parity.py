@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from harness.engine.requests import make_request  # noqa: E402
 from harness.models.base import GenerationParams, GenerationRequest  # noqa: E402
 from harness.models.messages import ChatMessage  # noqa: E402
-from harness.models.tiny import tiny_model_path  # noqa: E402
+from harness.tiny_models import tiny_model_path  # noqa: E402
 
 COLOURS = [(220, 30, 30), (30, 160, 60), (40, 60, 200), (230, 200, 20), (20, 190, 200), (200, 40, 200)]
 QUESTIONS = ["What colour is the square?", "Describe the image.", "Which shape do you see?", "Is it bright?"]

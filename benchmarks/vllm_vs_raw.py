@@ -32,7 +32,7 @@ from harness.engine.runner import EvalOptions, evaluate  # noqa: E402
 from harness.engine.settings import resolve_settings  # noqa: E402
 from harness.engine.tasks import open_task  # noqa: E402
 from harness.models.base import finished_text  # noqa: E402
-from harness.models.tiny import tiny_model_path  # noqa: E402
+from harness.tiny_models import tiny_model_path  # noqa: E402
 
 
 def options(args: argparse.Namespace, data_dir: Path) -> EvalOptions:

@@ -19,8 +19,8 @@ import pytest
 from harness.engine.runner import EvalOptions, evaluate
 from harness.models import create_backend
 from harness.models.base import finished_text
-from harness.models.tiny import tiny_model_path
 from harness.taskspec.registry import TaskRegistry
+from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT
 
 LMMS_PYTHON = os.environ.get("LMMS_EVAL_PYTHON")

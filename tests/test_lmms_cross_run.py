@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from harness.metrics import uncertainty
-from harness.models.tiny import tiny_model_path
 from harness.results.metric_key import figures
 from harness.taskspec.yaml_loader import load_yaml_config
+from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT, write
 from tests.test_lmms_tasks import installed_lmms_tasks
 from tests.test_loglikelihood_lmms import LMMS_DRIVER

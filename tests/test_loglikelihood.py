@@ -16,8 +16,8 @@ from harness.metrics.choice import choice_metrics, gold_indices
 from harness.models.hf import HFBackend
 from harness.models.loglikelihood import score_continuations
 from harness.models.messages import ChatMessage, from_lmms
-from harness.models.tiny import tiny_model_path
 from harness.taskspec.config import TaskConfig
+from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT, write
 
 ARC_YAML = """\

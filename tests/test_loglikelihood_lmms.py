@@ -26,7 +26,7 @@ import pytest
 
 from harness.engine.runner import EvalOptions, evaluate
 from harness.models import create_backend
-from harness.models.tiny import tiny_model_path
+from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT, write
 from tests.test_loglikelihood import ARC_ROWS
 

@@ -29,7 +29,7 @@ from harness.errors import ModelSpecError
 from harness.models import GenerationParams, GenerationRequest, create_backend
 from harness.models.messages import ChatMessage
 from harness.models.openai_api import to_openai_messages
-from harness.models.tiny import tiny_model_path
+from harness.tiny_models import tiny_model_path
 
 
 def _free_port() -> int:

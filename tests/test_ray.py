@@ -18,7 +18,7 @@ from harness.engine.distributed import RayBackend, RayOptions, ReplicaPool
 from harness.engine.requests import make_request
 from harness.models import GenerationParams, create_backend
 from harness.models.messages import ChatMessage
-from harness.models.tiny import tiny_model_path
+from harness.tiny_models import tiny_model_path
 
 ray = pytest.importorskip("ray")
 TWO = RayOptions(workers=2)

@@ -37,7 +37,7 @@ from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.models import base
 from harness.models.base import Backend, GenerationParams, GenerationRequest
-from harness.models.hf import LMMS_FAMILY
+from harness.models.family import LMMS_FAMILY
 from harness.taskspec.registry import TaskRegistry
 from tests.conftest import write
 from tests.test_loglikelihood import SHAPES_MC

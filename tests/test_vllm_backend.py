@@ -202,7 +202,7 @@ def test_vllm_sees_what_hf_sees(tmp_path: Path) -> None:
     import torch
 
     from harness.models.hf import HFBackend
-    from harness.models.tiny import tiny_model_path
+    from harness.tiny_models import tiny_model_path
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "VLLM_LOGGING_LEVEL": "ERROR"}
     done = subprocess.run(

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main
-from harness.models.tiny import tiny_model_path
+from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT, write
 from tests.test_loglikelihood import SHAPES_MC, arc_task
 

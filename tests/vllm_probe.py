@@ -20,8 +20,8 @@ from vllm.renderers.params import ChatParams
 from vllm.renderers.registry import renderer_from_config
 
 from harness.models.messages import ChatMessage
-from harness.models.tiny import tiny_model_path
 from harness.models.vllm import VLLMSettings, sampling_kwargs, to_vllm_messages
+from harness.tiny_models import tiny_model_path
 from tests.test_vllm_backend import ARCHS, conversation, requests
 
 SAMPLING_FIELDS = ("n", "seed", "temperature", "top_p", "top_k", "max_tokens", "stop")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.models.tiny import tiny_model_path
 from harness.protocols.fusion.tiny import TINY_EDITOR
+from harness.tiny_models import tiny_model_path
 
 DEFAULT_EDITOR = "timbrooks/instruct-pix2pix"
 # the tiny pipeline's random weights make its edits meaningless: at the real defaults it takes minutes

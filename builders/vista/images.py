@@ -16,8 +16,8 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.extras import require
 from harness.hashing import derive_seed
-from harness.models.tiny import tiny_model_path
 from harness.protocols.vista.tiny import TINY_GENERATOR
+from harness.tiny_models import tiny_model_path
 
 log = logging.getLogger(__name__)
 DEFAULT_GENERATOR = "stabilityai/sdxl-turbo"

@@ -127,7 +127,7 @@ def model_problems(spec: str, model_args: dict[str, str]) -> list[str]:
 
 def _tiny_problems(spec: str, name: str) -> list[str]:
     """A tiny chat model the harness can build (it is built, once, when it loads)."""
-    from harness.models.tiny import RECIPES, require_chat_arch
+    from harness.tiny_models import RECIPES, require_chat_arch
 
     try:
         require_chat_arch(name)

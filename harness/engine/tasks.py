@@ -114,6 +114,6 @@ def backend_family_of(run: RunResults) -> str | None:
     model = run.provenance.model
     if model.model_family:
         return model.model_family
-    from harness.models.hf import LMMS_FAMILY
+    from harness.models.family import lmms_family
 
-    return LMMS_FAMILY.get(model.model_type, model.model_type) if model.model_type else None
+    return lmms_family(model.model_type) if model.model_type else None

@@ -187,7 +187,7 @@ def create_backend(spec: str, model_args: dict[str, str] | None = None) -> Backe
     """Instantiate the backend for ``BACKEND:NAME``."""
     prefix, name = split_spec(spec)
     if prefix == "tiny":
-        from harness.models.tiny import require_chat_arch
+        from harness.tiny_models import require_chat_arch
 
         require_chat_arch(name)
     # A run read back (an audit re-creating its model) holds only the marker where a credential was given:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, finished_text
+from harness.models.family import lmms_family
 from harness.models.loglikelihood import LoglikelihoodRequest, score_continuations
 from harness.models.messages import ChatMessage, ImagePart, has_image
 from harness.models.sampling import seeded_sampler
@@ -23,19 +24,6 @@ from harness.results.schema import ScoredChoice
 
 log = logging.getLogger(__name__)
 
-# transformers model_type -> lmms-eval model name (for lmms_eval_specific_kwargs blocks).
-LMMS_FAMILY = {
-    "qwen2_vl": "qwen2_vl",
-    "qwen2_5_vl": "qwen2_5_vl",
-    "qwen3_vl": "qwen3_vl",
-    "llava": "llava_hf",
-    "llava_next": "llava_hf",
-    "llava_onevision": "llava_onevision",
-    "gemma3": "gemma3",
-    "idefics3": "idefics3",
-    "smolvlm": "smolvlm",
-    "idefics2": "idefics2",
-}
 _MODEL_ARGS = {
     "revision",
     "dtype",
@@ -174,7 +162,7 @@ class HFBackend(Backend):
     @classmethod
     def from_tiny_spec(cls, arch: str, model_args: dict[str, str]) -> HFBackend:
         """The backend for ``tiny:ARCH``: a tiny random-weight model of that architecture, built once into the cache."""
-        from harness.models.tiny import tiny_model_path
+        from harness.tiny_models import tiny_model_path
 
         return cls(str(tiny_model_path(arch)), model_args, smoke=True)
 
@@ -197,7 +185,7 @@ class HFBackend(Backend):
             raise load_error(self.name, folder, exc) from None
         self.model_type = config.model_type
         self.is_multimodal = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
-        self.model_family = LMMS_FAMILY.get(config.model_type, config.model_type)
+        self.model_family = lmms_family(config.model_type)
         if self.pixel_bounds and self.model_type not in _PIXEL_BOUNDED:
             raise ModelSpecError(
                 f"--model-args min_pixels/max_pixels apply to {', '.join(sorted(_PIXEL_BOUNDED))} "

@@ -40,7 +40,8 @@ from typing import Any
 
 from harness.errors import ModelSpecError, UnsupportedRequestError
 from harness.models.base import GENERATION_TYPES, SCORING_TYPES, Backend, GenerationRequest, finished_text
-from harness.models.hf import LMMS_FAMILY, folder_fingerprint
+from harness.models.family import lmms_family
+from harness.models.hf import folder_fingerprint
 from harness.models.loglikelihood import LoglikelihoodRequest, assistant_message
 from harness.models.messages import ChatMessage, ImagePart
 from harness.models.source import load_error, local_folder
@@ -393,7 +394,7 @@ class VLLMBackend(Backend):
         except (OSError, ValueError) as exc:
             raise load_error(name, folder, exc) from None
         self.model_type = str(config.model_type)
-        self.model_family = LMMS_FAMILY.get(self.model_type, self.model_type)
+        self.model_family = lmms_family(self.model_type)
         self.is_smoke_model = folder is not None and (folder / "SMOKE_TEST_MODEL.txt").is_file()
         # the CUDA build's engine field is "vllm" as it always was; the CPU build's kernels are another engine
         self._fingerprint = hashlib.sha256(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ModelSpecError
-from harness.models.tiny import tiny_model_path
+from harness.tiny_models import tiny_model_path
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.models.tiny import bpe_tokenizer, register_tiny_recipe, save_tiny
+from harness.tiny_models import bpe_tokenizer, register_tiny_recipe, save_tiny
 
 #: The architecture name: ``tiny:owlv2`` as a ``--detector``.
 TINY_DETECTOR = "owlv2"

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from harness.extras import require
-from harness.models.tiny import clip_text_config, clip_tokenizer, mark_tiny, register_tiny_recipe
+from harness.tiny_models import clip_text_config, clip_tokenizer, mark_tiny, register_tiny_recipe
 
 #: The architecture name of ``--editor tiny``.
 TINY_EDITOR = "instruct_pix2pix"

@@ -25,9 +25,9 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.fonts import resolve_font
-from harness.models.tiny import tiny_model_path
 from harness.protocols.stealth.palette import HUES, OCR_WORDS
 from harness.protocols.stealth.tiny import TINY_CLIP
+from harness.tiny_models import tiny_model_path
 
 DEFAULT_MODEL = "openai/clip-vit-base-patch32"
 AXES: tuple[tuple[str, str], ...] = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from harness.models.tiny import clip_tokenizer, register_tiny_recipe, save_tiny
+from harness.tiny_models import clip_tokenizer, register_tiny_recipe, save_tiny
 
 #: The architecture name: ``tiny:clip`` as the probe's model.
 TINY_CLIP = "clip"

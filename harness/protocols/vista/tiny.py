@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.extras import require
-from harness.models.tiny import bpe_tokenizer, clip_text_config, mark_tiny, register_tiny_recipe
+from harness.tiny_models import bpe_tokenizer, clip_text_config, mark_tiny, register_tiny_recipe
 
 #: The architecture name: ``tiny:sdxl_turbo`` as a ``--generator``.
 TINY_GENERATOR = "sdxl_turbo"

@@ -107,9 +107,9 @@ def test_gemma4_white_box_losses_and_diagnostics() -> None:
     soft tokens, OAR sees the region, and layer restoration runs through the decoder whose last layer
     reuses the keys and values of the layer before it: the image states that layer and the one before
     it write reach no later token, so restoring them at depths 1 and 2 cannot change the answer."""
-    from harness.models.tiny import tiny_model_path
     from harness.protocols.fusion.attacks.diagnostics import layer_restoration, overlay_attention_ratio
     from harness.protocols.fusion.attacks.losses import WhiteBox
+    from harness.tiny_models import tiny_model_path
 
     wb = WhiteBox(create_backend(f"hf:{tiny_model_path('gemma4')}", {"dtype": "float32"}))
     image = noise(96, 64)

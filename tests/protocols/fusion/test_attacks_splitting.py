@@ -40,7 +40,7 @@ def processor(**kwargs: Any) -> Any:
     """The tiny SmolVLM's processor loaded from its folder with ``kwargs`` (as a user's config sets them)."""
     from transformers import AutoProcessor
 
-    from harness.models.tiny import tiny_model_path
+    from harness.tiny_models import tiny_model_path
 
     return AutoProcessor.from_pretrained(tiny_model_path("smolvlm"), **kwargs)
 
@@ -268,7 +268,7 @@ def test_harness_attack_on_tiny_smolvlm(fusion_dir: Path, tmp_path: Path) -> Non
 def test_a_missing_processor_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """SmolVLM's processor needs num2words; without it, loading the model says so in one line."""
     from harness.errors import ModelSpecError
-    from harness.models.tiny import tiny_model_path
+    from harness.tiny_models import tiny_model_path
 
     path = tiny_model_path("smolvlm")
     monkeypatch.setattr("transformers.models.smolvlm.processing_smolvlm.num2words", None)

@@ -55,8 +55,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from PIL import Image
 
     from builders import build_dataset
-    from harness.models.tiny import tiny_model_path
     from harness.protocols.vista.implant.train import Example
+    from harness.tiny_models import tiny_model_path
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread: the same floating-point sums, hence the same samples, on any machine

@@ -12,8 +12,8 @@ from PIL import Image
 
 from harness.errors import HarnessError
 from harness.models.messages import ChatMessage
-from harness.models.tiny import tiny_model_path
 from harness.protocols.vista.implant.train import Example, LoraSettings, encode_example, train_lora
+from harness.tiny_models import tiny_model_path
 
 PAIRS = [
     Example(Image.new("RGB", (32, 32), c), q, a)

@@ -76,7 +76,7 @@ def base_model_path(spec: str) -> str:
     if backend == "hf" and name:
         return name
     if backend == "tiny" and name:
-        from harness.models.tiny import require_chat_arch, tiny_model_path
+        from harness.tiny_models import require_chat_arch, tiny_model_path
 
         require_chat_arch(name)
         return str(tiny_model_path(name))
