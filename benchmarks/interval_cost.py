@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.tasks import open_task_code
 from harness.results.schema import SampleRecord
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import load_yaml_config
@@ -51,18 +51,18 @@ def main() -> None:
         (Path(tmp) / "utils.py").write_text(UTILS)
         (Path(tmp) / "cost.yaml").write_text(TASK)
         config = TaskConfig.from_dict(load_yaml_config(Path(tmp) / "cost.yaml"), Path(tmp) / "cost.yaml")
-        runtime = TaskRuntime(config, None)
+        scorer = open_task_code(config, None).scorer
         for n in args.docs:
             records = []
             for i in range(n):
                 doc = {"question": "q", "answer": "a"}
                 record = SampleRecord(task="cost", doc_id=i, doc_hash=str(i), doc=doc, responses=["ab"[i % 3 == 0]])
-                records.append(runtime.score(record, doc))
+                records.append(scorer.score(record, doc))
             start = time.perf_counter()
-            results, _ = runtime.aggregate(records)
+            results, _ = scorer.aggregate(records)
             aggregated = time.perf_counter() - start
             start = time.perf_counter()
-            intervals = runtime.intervals(records, results)
+            intervals = scorer.intervals(records, results)
             made = time.perf_counter() - start
             methods = ", ".join(f"{k}: {v.method}" for k, v in intervals.items())
             print(

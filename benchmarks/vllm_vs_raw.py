@@ -53,7 +53,7 @@ def harness_requests(backend: Any, task: str, opts: EvalOptions) -> list[Any]:
     opened = open_task(task, backend.model_family, opts.data_dir)
     settings = resolve_settings(opened.config, backend.model_family, opts.flags)
     docs = [opened.docs[i] for i in range(docs_to_run(len(opened.docs), opts.limit))]
-    return [make_request(opened.runtime.build_messages(d), settings.params, settings.n, opts.seed) for d in docs]
+    return [make_request(opened.prompts.build_messages(d), settings.params, settings.n, opts.seed) for d in docs]
 
 
 def timed_eval(backend: Any, spec: str, opts: EvalOptions) -> tuple[float, list[list[str]]]:

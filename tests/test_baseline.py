@@ -13,7 +13,7 @@ from scipy import stats
 from harness.engine.baseline import compare, compare_all, display_name, lmms_sample_score
 from harness.engine.report import summary_table
 from harness.engine.runner import EvalOptions, validate_tasks
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.tasks import open_task_code
 from harness.errors import HarnessError
 from harness.results.schema import SampleRecord, parse_run
 from harness.taskspec.config import TaskConfig
@@ -47,11 +47,11 @@ def _task(tmp_path: Path, body: str = BODY) -> TaskConfig:
 
 
 def _records(config: TaskConfig) -> list[SampleRecord]:
-    runtime = TaskRuntime(config, None)
+    scorer = open_task_code(config, None).scorer
     out = []
     for i, answer in enumerate(["a", "a", "z", "a"]):
         doc = {"question": "q", "answer": "a"}
-        out.append(runtime.score(SampleRecord(task="t", doc_id=i, doc_hash=str(i), doc=doc, responses=[answer]), doc))
+        out.append(scorer.score(SampleRecord(task="t", doc_id=i, doc_hash=str(i), doc=doc, responses=[answer]), doc))
     return out
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.engine.task_runtime import MAX_CHOICES, BadInputError, TaskRuntime
+from harness.engine.task_prompts import MAX_CHOICES, BadInputError
+from harness.engine.tasks import open_task_code
 from harness.errors import UnsupportedRequestError
 from harness.models.base import GenerationParams
 from harness.results.generation import MAX_UNTIL
@@ -78,10 +79,10 @@ def test_a_doc_with_too_many_choices_is_that_docs_error() -> None:
         {"task": "mc", "output_type": "multiple_choice", "doc_to_text": "q", "doc_to_choice": "options"},
         Path("mc.yaml"),
     )
-    runtime = TaskRuntime(config, None)
+    prompts = open_task_code(config, None).prompts
     with pytest.raises(BadInputError, match=f"{MAX_CHOICES + 1} choices; at most {MAX_CHOICES}"):
-        runtime.choices({"options": ["a"] * (MAX_CHOICES + 1)})
-    assert runtime.choices({"options": ["a", "b"]}) == ["a", "b"]
+        prompts.choices({"options": ["a"] * (MAX_CHOICES + 1)})
+    assert prompts.choices({"options": ["a", "b"]}) == ["a", "b"]
 
 
 def test_score_submit_and_import_bound_their_reading(

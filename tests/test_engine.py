@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.runner import EvalOptions, evaluate, score_run
+from harness.engine.rescore import score_run
+from harness.engine.runner import EvalOptions, evaluate
 from harness.models import create_backend
 from harness.models.base import Backend
 from harness.results import read_run, read_samples

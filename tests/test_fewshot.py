@@ -22,7 +22,7 @@ DOG = "Question: How many legs has a dog?\nAnswer:"
 def _prompts(tasks: Path, extra: str) -> list[str]:
     write(tasks / "arc_tiny.yaml", (tasks / "arc_tiny.yaml").read_text() + extra)
     opened = open_task("arc_tiny", None, registry=TaskRegistry.discover([tasks]))
-    return [opened.runtime.build_messages(opened.docs[i])[0].text for i in range(3)]
+    return [opened.prompts.build_messages(opened.docs[i])[0].text for i in range(3)]
 
 
 def test_first_n_shots_from_the_test_split_skip_the_doc_itself(tmp_path: Path) -> None:

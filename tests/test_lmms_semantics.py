@@ -15,7 +15,8 @@ from harness.engine.filters import apply_pipeline, resolve_step
 from harness.engine.lmms_args import aggregation_args
 from harness.engine.lmms_models import check_lmms_model
 from harness.engine.settings import RunFlags, resolve_settings
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.task_scoring import TaskScorer
+from harness.engine.tasks import open_task_code
 from harness.errors import HarnessError, TaskConfigError
 from harness.metrics.lmms_builtin import anls, exact_match
 from harness.results.schema import SampleRecord
@@ -38,9 +39,9 @@ def _config(folder: Path, name: str, body: str, utils: str = "") -> TaskConfig:
     return TaskConfig.from_dict(load_yaml_config(path), path)
 
 
-def _scored(runtime: TaskRuntime, doc: dict[str, Any], response: str) -> SampleRecord:
-    record = SampleRecord(task=runtime.config.task, doc_id=0, doc_hash="h", doc=doc, responses=[response])
-    return runtime.score(record, doc)
+def _scored(scorer: TaskScorer, doc: dict[str, Any], response: str) -> SampleRecord:
+    record = SampleRecord(task=scorer.config.task, doc_id=0, doc_hash="h", doc=doc, responses=[response])
+    return scorer.score(record, doc)
 
 
 def test_exact_match_options_as_lmms_eval_applies_them() -> None:
@@ -74,13 +75,13 @@ metric_list:
     ignore_punctuation: true
 """,
     )
-    record = _scored(TaskRuntime(em, None), {"question": "q", "answer": "Red"}, " red.")
+    record = _scored(open_task_code(em, None).scorer, {"question": "q", "answer": "Red"}, " red.")
     assert record.metrics == {"exact_match,none": 1.0}
     listed = _config(tmp_path / "anls", "anls", "doc_to_target: answers\nmetric_list:\n  - metric: anls\n")
-    record = _scored(TaskRuntime(listed, None), {"question": "q", "answers": ["Paris", "hello"]}, "hallo\n")
+    record = _scored(open_task_code(listed, None).scorer, {"question": "q", "answers": ["Paris", "hello"]}, "hallo\n")
     assert record.metrics == {"anls,none": pytest.approx(0.8)}
     several = _config(tmp_path / "any", "any", "doc_to_target: answers\nmetric_list:\n  - metric: exact_match\n")
-    assert _scored(TaskRuntime(several, None), {"question": "q", "answers": ["a", "b"]}, "b").metrics == {
+    assert _scored(open_task_code(several, None).scorer, {"question": "q", "answers": ["a", "b"]}, "b").metrics == {
         "exact_match,none": 1.0
     }
     # generate_until with doc_to_choice: the target index stands for its choice
@@ -94,7 +95,7 @@ metric_list:
   - metric: exact_match
 """,
     )
-    assert _scored(TaskRuntime(chosen, None), {"question": "q", "label": 1}, "dog ").metrics == {
+    assert _scored(open_task_code(chosen, None).scorer, {"question": "q", "label": 1}, "dog ").metrics == {
         "exact_match,none": 1.0
     }
 
@@ -102,7 +103,7 @@ metric_list:
 def test_a_metric_no_code_computes_is_refused_in_one_line(tmp_path: Path) -> None:
     config = _config(tmp_path, "nope", "doc_to_target: answer\nmetric_list:\n  - metric: relaxed_overall\n")
     with pytest.raises(TaskConfigError, match="metric 'relaxed_overall' needs a process_results") as err:
-        TaskRuntime(config, None)
+        open_task_code(config, None)
     assert "\n" not in str(err.value)
 
 
@@ -119,7 +120,7 @@ metric_list:
 """,
         "def echo(doc, results):\n    return {'seen': results[0]}\n\n\ndef first(items):\n    return items[0]\n",
     )
-    record = _scored(TaskRuntime(config, None), {"question": "q", "answer": "a"}, "  42\n")
+    record = _scored(open_task_code(config, None).scorer, {"question": "q", "answer": "a"}, "  42\n")
     assert record.metrics == {"seen,none": "42"}
 
 
@@ -141,7 +142,7 @@ def aggregate(results, args):
 
 
 def test_aggregation_with_args_and_state_that_never_leaks(tmp_path: Path) -> None:
-    """OCRBench's shape: an aggregation taking ``args`` that adds into a module-level dict. Two runtimes (two
+    """OCRBench's shape: an aggregation taking ``args`` that adds into a module-level dict. Two scorers (two
     models, or the same task again) each count only their own samples."""
     config = _config(
         tmp_path / "task",
@@ -157,16 +158,16 @@ metric_list:
     )
     docs = [{"question": "q", "answer": "a"}, {"question": "q", "answer": "b"}]
     for run in ("first", "second"):
-        runtime = TaskRuntime(config, None)
-        records = [_scored(runtime, d, "a") for d in docs]
+        scorer = open_task_code(config, None).scorer
+        records = [_scored(scorer, d, "a") for d in docs]
         out = tmp_path / run
         out.mkdir()
-        results, _ = runtime.aggregate(records, aggregation_args(out, "m", ["ocr"]))
+        results, _ = scorer.aggregate(records, aggregation_args(out, "m", ["ocr"]))
         assert results["acc,none"] == 1
         assert (out / "written.txt").read_text() == "1"
     # with no run folder the task's files go to a temporary folder, never the working directory
-    runtime = TaskRuntime(config, None)
-    assert runtime.aggregate([_scored(runtime, docs[0], "a")])[0]["acc,none"] == 1
+    scorer = open_task_code(config, None).scorer
+    assert scorer.aggregate([_scored(scorer, docs[0], "a")])[0]["acc,none"] == 1
 
 
 MC_UTILS = """\
@@ -212,9 +213,9 @@ metric_list:
         MC_UTILS,
     )
     doc = {"question": "q", "answer": 1, "options": ["x", "y", "z"], "fallback": "?"}
-    assert _scored(TaskRuntime(config, None), doc, "B. y").metrics == {"exact_match,flexible": 1.0}
-    assert _scored(TaskRuntime(config, None), doc, "none").filtered == {"flexible": "?"}
-    assert TaskRuntime(config, "qwen_vl").target(doc) == "y"
+    assert _scored(open_task_code(config, None).scorer, doc, "B. y").metrics == {"exact_match,flexible": 1.0}
+    assert _scored(open_task_code(config, None).scorer, doc, "none").filtered == {"flexible": "?"}
+    assert open_task_code(config, "qwen_vl").prompts.target(doc) == "y"
 
 
 def test_multi_choice_regex_as_lmms_eval_reads_it() -> None:
@@ -278,5 +279,5 @@ metric_list:
         match=r"imports lmms_eval, which is not installed: pip install "
         r"\"vlm-audit-harness\[lmms\]\"",
     ) as err:
-        TaskRuntime(config, None)
+        open_task_code(config, None)
     assert "\n" not in str(err.value)

@@ -173,7 +173,7 @@ def test_image_multiple_choice_scores_equal_one_full_pass(tmp_path: Path, data_d
     opened = open_task("shapes_color_mc", backend.model_family, data_dir, [tmp_path])  # the prompts, images decoded
     for record in samples["shapes_color_mc"]:
         assert record.error is None and isinstance(record.target, str)
-        prompt = opened.runtime.build_messages(opened.docs[record.doc_id])
+        prompt = opened.prompts.build_messages(opened.docs[record.doc_id])
         for choice in record.choices:
             ll, tokens = _reference(backend, prompt, choice.continuation)
             assert choice.tokens == tokens and choice.loglikelihood == pytest.approx(ll, abs=1e-4)
@@ -287,7 +287,7 @@ def test_openai_refuses_multiple_choice_in_one_line(tmp_path: Path) -> None:
 
 def test_harness_score_rescores_saved_choices(tmp_path: Path, text_backend: HFBackend) -> None:
     """A multiple_choice run folder re-scores from its saved choice scores alone (no model)."""
-    from harness.engine.runner import score_run
+    from harness.engine.rescore import score_run
 
     tasks = arc_task(tmp_path)
     run, _, run_dir = evaluate(

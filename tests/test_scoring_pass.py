@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.engine.runner import EvalOptions, evaluate, score_run
+from harness.engine.rescore import score_run
+from harness.engine.runner import EvalOptions, evaluate
 from harness.engine.scoring_pass import LMMS_SCORING_SEEDS, scoring_order, seeded_scoring
 from harness.models.base import Backend, GenerationRequest
 from harness.results.schema import ScoringSeeds, read_run, read_samples

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.engine.runner import EvalOptions, evaluate, score_run, validate_tasks
+from harness.engine.rescore import score_run
+from harness.engine.runner import EvalOptions, evaluate, validate_tasks
 from harness.errors import TaskConfigError
 from harness.models import create_backend
 from harness.models.base import Backend

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.engine.lmms_args import aggregation_args
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.task_scoring import TaskScorer
+from harness.engine.tasks import open_task_code
 from harness.metrics.uncertainty import Z95
 from harness.results.interval import Interval
 from harness.results.schema import SampleRecord
@@ -61,18 +62,18 @@ DOCS = [
 ]
 
 
-def _records(runtime: TaskRuntime, answers: list[list[str]]) -> list[SampleRecord]:
+def _records(scorer: TaskScorer, answers: list[list[str]]) -> list[SampleRecord]:
     out = []
     for i, (doc, responses) in enumerate(zip(DOCS, answers, strict=True)):
         record = SampleRecord(task="t", doc_id=i, doc_hash=str(i), doc=doc, responses=responses)
-        out.append(runtime.score(record, doc))
+        out.append(scorer.score(record, doc))
     return out
 
 
 def test_clt_and_clustered_stderrs_as_lmms_eval_writes_them(tmp_path: Path) -> None:
     config = _config(tmp_path, "cluster_key: video\nscore_key: correct\n" + METRICS)
-    runtime = TaskRuntime(config, None)
-    results, _ = runtime.aggregate(_records(runtime, [["a"], ["a"], ["a"], ["a"]]))
+    scorer = open_task_code(config, None).scorer
+    results, _ = scorer.aggregate(_records(scorer, [["a"], ["a"], ["a"], ["a"]]))
     # acc = (1, 1, 0, 1): s_bar 3/4, s = 1/2, SE_CLT = 1/4
     assert results["acc_stderr_clt,none"] == pytest.approx(0.25)
     # plain numbers carry no cluster id: lmms-eval writes N/A
@@ -104,19 +105,19 @@ def test_a_score_that_is_no_number_is_left_out_of_the_stderrs(tmp_path: Path) ->
 
 
 def test_one_doc_gives_lmms_eval_s_n_a_and_an_interval_that_says_why(tmp_path: Path) -> None:
-    runtime = TaskRuntime(_config(tmp_path, METRICS), None)
-    records = _records(runtime, [["a"], ["a"], ["a"], ["a"]])[:1]
-    results, _ = runtime.aggregate(records)
+    scorer = open_task_code(_config(tmp_path, METRICS), None).scorer
+    records = _records(scorer, [["a"], ["a"], ["a"], ["a"]])[:1]
+    results, _ = scorer.aggregate(records)
     assert results["acc_stderr_clt,none"] == results["acc_stderr_clustered,none"] == "N/A"
-    interval = runtime.intervals(records, results)["acc,none"]
+    interval = scorer.intervals(records, results)["acc,none"]
     assert not interval.defined and interval.reason == "fewer than 2 docs" and interval.n == 1
 
 
 def test_each_figure_gets_its_interval_by_its_aggregation(tmp_path: Path) -> None:
-    runtime = TaskRuntime(_config(tmp_path, METRICS), None)
-    records = _records(runtime, [["a"], ["a"], ["a"], ["a"]])
-    results, _ = runtime.aggregate(records)
-    intervals = runtime.intervals(records, results)
+    scorer = open_task_code(_config(tmp_path, METRICS), None).scorer
+    records = _records(scorer, [["a"], ["a"], ["a"], ["a"]])
+    results, _ = scorer.aggregate(records)
+    intervals = scorer.intervals(records, results)
     acc = intervals["acc,none"]  # a mean over independent docs: CLT, held to [0, 1] (0/1 scores)
     assert (acc.method, acc.n, acc.unit) == ("clt", 4, "doc")
     assert (acc.low, acc.high) == pytest.approx((0.75 - Z95 * 0.25, 1.0))
@@ -124,14 +125,14 @@ def test_each_figure_gets_its_interval_by_its_aggregation(tmp_path: Path) -> Non
     assert (judged.method, judged.n) == ("bootstrap", 4) and judged.low is not None and judged.high == 1.0
     big = intervals["big,none"]  # a median: bootstrap too
     assert big.method == "bootstrap" and (big.low, big.high) == (0.0, 10.0)
-    assert runtime.intervals(records, results) == intervals  # seeded: re-scoring gives the same intervals
+    assert scorer.intervals(records, results) == intervals  # seeded: re-scoring gives the same intervals
 
 
 def test_the_task_s_unit_clusters_a_mean_and_resamples_whole_units(tmp_path: Path) -> None:
-    runtime = TaskRuntime(_config(tmp_path, "cluster_key: video\n" + METRICS), None)
-    records = _records(runtime, [["a"], ["a"], ["a"], ["a"]])
-    results, _ = runtime.aggregate(records)
-    intervals = runtime.intervals(records, results)
+    scorer = open_task_code(_config(tmp_path, "cluster_key: video\n" + METRICS), None).scorer
+    records = _records(scorer, [["a"], ["a"], ["a"], ["a"]])
+    results, _ = scorer.aggregate(records)
+    intervals = scorer.intervals(records, results)
     acc = intervals["acc,none"]  # the doc column names the unit: Miller's eq. 4 over 2 videos
     assert (acc.method, acc.n, acc.unit) == ("clustered", 2, "video")
     clustered = math.sqrt(1 / 16 + (2 / 16 - 6 / 16) / 16)
@@ -141,25 +142,25 @@ def test_the_task_s_unit_clusters_a_mean_and_resamples_whole_units(tmp_path: Pat
 
 def test_an_aggregation_taking_args_is_not_run_again(tmp_path: Path) -> None:
     body = "metric_list:\n  - metric: judged\n    aggregation: !function utils.logged\n"
-    runtime = TaskRuntime(_config(tmp_path, body), None)
-    records = _records(runtime, [["a"], ["a"], ["a"], ["a"]])
-    results, _ = runtime.aggregate(records, aggregation_args(tmp_path, "m", ["t"]))
-    (interval,) = runtime.intervals(records, results).values()
+    scorer = open_task_code(_config(tmp_path, body), None).scorer
+    records = _records(scorer, [["a"], ["a"], ["a"], ["a"]])
+    results, _ = scorer.aggregate(records, aggregation_args(tmp_path, "m", ["t"]))
+    (interval,) = scorer.intervals(records, results).values()
     assert (
         interval.reason == "the aggregation takes lmms-eval's args (it may write files), so it is not run on resamples"
     )
 
 
 def test_all_docs_alike_get_wilson_for_a_share_and_a_reason_otherwise(tmp_path: Path) -> None:
-    runtime = TaskRuntime(_config(tmp_path, METRICS), None)
-    records = _records(runtime, [["z"], ["z"], ["z"], ["z"]])  # every answer wrong
-    results, _ = runtime.aggregate(records)
-    intervals = runtime.intervals(records, results)
+    scorer = open_task_code(_config(tmp_path, METRICS), None).scorer
+    records = _records(scorer, [["z"], ["z"], ["z"], ["z"]])  # every answer wrong
+    results, _ = scorer.aggregate(records)
+    intervals = scorer.intervals(records, results)
     acc = intervals["acc,none"]
     assert acc.method == "wilson" and acc.low == 0.0 and acc.high == pytest.approx(Z95**2 / (4 + Z95**2))
     assert results["acc_stderr_clt,none"] == 0.0  # lmms-eval's key keeps its zero
     assert intervals["big,none"].reason == "every resample of the 4 docs gives 0"
-    clustered = TaskRuntime(_config(tmp_path, "cluster_key: video\n" + METRICS), None)
+    clustered = open_task_code(_config(tmp_path, "cluster_key: video\n" + METRICS), None).scorer
     records = _records(clustered, [["z"], ["z"], ["z"], ["z"]])
     acc = clustered.intervals(records, clustered.aggregate(records)[0])["acc,none"]  # Wilson over the 2 videos
     assert (acc.method, acc.n, acc.unit, acc.low) == ("wilson", 2, "video", 0.0)
@@ -167,18 +168,18 @@ def test_all_docs_alike_get_wilson_for_a_share_and_a_reason_otherwise(tmp_path: 
 
 
 def test_repeats_give_lmms_eval_s_stability_keys_and_their_intervals(tmp_path: Path) -> None:
-    runtime = TaskRuntime(_config(tmp_path, "score_key: correct\n" + METRICS), None)
+    scorer = open_task_code(_config(tmp_path, "score_key: correct\n" + METRICS), None).scorer
     answers = [["a", "a", "z"], ["z", "z", "z"], ["b", "b", "b"], ["a", "z", "z"]]
-    records = _records(runtime, answers)
+    records = _records(scorer, answers)
     assert records[0].response_metrics["acc,none"] == [1, 1, 0]  # each answer scored alone
-    results, _ = runtime.aggregate(records)
+    results, _ = scorer.aggregate(records)
     # per doc: [1,1,0] [0,0,0] [1,1,1] [1,0,0]
     assert results["acc_expected_accuracy,none"] == 0.5
     assert results["acc_consensus_accuracy,none"] == 0.5
     assert results["acc_internal_variance,none"] == pytest.approx(1 / 6)
     assert results["acc_consistency_rate,none"] == 0.5
     assert results["judged_expected_accuracy,none"] == 0.5  # dict values read through score_key ("correct")
-    intervals = runtime.intervals(records, results)
+    intervals = scorer.intervals(records, results)
     ea = intervals["acc_expected_accuracy,none"]  # 12 answers clustered by doc: Miller's eq. 4
     d = [0.5, 0.5, -0.5, -0.5, -0.5, -0.5, 0.5, 0.5, 0.5, 0.5, -0.5, -0.5]
     cross = sum(sum(d[i : i + 3]) ** 2 - sum(x * x for x in d[i : i + 3]) for i in range(0, 12, 3)) / 144

@@ -113,7 +113,7 @@ class DetectorSource:
         self.vlm_losses = {"empty": 0, "unusable": 0}
 
     def _relations(self, pair: Pair, image: Any) -> str:
-        from harness.engine.runner import answer_requests
+        from harness.engine.generation import answer_requests
 
         messages = [ChatMessage.user(RELATION_PROMPT.format(question=pair.question), [image])]
         request = make_request(messages, self.params)

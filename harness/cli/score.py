@@ -38,7 +38,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 def _cmd_score(args: argparse.Namespace) -> int:
     """Rescores a run from its samples and prints its summary table and which files were written where."""
     from harness.engine.report import summary_table
-    from harness.engine.runner import score_run
+    from harness.engine.rescore import score_run
     from harness.results.jsonl import read_budget
     from harness.results.schema import read_run, read_samples
 

@@ -19,7 +19,7 @@ from harness.errors import TaskConfigError
 from harness.taskspec.config import TaskConfig
 
 if TYPE_CHECKING:
-    from harness.engine.task_runtime import TaskRuntime
+    from harness.engine.task_prompts import TaskPrompts
 
 FEWSHOT_SEED = 1234  # lmms-eval's --seed default for few-shot sampling (its fourth value)
 
@@ -27,12 +27,12 @@ FEWSHOT_SEED = 1234  # lmms-eval's --seed default for few-shot sampling (its fou
 class FewShotSampler:
     """The few-shot context for each doc of a task, drawn in doc order as lmms-eval draws it."""
 
-    def __init__(self, config: TaskConfig, runtime: TaskRuntime, docs: list[dict[str, Any]]) -> None:
+    def __init__(self, config: TaskConfig, prompts: TaskPrompts, docs: list[dict[str, Any]]) -> None:
         if config.fewshot_sampler == "first_n" and config.num_fewshot > len(docs):
             raise TaskConfigError(
                 f"task {config.task}: num_fewshot {config.num_fewshot} exceeds the {len(docs)} few-shot docs"
             )
-        self.config, self.runtime, self.docs = config, runtime, docs
+        self.config, self.prompts, self.docs = config, prompts, docs
         self.rnd = random.Random(FEWSHOT_SEED)
 
     def context(self, doc: dict[str, Any]) -> str:
@@ -41,21 +41,21 @@ class FewShotSampler:
         drawn = k + 1 if config.fewshot_split == config.test_split else k
         drawn_docs = self.docs[:drawn] if config.fewshot_sampler == "first_n" else self.rnd.sample(self.docs, drawn)
         shots = [s for s in drawn_docs if s != doc][:k]
-        description = self.runtime.render(config.description, doc) if config.description else ""
+        description = self.prompts.render(config.description, doc) if config.description else ""
         return description + "".join(self._shot(s) + config.fewshot_delimiter for s in shots)
 
     def _shot(self, doc: dict[str, Any]) -> str:
-        target = self.runtime.target(doc)
+        target = self.prompts.target(doc)
         if isinstance(target, list):
             answer = str(target[0])
         elif self.config.doc_to_choice is None or isinstance(target, str):
             answer = str(target)
         else:
-            answer = self.runtime.choices(doc)[target]
-        return self.runtime.text(doc) + self.config.target_delimiter + answer
+            answer = self.prompts.choices(doc)[target]
+        return self.prompts.text(doc) + self.config.target_delimiter + answer
 
 
-def fewshot_docs(config: TaskConfig, runtime: TaskRuntime, data_dir: Path | None, test_docs: Any) -> list[Any]:
+def fewshot_docs(config: TaskConfig, prompts: TaskPrompts, data_dir: Path | None, test_docs: Any) -> list[Any]:
     """The docs shots are drawn from, chosen as lmms-eval chooses them."""
     from harness.data import load_task_dataset
 
@@ -65,5 +65,5 @@ def fewshot_docs(config: TaskConfig, runtime: TaskRuntime, data_dir: Path | None
     else:
         docs = load_task_dataset(dataclasses.replace(config, test_split=split), data_dir).docs
         if config.fewshot_split is None:  # lmms-eval's training/validation docs pass through process_docs
-            docs = runtime.process_docs(docs)
+            docs = prompts.process_docs(docs)
     return [docs[i] for i in range(len(docs))]

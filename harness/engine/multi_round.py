@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.engine.requests import make_request
-from harness.engine.task_runtime import BadInputError, TaskRuntime
+from harness.engine.task_prompts import BadInputError, TaskPrompts
 from harness.models.base import GenerationParams, GenerationRequest
 from harness.results.sample_error import SampleError
 from harness.results.schema import RequestCounts, Turn
@@ -34,7 +34,7 @@ class Rounds:
 
 
 def run_rounds(
-    runtime: TaskRuntime,
+    prompts: TaskPrompts,
     first: dict[int, tuple[dict[str, Any], str]],
     params: GenerationParams,
     seed: int,
@@ -49,7 +49,7 @@ def run_rounds(
             if chain.result is not None or chain.error is not None:
                 continue
             try:
-                step = runtime.next_round(chain.doc, chain.outputs, round_idx, chain.info)
+                step = prompts.next_round(chain.doc, chain.outputs, round_idx, chain.info)
             except BadInputError as exc:
                 chain.error = SampleError("bad input", str(exc))
                 continue

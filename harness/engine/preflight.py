@@ -200,7 +200,7 @@ def _served_models(body: bytes) -> set[str]:
 
 def task_loads(opts: EvalOptions, datasets: dict[str, LoadedDataset]) -> tuple[TaskLoad, ...]:
     """Each task's prompts (``--limit`` applied), samples per prompt and answer length."""
-    from harness.engine.task_runtime import MULTI_ROUND
+    from harness.engine.task_prompts import MULTI_ROUND
 
     registry = TaskRegistry.discover(opts.include_paths)
     loads = []

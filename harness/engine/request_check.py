@@ -26,8 +26,15 @@ from typing import Any
 from harness.engine.loglikelihood import choice_key
 from harness.engine.requests import prompt_key
 from harness.engine.settings import RunFlags, TaskSettings, resolve_settings
-from harness.engine.task_runtime import MULTI_ROUND, TaskRuntime
-from harness.engine.tasks import OpenTask, backend_family_of, config_snapshot, model_family_of, open_task
+from harness.engine.task_prompts import MULTI_ROUND, TaskPrompts
+from harness.engine.tasks import (
+    OpenTask,
+    backend_family_of,
+    config_snapshot,
+    model_family_of,
+    open_task,
+    open_task_code,
+)
 from harness.hashing import derive_seed
 from harness.models.base import SCORING_TYPES, GenerationParams
 from harness.models.messages import ChatMessage, prompt_json
@@ -86,12 +93,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, Any] | None) -> Any:
+def _expected_prompt(prompts: TaskPrompts, record: SampleRecord, doc: dict[str, Any] | None) -> Any:
     """The prompt the task builds for the sample's doc (the dataset's, else the sample's own, its images
     then taken as submitted); None when the task cannot build it from what there is."""
     if doc is not None:
-        return prompt_json(runtime.build_messages(doc))
-    if runtime.config.doc_to_messages is not None or runtime.config.num_fewshot:
+        return prompt_json(prompts.build_messages(doc))
+    if prompts.config.doc_to_messages is not None or prompts.config.num_fewshot:
         return None  # needs the dataset's images or its other docs
     images = []
     for message in record.prompt:
@@ -99,11 +106,11 @@ def _expected_prompt(runtime: TaskRuntime, record: SampleRecord, doc: dict[str, 
         for item in content if isinstance(content, list) else []:
             if isinstance(item, dict) and item.get("type") == "image":
                 images.append(item.get("url", item.get("image")))
-    return prompt_json([ChatMessage.user(runtime.text(record.doc), images)])  # images: their recorded digests
+    return prompt_json([ChatMessage.user(prompts.text(record.doc), images)])  # images: their recorded digests
 
 
 def _sample_difference(
-    runtime: TaskRuntime,
+    prompts: TaskPrompts,
     record: SampleRecord,
     doc: dict[str, Any] | None,
     params: GenerationParams,
@@ -112,21 +119,21 @@ def _sample_difference(
 ) -> str | None:
     """The first field of one sample's request that differs from the rebuilt one."""
     try:
-        expected = _expected_prompt(runtime, record, doc)
+        expected = _expected_prompt(prompts, record, doc)
     except Exception as exc:  # the task's code cannot build this doc's prompt: the run's cannot be its own
         return f"prompt: this copy of the task cannot build it ({type(exc).__name__}: {exc})"
     prompt = record.prompt if expected is None else expected
     found = None if expected is None else first_difference(record.prompt, expected, "prompt")
     if found:
         return found
-    if runtime.config.output_type in SCORING_TYPES:
-        key = choice_key(prompt, runtime.continuations(doc if doc is not None else record.doc))
+    if prompts.config.output_type in SCORING_TYPES:
+        key = choice_key(prompt, prompts.continuations(doc if doc is not None else record.doc))
         seed = None
     else:
         key = prompt_key(prompt, params, n)
         seed = derive_seed(base_seed, key)
         # a multi-round doc's responses are its rounds' results (as many as its doc_to_text made), not n answers
-        if record.error is None and runtime.config.output_type != MULTI_ROUND and len(record.responses) != n:
+        if record.error is None and prompts.config.output_type != MULTI_ROUND and len(record.responses) != n:
             return f"responses: {len(record.responses)} answer(s), the task asks n={n}"
     if record.request_key != key:
         return (
@@ -185,7 +192,7 @@ def check_requests(
     of the dataset, when it holds one) and the run's declared flags, and compare it with the submitted one;
     the run's own record of its settings is compared first (:func:`settings_difference`)."""
     expected = expected_settings(config, run)
-    runtime = opened.runtime if opened is not None else TaskRuntime(config, expected.prompt_family)
+    prompts = opened.prompts if opened is not None else open_task_code(config, expected.prompt_family).prompts
     docs = opened.docs if opened is not None else None
     first = settings_difference(config, run, expected)
     checked = differing = 0
@@ -198,7 +205,7 @@ def check_requests(
                 continue  # a doc id the dataset lacks: the doc check reports it
             doc = docs[record.doc_id]
         checked += 1
-        found = _sample_difference(runtime, record, doc, expected.params, expected.n, run.config.seed)
+        found = _sample_difference(prompts, record, doc, expected.params, expected.n, run.config.seed)
         if found:
             differing += 1
             first = first or f"doc {record.doc_id}: {found}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.engine.lmms_models import IGNORES_UNTIL, LMMS_MODELS, UNTIL_BUT_BLANK_LINE
-from harness.engine.task_runtime import MULTI_ROUND
+from harness.engine.task_prompts import MULTI_ROUND
 from harness.errors import UnsupportedRequestError
 from harness.results.generation import GenerationParams, RequestSettings
 from harness.results.schema import RunConfig, ScoringSeeds, SeedPolicy

@@ -1,7 +1,9 @@
-"""Opening a task: registry -> config -> runtime (for one model family) -> its dataset's processed docs.
+"""Opening a task: registry -> config -> its code (prompting and scoring, for one model family) -> its
+dataset's processed docs.
 
-``harness eval``, ``harness score``, the audits, the attacks and the leaderboard's re-scoring open tasks
-here, so each reads the same docs (``process_docs`` applied) that the run's prompts were built from.
+``harness eval``, ``harness score`` (and ``--verify``), the audits, the attacks and the leaderboard's
+re-scoring open tasks here and nowhere else: each reads the same docs (``process_docs`` applied) that the
+run's prompts were built from, and runs the task's code in one module scope of its own.
 """
 
 from __future__ import annotations
@@ -14,22 +16,40 @@ from typing import Any
 
 from harness.data import LoadedDataset, load_task_dataset, local_copies_for_task_code
 from harness.engine.fewshot import FewShotSampler, fewshot_docs
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.task_prompts import TaskPrompts
+from harness.engine.task_scoring import TaskScorer
 from harness.results.schema import RunResults
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
+from harness.taskspec.yaml_loader import ModuleScope
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class OpenTask:
-    """A task ready to build prompts and score: its config, its runtime and its processed docs."""
+class TaskCode:
+    """A task's code for one model family, checked and executed afresh in one module scope of its own: how
+    its docs become prompts and how its answers are scored."""
 
     config: TaskConfig
-    runtime: TaskRuntime
+    prompts: TaskPrompts
+    scorer: TaskScorer
+
+
+@dataclass(frozen=True)
+class OpenTask(TaskCode):
+    """A task ready to build prompts and score: its code and its processed docs."""
+
     dataset: LoadedDataset
     docs: Any  # datasets.Dataset (or what the task's process_docs returns)
+
+
+def open_task_code(config: TaskConfig, family: str | None) -> TaskCode:
+    """A task's code without its dataset, for a caller that holds the docs already (saved samples carry
+    theirs) or only checks the task; a configuration mistake fails here, in one line."""
+    modules = ModuleScope()
+    prompts = TaskPrompts(config, family, modules)
+    return TaskCode(config, prompts, TaskScorer(config, prompts, modules))
 
 
 def open_task(
@@ -44,13 +64,14 @@ def open_task(
     a config the caller already holds, such as a server's version-checked copy) for ``family``, with its
     dataset read from ``data_dir`` unless ``loaded`` already holds it."""
     config = task if isinstance(task, TaskConfig) else (registry or TaskRegistry.discover(include_paths)).get(task)
-    runtime = TaskRuntime(config, family)
+    code = open_task_code(config, family)
+    prompts = code.prompts
     dataset = loaded or load_task_dataset(config, data_dir)
     with local_copies_for_task_code(config.source.parent, data_dir):
-        docs = runtime.process_docs(dataset.docs)
+        docs = prompts.process_docs(dataset.docs)
     if config.num_fewshot:
-        runtime.fewshot = FewShotSampler(config, runtime, fewshot_docs(config, runtime, data_dir, docs))
-    return OpenTask(config, runtime, dataset, docs)
+        prompts.fewshot = FewShotSampler(config, prompts, fewshot_docs(config, prompts, data_dir, docs))
+    return OpenTask(config, prompts, code.scorer, dataset, docs)
 
 
 def open_run_task(

@@ -29,9 +29,10 @@ from typing import Any
 from harness.data import resolve_path
 from harness.engine.baseline import BASELINE_KEYS
 from harness.engine.request_check import RequestCheck, check_requests
-from harness.engine.runner import group_results, rescoring_input
-from harness.engine.scoring_pass import ScoredTask, TaskScoring, score_tasks, scoring_order
-from harness.engine.task_runtime import TaskRuntime, strip_images
+from harness.engine.rescore import rescoring_input
+from harness.engine.scoring_pass import ScoredTask, TaskScoring, group_results, score_tasks, scoring_order
+from harness.engine.task_prompts import strip_images
+from harness.engine.task_scoring import TaskScorer
 from harness.engine.tasks import OpenTask, model_family_of, open_task
 from harness.errors import HarnessError, TaskConfigError
 from harness.hashing import stable_hash, to_jsonable
@@ -405,7 +406,7 @@ def verify(
             out = scored[task]
             results[task], counts[task] = out.results, out.counts
             report, checks[task] = _rescored_check(
-                bases[task], bundle, out, inputs[task].runtime, opened, requests, Path(tmp), tolerance, max_error_share
+                bases[task], bundle, out, inputs[task].scorer, opened, requests, Path(tmp), tolerance, max_error_share
             )
             if report is not None:
                 reports[task] = report
@@ -473,7 +474,7 @@ def _rescored_check(
     base: dict[str, Any],
     bundle: Bundle,
     out: ScoredTask,
-    runtime: TaskRuntime,
+    scorer: TaskScorer,
     opened: OpenTask | None,
     requests: RequestCheck,
     plots: Path,
@@ -483,7 +484,7 @@ def _rescored_check(
     """A re-scored task's report (its plots drawn in ``plots``) and its check against the claims."""
     task, run, records = base["task"], bundle.run, bundle.samples[base["task"]]
     try:
-        report = runtime.report(out.records, plots)
+        report = scorer.report(out.records, plots)
         dataset = _dataset_docs(opened, records)
     except Exception as exc:  # the submitted samples broke the task's code
         raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
@@ -542,7 +543,7 @@ def _rescoring_input(
 ) -> TaskScoring:
     """A task's submitted samples ready to re-score: with the opened task when its scoring reads the images."""
     if opened is not None and config.process_results_use_image:
-        return TaskScoring(opened.runtime, records, [opened.docs[r.doc_id] for r in records])
+        return TaskScoring(opened.scorer, records, [opened.docs[r.doc_id] for r in records])
     try:
         return rescoring_input(config, family, records, None)
     except Exception as exc:  # the task's code cannot be opened for these samples

@@ -40,8 +40,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from harness.engine.generation import answer_requests
 from harness.engine.requests import make_request
-from harness.engine.runner import answer_requests
 from harness.engine.tasks import open_run_task
 from harness.errors import HarnessError
 from harness.metrics.squad import normalize_answer
@@ -219,7 +219,7 @@ def audit_run(
         audit.per_source[task] = behaviour_summary(rows, config.mi_estimator, config.mi_resamples, config.seed)
         audit.pairs.extend({**r, "task": task} for r in rows)
         opened = open_run_task(run, task, data_dir, include_paths)
-        runtime, docs = opened.runtime, opened.docs
+        prompts, docs = opened.prompts, opened.docs
         params, n = _params(run, task)
         for record in records:
             if record.error is not None or not record.responses:
@@ -227,7 +227,7 @@ def audit_run(
             counts["pairs"] += 1
             plans.extend(
                 _pair_plans(
-                    record, docs[record.doc_id], runtime, (params, n, run.config.seed), config, detector, counts, task
+                    record, docs[record.doc_id], prompts, (params, n, run.config.seed), config, detector, counts, task
                 )
             )
     audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
@@ -275,7 +275,7 @@ def structure_checks(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str
 def _pair_plans(
     record: SampleRecord,
     doc: dict[str, Any],
-    runtime: Any,
+    prompts: Any,
     generation: tuple[GenerationParams, int, int],
     config: DiavloAuditConfig,
     detector: Any | None,
@@ -308,7 +308,7 @@ def _pair_plans(
     plans = []
     for design in occlusion_designs(boxed, config.max_subsets, config.seed + record.doc_id):
         cf_doc = {**doc, "image": occlude(image, [box for c in design if (box := boxes[c]) is not None])}
-        messages = runtime.build_messages(cf_doc)
+        messages = prompts.build_messages(cf_doc)
         request = make_request(messages, params, n, base_seed)
         plans.append(
             (

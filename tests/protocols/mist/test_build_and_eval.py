@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine.runner import EvalOptions, evaluate
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.tasks import open_task_code
 from harness.errors import HarnessError
 from harness.models import create_backend
 from harness.results.schema import SampleRecord
@@ -110,7 +110,7 @@ def test_mist_runs_end_to_end_and_writes_every_figure(mist_dir: Path, tmp_path: 
 
 
 def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
-    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    scorer = open_task_code(TaskRegistry.discover().get("mist"), None).scorer
     answers = {
         "none": "Fully Figurative",
         "aligned-ignore": "FF",
@@ -129,13 +129,13 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
             "human_majority": 0,
             "human_labels": humans,
         }
-        records.append(runtime.score(SampleRecord(task="mist", doc_id=k, doc_hash="h", doc=doc, responses=[text]), doc))
-    results, counts = runtime.aggregate(records)
+        records.append(scorer.score(SampleRecord(task="mist", doc_id=k, doc_hash="h", doc=doc, responses=[text]), doc))
+    results, counts = scorer.aggregate(records)
     assert results["change_rate_aligned,none"] == 0.5  # FF -> FF (same), FF -> WF (changed)
     assert results["change_rate_misleading,none"] == 1.0  # FF -> FL; the silent arm is unparsed
     assert results["direction,none"] == 1.0 and results["same_side_fraction,none"] == 0.0
     assert results["agreement_none,none"] == 1.0 and counts.unparsed["direction,none"] == 1
-    report = runtime.report(records, tmp_path)
+    report = scorer.report(records, tmp_path)
     assert report["figures"]["change_rate_aligned"]["value"] == 0.5
     # ignore arm: FF vs FL, one cell, moved toward the literal sense across the divide
     assert report["direction_cells"] == {"arm": "ignore", "cells": 1, "disagreeing": 1, "toward": 1, "same_side": 0}
@@ -161,7 +161,7 @@ def test_report_pins_change_rates_on_known_answers(tmp_path: Path) -> None:
 def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    scorer = open_task_code(TaskRegistry.discover().get("mist"), None).scorer
     doc = {
         "item_id": "m0",
         "technique": "zero_shot",
@@ -170,9 +170,9 @@ def test_a_judge_plot_that_cannot_be_drawn_is_one_line_saying_why(
         "human_majority": 0,
         "human_labels": [],
     }
-    record = runtime.score(SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc, responses=["no idea"]), doc)
+    record = scorer.score(SampleRecord(task="mist", doc_id=0, doc_hash="h", doc=doc, responses=["no idea"]), doc)
     with caplog.at_level("WARNING"):
-        report = runtime.report([record], tmp_path)
+        report = scorer.report([record], tmp_path)
     assert report["plot"] is None and not (tmp_path / "mist_judge.png").exists()
     (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
     assert line.startswith(
@@ -185,17 +185,17 @@ def test_the_demo_human_panels_give_figures_whatever_the_model_answers(mist_dir:
     even when every answer of a random-weight model is unparsed. The demo's blind panel labels each of its 6
     items 2-to-1 (FF/FL alternating by item, annotator 2 the odd one out): P_i = (2^2 + 1^2 - 3) / (3 x 2) = 1/3
     for every item, both labels 9 of 18 (P_e = 1/2), so Fleiss' kappa = (1/3 - 1/2) / (1 - 1/2) = -1/3."""
-    from harness.engine.task_runtime import strip_images
+    from harness.engine.task_prompts import strip_images
     from harness.engine.tasks import open_task
 
     opened = open_task(TaskRegistry.discover().get("mist"), None, mist_dir.parent.parent)
-    runtime, records = opened.runtime, []
+    scorer, records = opened.scorer, []
     for k, doc in enumerate(opened.docs):
         record = SampleRecord(task="mist", doc_id=k, doc_hash=str(k), doc=strip_images(doc), responses=["zq xv"])
-        records.append(runtime.score(record, doc))
+        records.append(scorer.score(record, doc))
     assert len(records) == 6 * 20  # 6 items x 4 techniques x 5 arms
     assert all(r.unparsed for r in records)
-    report = runtime.report(records, None)
+    report = scorer.report(records, None)
     blind = report["human_agreement"]["blind"]
     assert (blind["annotators"], blind["items"], blind["items_complete"]) == (3, 6, 6)
     assert blind["fleiss_kappa"] == pytest.approx(-1 / 3)
@@ -208,15 +208,15 @@ def test_report_intervals_resample_items_by_hand(tmp_path: Path) -> None:
     aligned change rate is 2/8. A resample of items changes k/4 of its cells, k ~ Binomial(4, 1/4):
     P(k = 0) = 81/256 and P(k >= 3) = 13/256 give [0, 3/4]. Agreement with the human majority without an
     image is 1 on every item: every resample gives 1."""
-    runtime = TaskRuntime(TaskRegistry.discover().get("mist"), None)
+    scorer = open_task_code(TaskRegistry.discover().get("mist"), None).scorer
     records = []
     for item in ("m0", "m1", "m2", "m3"):
         moved = "Fully Literal" if item == "m0" else "Fully Figurative"
         for arm, text in (("none", "Fully Figurative"), ("aligned-ignore", moved), ("aligned-silent", moved)):
             doc = {"item_id": item, "technique": "zero_shot", "arm": arm, "sense": "figurative", "human_majority": 0}
             record = SampleRecord(task="mist", doc_id=len(records), doc_hash="h", doc=doc, responses=[text])
-            records.append(runtime.score(record, doc))
-    figures = runtime.report(records, None)["figures"]
+            records.append(scorer.score(record, doc))
+    figures = scorer.report(records, None)["figures"]
     change = figures["change_rate_aligned"]
     assert change["value"] == 0.25
     assert (change["interval"]["low"], change["interval"]["high"]) == (0.0, 0.75)

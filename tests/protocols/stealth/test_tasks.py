@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.runner import EvalOptions, evaluate, score_run
-from harness.engine.task_runtime import TaskRuntime
+from harness.engine.rescore import score_run
+from harness.engine.runner import EvalOptions, evaluate
+from harness.engine.tasks import open_task_code
 from harness.models import create_backend
 from harness.results.schema import SampleRecord
 from harness.taskspec.registry import TaskRegistry
@@ -43,13 +44,13 @@ def test_stealth_runs_end_to_end_with_results_samples_and_reports(stealth_dir: P
 
 
 def _records(task: str, answers: dict[tuple[str, str], str], first: dict[str, str] | None = None) -> list:
-    runtime = TaskRuntime(TaskRegistry.discover().get(task), None)
+    scorer = open_task_code(TaskRegistry.discover().get(task), None).scorer
     records = []
     for k, ((sample, condition), response) in enumerate(answers.items()):
         doc = {"sample_id": sample, "condition": condition, "first_half_polarity": (first or {}).get(sample)}
         record = SampleRecord(task=task, doc_id=k, doc_hash=str(k), doc=doc, responses=[response])
-        records.append(runtime.score(record, doc))
-    return records, runtime
+        records.append(scorer.score(record, doc))
+    return records, scorer
 
 
 def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) -> None:
@@ -66,13 +67,13 @@ def test_short_report_pins_bias_figures_and_draws_the_heatmap(tmp_path: Path) ->
         ("s3", "baseline"): "blah",
         ("s3", "positive-red-136"): "POSITIVE",
     }
-    records, runtime = _records("stealth_short", answers)
-    results, counts = runtime.aggregate(records)
+    records, scorer = _records("stealth_short", answers)
+    results, counts = scorer.aggregate(records)
     assert results["max_positive_bias,none"] == pytest.approx(1.0)  # (2 + 0) / 2
     assert results["max_negative_bias,none"] == pytest.approx(-0.5)  # (0 - 1) / 2
     assert results["total_range,none"] == pytest.approx(1.5)
     assert counts.unparsed == {"total_range,none": 1, "max_positive_bias,none": 1, "max_negative_bias,none": 1}
-    report = runtime.report(records, tmp_path)
+    report = scorer.report(records, tmp_path)
     assert report["by_condition"]["positive-red-136"]["value"] == pytest.approx(1.0)
     by_condition = report["by_condition"]["positive-red-136"]["interval"]
     assert by_condition["low"] <= 1.0 <= by_condition["high"]
@@ -95,17 +96,17 @@ def test_long_report_strategy_and_adherence() -> None:
         ("a", "negative-red-85"): "NEGATIVE",
         ("b", "negative-red-85"): "NEGATIVE",
     }
-    records, runtime = _records("stealth_long", answers, first)
-    results, _ = runtime.aggregate(records)
+    records, scorer = _records("stealth_long", answers, first)
+    results, _ = scorer.aggregate(records)
     # baseline: both follow the first half -> primacy 1.0, recency 0.0; adherence: 3 of 4 answers
     assert results["primacy_rate,none"] == 1.0 and results["recency_rate,none"] == 0.0
     assert results["adherence,none"] == pytest.approx(0.75)
     assert results["color_bias_range,none"] == 0.0  # one colored condition: max = min
-    assert runtime.report(records, None)["strategy"] == "primacy"
+    assert scorer.report(records, None)["strategy"] == "primacy"
 
 
 def test_vqa_f1_and_ier_hand_computed() -> None:
-    runtime = TaskRuntime(TaskRegistry.discover().get("stealth_vqa"), None)
+    scorer = open_task_code(TaskRegistry.discover().get("stealth_vqa"), None).scorer
     docs = [
         {
             "sample_id": "q1",
@@ -134,10 +135,10 @@ def test_vqa_f1_and_ier_hand_computed() -> None:
     ]
     responses = ["Glenbrook", "old mill by the river", "Dunmore"]
     records = [
-        runtime.score(SampleRecord(task="stealth_vqa", doc_id=k, doc_hash="h", doc=d, responses=[r]), d)
+        scorer.score(SampleRecord(task="stealth_vqa", doc_id=k, doc_hash="h", doc=d, responses=[r]), d)
         for k, (d, r) in enumerate(zip(docs, responses, strict=True))
     ]
-    results, _ = runtime.aggregate(records)
+    results, _ = scorer.aggregate(records)
     # F1: 0; "old mill by river" vs "old mill" -> P 2/4 R 2/2 -> 2/3; 1.0  -> mean 5/9
     assert results["f1,none"] == pytest.approx((0 + 2 / 3 + 1) / 3)
     assert results["ier,none"] == 1.0  # both decoy-salient answers contain their decoy
@@ -162,13 +163,13 @@ def test_a_heatmap_that_cannot_be_drawn_is_one_line_saying_why(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     # every answer unparsed: no condition has a bias, so stealth_short_bias.png cannot be drawn
-    records, runtime = _records("stealth_short", {("s1", "baseline"): "blah", ("s1", "positive-red-136"): "zzz"})
+    records, scorer = _records("stealth_short", {("s1", "baseline"): "blah", ("s1", "positive-red-136"): "zzz"})
     with caplog.at_level("WARNING"):
-        report = runtime.report(records, tmp_path)
+        report = scorer.report(records, tmp_path)
     assert report["plot"] is None and "none of the model's answers gave a sentiment score" in report["plot_not_drawn"]
     (line,) = [r.getMessage() for r in caplog.records if "not drawn" in r.getMessage()]
     assert line.startswith("stealth_short_bias.png not drawn: none of the model's answers gave a sentiment score")
     assert not (tmp_path / "stealth_short_bias.png").exists()
     # without an output folder nothing was promised, so nothing is said
     caplog.clear()
-    assert "plot_not_drawn" not in runtime.report(records, None) and not caplog.records
+    assert "plot_not_drawn" not in scorer.report(records, None) and not caplog.records

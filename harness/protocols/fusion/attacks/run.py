@@ -128,13 +128,13 @@ def clean_correct_items(
     if not path.is_file():
         raise HarnessError(f"{run_dir}: no samples of task {task} (run it with harness eval, or drop --clean-run)")
     opened = open_task(task, family, data_dir, include_paths)
-    runtime, docs = opened.runtime, opened.docs
+    prompts, docs = opened.prompts, opened.docs
     items = []
     for record in read_samples(run_dir, task):
         if record.error is not None or record.metrics.get(CORRECT) != 1.0:
             continue
         doc = docs[record.doc_id]
-        messages = runtime.build_messages(doc)
+        messages = prompts.build_messages(doc)
         items.append(
             CleanItem(str(FusionRow.read(doc, "id")), doc, messages, _first_image(messages), record.responses[0])
         )
