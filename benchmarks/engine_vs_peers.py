@@ -92,83 +92,98 @@ def main() -> None:
     build_dataset("shapes", None)
     data_dir = default_data_dir()
     model = tiny_model_path("llava")
+    greedy_ratio(model, data_dir, args.docs, args.rounds)
+    if not args.lmms_python:
+        print("n=10: skipped (pass --lmms-python or set LMMS_EVAL_PYTHON)")
+        return
+    sampling_ratio(model, data_dir, args.docs, args.lmms_python)
+
+
+def greedy_ratio(model: Path, data_dir: Path, n_docs: int, rounds: int) -> None:
+    """n=1 greedy in one process: the harness's engine against the bare transformers loop, best of ``rounds``."""
     backend = create_backend(f"hf:{model}", {"dtype": "float32"})
     assert isinstance(backend, HFBackend)  # the bare loop drives its processor and model directly
     from datasets import load_dataset
 
-    docs = load_dataset(str(data_dir / "vlm-audit/shapes"), split="test").select(range(args.docs))
+    docs = load_dataset(str(data_dir / "vlm-audit/shapes"), split="test").select(range(n_docs))
     harness_in_process(backend, 2, data_dir)  # warm-up
     bare_loop(backend, docs.select(range(2)))
     ours, bare = [], []
-    for _ in range(args.rounds):
-        ours.append(harness_in_process(backend, args.docs, data_dir))
+    for _ in range(rounds):
+        ours.append(harness_in_process(backend, n_docs, data_dir))
         bare.append(bare_loop(backend, docs))
     print(
-        f"n=1 greedy, batch 1, {args.docs} docs: harness {min(ours):.2f}s, bare transformers loop "
+        f"n=1 greedy, batch 1, {n_docs} docs: harness {min(ours):.2f}s, bare transformers loop "
         f"{min(bare):.2f}s, ratio {min(ours) / min(bare):.3f} (target <= 1.10)"
     )
 
-    if not args.lmms_python:
-        print("n=10: skipped (pass --lmms-python or set LMMS_EVAL_PYTHON)")
-        return
+
+def sampling_ratio(model: Path, data_dir: Path, n_docs: int, lmms_python: str) -> None:
+    """n=10 sampled, fresh processes: ``harness eval`` against ``lmms_eval`` on the same task and model."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     gen = f"temperature=0.7,max_new_tokens={NEW_TOKENS}"
     with tempfile.TemporaryDirectory() as tmp:
         env["HF_HOME"] = str(Path(tmp) / "hf")
-        harness_cmd = [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "eval",
-            "--model",
-            f"hf:{model}",
-            "--model-args",
-            "dtype=float32",
-            "--tasks",
-            TASK,
-            "--limit",
-            str(args.docs),
-            "--repeats",
-            "10",
-            "--gen-kwargs",
-            f"{gen},until=[]",
-            "--no-cache",
-            "--data-dir",
-            str(data_dir),
-            "--verbosity",
-            "quiet",
-        ]
-        lmms_cmd = [
-            args.lmms_python,
-            "-m",
-            "lmms_eval",
-            "--model",
-            "llava_hf",
-            "--model_args",
-            f"pretrained={model},device=cpu,device_map=cpu",
-            "--tasks",
-            TASK,
-            "--include_path",
-            str(ROOT / "tasks"),
-            "--batch_size",
-            "1",
-            "--limit",
-            str(args.docs),
-            "--repeats",
-            "10",
-            "--gen_kwargs",
-            gen,
-            "--process_docs_parallel",
-            "1",
-            "--output_path",
-            str(Path(tmp) / "out"),
-        ]
-        ours_n10 = timed(harness_cmd, data_dir, env)
-        lmms_n10 = timed(lmms_cmd, data_dir, env)
+        ours_n10 = timed(harness_command(model, data_dir, n_docs, gen), data_dir, env)
+        lmms_n10 = timed(lmms_command(lmms_python, model, n_docs, gen, Path(tmp) / "out"), data_dir, env)
     print(
-        f"n=10, temperature 0.7, {args.docs} docs (fresh processes, start-up included): harness {ours_n10:.1f}s, "
+        f"n=10, temperature 0.7, {n_docs} docs (fresh processes, start-up included): harness {ours_n10:.1f}s, "
         f"lmms-eval {lmms_n10:.1f}s, ratio {ours_n10 / lmms_n10:.3f} (target <= 0.5)"
     )
+
+
+def harness_command(model: Path, data_dir: Path, n_docs: int, gen: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "eval",
+        "--model",
+        f"hf:{model}",
+        "--model-args",
+        "dtype=float32",
+        "--tasks",
+        TASK,
+        "--limit",
+        str(n_docs),
+        "--repeats",
+        "10",
+        "--gen-kwargs",
+        f"{gen},until=[]",
+        "--no-cache",
+        "--data-dir",
+        str(data_dir),
+        "--verbosity",
+        "quiet",
+    ]
+
+
+def lmms_command(lmms_python: str, model: Path, n_docs: int, gen: str, out: Path) -> list[str]:
+    return [
+        lmms_python,
+        "-m",
+        "lmms_eval",
+        "--model",
+        "llava_hf",
+        "--model_args",
+        f"pretrained={model},device=cpu,device_map=cpu",
+        "--tasks",
+        TASK,
+        "--include_path",
+        str(ROOT / "tasks"),
+        "--batch_size",
+        "1",
+        "--limit",
+        str(n_docs),
+        "--repeats",
+        "10",
+        "--gen_kwargs",
+        gen,
+        "--process_docs_parallel",
+        "1",
+        "--output_path",
+        str(out),
+    ]
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from PIL import Image
 
 from harness.models.base import create_backend, parse_model_args
 from harness.models.messages import ChatMessage
-from harness.protocols.fusion.attacks.losses import WhiteBox, white_box
+from harness.protocols.fusion.attacks.losses import Batch, WhiteBox, white_box
 from harness.protocols.fusion.attacks.pgd import PGDConfig, pgd, pgd_step
 from harness.protocols.fusion.attacks.pixels import image_to_tensor
 from harness.protocols.fusion.attacks.single_view import SingleViewPreprocess
@@ -76,6 +76,28 @@ def main() -> None:
     batch = wb.batch(messages, ["forty two"] * args.batch, ["seven"] * args.batch)
     loss = wb.end_loss(batch)
     x0 = [image_to_tensor(im).to(wb.device) for im in images]
+    t_bare, t_step = _interleaved([_bare_pass(wb, batch), _pgd_step(loss, x0)], wb.device, args.repeats)
+    cfg = PGDConfig(eps=8 / 255, alpha=1 / 255, steps=args.steps)
+    start = time.perf_counter()
+    pgd(x0, loss, cfg, torch.Generator().manual_seed(0))
+    _sync(wb.device)
+    attack_s = time.perf_counter() - start
+    print(
+        f"{args.model} {args.model_args} on {wb.device} ({next(wb.model.parameters()).dtype}), batch {args.batch}, "
+        f"{args.size}x{args.size} images; the model sees {_view(wb, x0[0])} per image"
+    )
+    print(
+        f"bare forward+backward: {t_bare * 1000:.1f} ms; one PGD step: {t_step * 1000:.1f} ms; "
+        f"ratio {t_step / t_bare:.3f} (target <= 1.10)"
+    )
+    print(
+        f"End-PGD, {args.steps} steps: {attack_s:.2f} s for {args.batch} items -> "
+        f"{60 * args.batch / attack_s:.1f} items/minute"
+    )
+
+
+def _bare_pass(wb: WhiteBox, batch: Batch) -> Callable[[], None]:
+    """One forward and backward pass to the processor's pixels, with no attack code around it."""
     real = {k: v for k, v in batch.inputs.items() if k in ("pixel_values", "image_grid_thw")}
     prompt_len = batch.inputs["input_ids"].shape[1]
     extended = wb._extended(batch.inputs, batch.correct)
@@ -89,6 +111,11 @@ def main() -> None:
         )
         torch.autograd.grad(total, pixels)
 
+    return bare
+
+
+def _pgd_step(loss: Callable[[list[torch.Tensor]], torch.Tensor], x0: list[torch.Tensor]) -> Callable[[], None]:
+    """One PGD step through the attack's differentiable preprocessing, each call continuing from the last."""
     state = {"x": [x.clone() for x in x0]}
 
     def step() -> None:
@@ -97,31 +124,17 @@ def main() -> None:
         with torch.no_grad():
             state["x"] = [pgd_step(x, g, c, 8 / 255, 1 / 255) for x, g, c in zip(xs, grads, x0, strict=True)]
 
-    t_bare, t_step = _interleaved([bare, step], wb.device, args.repeats)
-    cfg = PGDConfig(eps=8 / 255, alpha=1 / 255, steps=args.steps)
-    start = time.perf_counter()
-    pgd(x0, loss, cfg, torch.Generator().manual_seed(0))
-    _sync(wb.device)
-    attack_s = time.perf_counter() - start
-    seen = wb.pre([x0[0]])["pixel_values"]
-    # Qwen's single view is a sequence of patches; every other family's image keeps its pixel grid.
+    return step
+
+
+def _view(wb: WhiteBox, x: torch.Tensor) -> str:
+    """What the model sees of one image: Qwen's single view is a sequence of patches; every other family's
+    image keeps its pixel grid."""
+    seen = wb.pre([x])["pixel_values"]
     pre = wb.pre
     if isinstance(pre, SingleViewPreprocess) and pre.qwen:
-        view = f"{seen.shape[0]} patches of {pre.patch_size}px"
-    else:
-        view = f"{tuple(seen.shape[-2:])} pixels"
-    print(
-        f"{args.model} {args.model_args} on {wb.device} ({next(wb.model.parameters()).dtype}), batch {args.batch}, "
-        f"{args.size}x{args.size} images; the model sees {view} per image"
-    )
-    print(
-        f"bare forward+backward: {t_bare * 1000:.1f} ms; one PGD step: {t_step * 1000:.1f} ms; "
-        f"ratio {t_step / t_bare:.3f} (target <= 1.10)"
-    )
-    print(
-        f"End-PGD, {args.steps} steps: {attack_s:.2f} s for {args.batch} items -> "
-        f"{60 * args.batch / attack_s:.1f} items/minute"
-    )
+        return f"{seen.shape[0]} patches of {pre.patch_size}px"
+    return f"{tuple(seen.shape[-2:])} pixels"
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def timed_eval(backend: Any, spec: str, opts: EvalOptions) -> tuple[float, list[
     return seconds, [r.responses for r in sorted(records, key=lambda r: r.doc_id)]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="qwen2_vl_hd32", help="a tiny recipe vLLM loads (head_dim 32)")
     parser.add_argument("--model", help="a local model folder instead of the tiny one")
@@ -75,14 +75,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hf-batch", type=int, default=16, help="hf:'s --batch-size")
     parser.add_argument("--max-model-len", type=int, default=1024)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    from vllm import SamplingParams
 
+def main() -> None:
+    args = parse_args()
     from builders import build_dataset
     from harness.data import default_data_dir
     from harness.models.hf import HFBackend
-    from harness.models.vllm import VLLMBackend, sampling_kwargs, to_vllm_messages
+    from harness.models.vllm import VLLMBackend
 
     build_dataset("shapes", None, seed=0)
     data_dir = default_data_dir()
@@ -92,21 +93,7 @@ def main() -> None:
     backend = VLLMBackend(model, {"dtype": "float32", "max_model_len": str(args.max_model_len)})
     engine_start = time.perf_counter() - start
     requests = harness_requests(backend, args.task, opts)
-    conversations = [to_vllm_messages(r.messages) for r in requests]
-    sampling = [SamplingParams(**sampling_kwargs(r)) for r in requests]
-    backend._llm.chat(conversations[:8], sampling[:8], use_tqdm=False)  # warm-up
-    raw_s, harness_s, tokens, same = [], [], 0, 0
-    for _ in range(args.rounds):
-        start = time.perf_counter()
-        outputs = backend._llm.chat(conversations, sampling, use_tqdm=False)
-        raw_s.append(time.perf_counter() - start)
-        tokens = sum(len(c.token_ids) for o in outputs for c in o.outputs)
-        seconds, answers = timed_eval(backend, f"vllm:{model}", opts)
-        harness_s.append(seconds)
-        raw_texts = [
-            [finished_text(c.text, r.params.until) for c in o.outputs] for o, r in zip(outputs, requests, strict=True)
-        ]
-        same = sum(a == r for a, r in zip(answers, raw_texts, strict=True))
+    raw_s, harness_s, tokens, same = raw_and_harness(backend, model, requests, opts, args.rounds)
     hf = HFBackend(model, {"device": "cpu", "dtype": "float32"})
     hf_seconds, _ = timed_eval(hf, f"hf:{model}", opts)
     raw, harness = tokens / min(raw_s), tokens / min(harness_s)
@@ -125,6 +112,33 @@ def main() -> None:
     )
     print(f"vllm: / hf: (wall time)    {hf_seconds / min(harness_s):8.2f}x")
     print(f"requests whose sampled texts are the same on both vLLM paths: {same}/{len(requests)}")
+
+
+def raw_and_harness(
+    backend: Any, model: str, requests: list[Any], opts: EvalOptions, rounds: int
+) -> tuple[list[float], list[float], int, int]:
+    """``rounds`` times, the same requests through the raw ``LLM.chat`` and through ``harness eval``: the
+    seconds of each, the tokens generated and how many requests got the same texts on both paths."""
+    from vllm import SamplingParams
+
+    from harness.models.vllm import sampling_kwargs, to_vllm_messages
+
+    conversations = [to_vllm_messages(r.messages) for r in requests]
+    sampling = [SamplingParams(**sampling_kwargs(r)) for r in requests]
+    backend._llm.chat(conversations[:8], sampling[:8], use_tqdm=False)  # warm-up
+    raw_s, harness_s, tokens, same = [], [], 0, 0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        outputs = backend._llm.chat(conversations, sampling, use_tqdm=False)
+        raw_s.append(time.perf_counter() - start)
+        tokens = sum(len(c.token_ids) for o in outputs for c in o.outputs)
+        seconds, answers = timed_eval(backend, f"vllm:{model}", opts)
+        harness_s.append(seconds)
+        raw_texts = [
+            [finished_text(c.text, r.params.until) for c in o.outputs] for o, r in zip(outputs, requests, strict=True)
+        ]
+        same = sum(a == r for a, r in zip(answers, raw_texts, strict=True))
+    return raw_s, harness_s, tokens, same
 
 
 if __name__ == "__main__":

@@ -110,21 +110,14 @@ class Options:
 def build(out: Path, options: Options) -> Path:
     """Build the SK dataset into ``out`` (module docstring); returns the dataset folder. ``demo``: from
     the self-made sources and scene graphs of :mod:`builders.diavlo.demo`."""
-    from datasets import Dataset, DatasetDict
-
     if options.demo:
-        from builders.demo import demo_folder
-        from builders.diavlo.demo import sources_arg, write_sources
-
-        with demo_folder("diavlo", sources=options.sources, scene_graphs=options.scene_graphs) as tmp:
-            paths, graphs = write_sources(tmp)
-            return build(out, replace(options, demo=False, sources=sources_arg(paths), scene_graphs=str(graphs)))
+        return _build_demo(out, options)
     from harness.embeddings import MiniLMEncoder
 
-    seed, max_candidates, curated = options.seed, options.max_candidates, options.curated
     locations = parse_sources(options.sources)
     graph = _scene_graph_source(options.scene_graphs, options.detector, options.relation_model)
     encoder = MiniLMEncoder()
+    curated = options.curated
     curation: CurationResult | None = import_curated([Path(p).expanduser() for p in curated]) if curated else None
     splits: dict[str, list[DiavloRow]] = {}
     to_export = []
@@ -133,55 +126,89 @@ def build(out: Path, options: Options) -> Path:
         if name not in locations:
             continue
         rows: list[DiavloRow] = []
-        for pair in _select(read_source(name, locations[name]), options.per_source, seed):
+        for pair in _select(read_source(name, locations[name]), options.per_source, options.seed):
             image = pair.load_image()
-            pair_id = f"{pair.source}-{pair.question_id}"
-            candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, max_candidates)
+            candidates = rank_candidates(pair, graph.candidates(pair, image), encoder, options.max_candidates)
             origins[candidates[0]["origin"].split(":")[0] if candidates else "none"] += 1
-            to_export.append(
-                {
-                    "pair_id": pair_id,
-                    "question": pair.question,
-                    "answer": pair.answer,
-                    "image": image,
-                    "candidates": candidates,
-                }
-            )
-            if curation is not None and pair_id in curation.sk:
-                sk = [_sk_record(t, "verified", "") for t in curation.sk[pair_id]]
-                changes = [CurationChange(**c) for c in curation.changes[pair_id]]
-                status = "curated"
-            else:
-                sk, changes = [_sk_record(c, "candidate", "") for c in candidates], []
-                status = "uncurated"
-            rows.append(
-                DiavloRow(
-                    id=pair_id,
-                    source=name,
-                    question_id=pair.question_id,
-                    question=pair.question,
-                    options=list(pair.options),
-                    answer=pair.answer,
-                    answers=list(pair.answers),
-                    answer_type=pair.answer_type,
-                    category=pair.category,
-                    image=image,
-                    image_key=pair.image_key,
-                    sk_triplets=sk,
-                    curation_status=status,
-                    curation_changes=changes,
-                )
-            )
+            to_export.append(_curation_task(pair, image, candidates))
+            rows.append(_row(name, pair, image, candidates, curation))
         if not rows:
             raise HarnessError(f"{name}: no usable pair in {locations[name]}")
         splits[name] = rows
     if options.curation_out:
         export_tasks(to_export, Path(options.curation_out).expanduser())
+    return _write(out, splits, curation.summary() if curation else None, options, _origin_text(origins, graph))
+
+
+def _build_demo(out: Path, options: Options) -> Path:
+    """Write the demo sources and scene graphs into a temporary folder and build from them."""
+    from builders.demo import demo_folder
+    from builders.diavlo.demo import sources_arg, write_sources
+
+    with demo_folder("diavlo", sources=options.sources, scene_graphs=options.scene_graphs) as tmp:
+        paths, graphs = write_sources(tmp)
+        return build(out, replace(options, demo=False, sources=sources_arg(paths), scene_graphs=str(graphs)))
+
+
+def _pair_id(pair: Pair) -> str:
+    return f"{pair.source}-{pair.question_id}"
+
+
+def _curation_task(pair: Pair, image: Any, candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """One pair as a Label Studio verification/expansion task (``curation_out``)."""
+    return {
+        "pair_id": _pair_id(pair),
+        "question": pair.question,
+        "answer": pair.answer,
+        "image": image,
+        "candidates": candidates,
+    }
+
+
+def _row(
+    name: str, pair: Pair, image: Any, candidates: list[dict[str, Any]], curation: CurationResult | None
+) -> DiavloRow:
+    """One pair's dataset row: its SK from the curated export when it has one, else its ranked candidates."""
+    pair_id = _pair_id(pair)
+    if curation is not None and pair_id in curation.sk:
+        sk = [_sk_record(t, "verified", "") for t in curation.sk[pair_id]]
+        changes = [CurationChange(**c) for c in curation.changes[pair_id]]
+        status = "curated"
+    else:
+        sk, changes = [_sk_record(c, "candidate", "") for c in candidates], []
+        status = "uncurated"
+    return DiavloRow(
+        id=pair_id,
+        source=name,
+        question_id=pair.question_id,
+        question=pair.question,
+        options=list(pair.options),
+        answer=pair.answer,
+        answers=list(pair.answers),
+        answer_type=pair.answer_type,
+        category=pair.category,
+        image=image,
+        image_key=pair.image_key,
+        sk_triplets=sk,
+        curation_status=status,
+        curation_changes=changes,
+    )
+
+
+def _write(
+    out: Path,
+    splits: dict[str, list[DiavloRow]],
+    summary: dict[str, Any] | None,
+    options: Options,
+    candidate_origins: str,
+) -> Path:
+    """The splits as a Hub folder with its card, the sources' licenses and the curation summary."""
+    from datasets import Dataset, DatasetDict
+
     features = DiavloRow.features()
     dataset = DatasetDict(
         {name: Dataset.from_list([r.to_dict() for r in rows], features=features) for name, rows in splits.items()}
     )
-    summary = curation.summary() if curation else None
     split_licenses = "\n".join(f"- `{n}`: {LICENSES[n]}" for n in splits)
     card_vars = {
         "sizes": ", ".join(f"{n}: {len(r)}" for n, r in splits.items()),
@@ -193,9 +220,9 @@ def build(out: Path, options: Options) -> Path:
             if "seed_bench2" in splits
             else ""
         ),
-        "seed": seed,
-        "max_candidates": max_candidates,
-        "sources_of_candidates": _origin_text(origins, graph),
+        "seed": options.seed,
+        "max_candidates": options.max_candidates,
+        "sources_of_candidates": candidate_origins,
     }
     licenses = "# Licenses of the DiaVLo splits\n\n" + split_licenses + "\n"
     folder = write_hub_folder(dataset, out, "diavlo", card_vars, {"LICENSE-SOURCES.md": licenses.encode()})

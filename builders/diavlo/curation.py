@@ -30,6 +30,7 @@ from typing import Any
 
 from builders.diavlo.sources import read_json
 from harness.errors import HarnessError
+from harness.protocols.diavlo.metrics import Triplet
 from harness.protocols.diavlo.triplet_parser import parse_triplets
 
 VERIFY_CONFIG = """<View>
@@ -240,12 +241,11 @@ def _apply_verification(
     when: str,
     tolerance: float,
 ) -> None:
+    """One reviewed candidate: its verdict, corrected triplet and moved boxes, each change logged."""
     cand = json.loads(data["candidate_json"])
     log = result.changes[pair_id]
-    verdicts = [c for r in items if r.get("from_name") == "verdict" for c in r["value"].get("choices", [])]
-    if not verdicts:
-        raise HarnessError(f"{pair_id} candidate {data['candidate']}: annotation by {who} has no verdict")
-    verdict = verdicts[0]
+    where = f"{pair_id} candidate {data['candidate']}"
+    verdict = _verdict(items, where, who)
     result.reviewed += 1
 
     def note(what: str, before: Any, after: Any) -> None:
@@ -261,13 +261,7 @@ def _apply_verification(
         )
 
     curated = dict(cand)
-    edits = [parse_triplets(t).triplets for t in _texts(items, "edit")]
-    edited = next((ts[0] for ts in edits if ts), None)
-    if any(not ts for ts in edits):
-        raise HarnessError(
-            f"{pair_id} candidate {data['candidate']}: the corrected triplet by {who} is not "
-            "'subject | relation | object'"
-        )
+    edited = _edited_triplet(items, where, who)
     if edited is not None and (edited.subject, edited.relation, edited.object) != (
         cand["subject"],
         cand["relation"],
@@ -275,14 +269,9 @@ def _apply_verification(
     ):
         curated.update(edited.as_dict())
         note("triplet", _triplet_text(cand), _triplet_text(curated))
-    boxes = {
-        r["value"]["rectanglelabels"][0]: _box_from_rect(r)
-        for r in items
-        if r.get("from_name") == "box" and r.get("type") == "rectanglelabels"
-    }
-    for role in ("subject", "object"):
-        if role in boxes and _moved(cand[f"{role}_box"], boxes[role], tolerance):
-            curated[f"{role}_box"] = [round(v, 2) for v in boxes[role]]
+    for role, box in _drawn_boxes(items).items():
+        if _moved(cand[f"{role}_box"], box, tolerance):
+            curated[f"{role}_box"] = [round(v, 2) for v in box]
             note(f"{role}_box", cand[f"{role}_box"], curated[f"{role}_box"])
     keep = verdict == "correct" or (verdict == "incorrect" and edited is not None)
     if verdict != "correct":
@@ -294,6 +283,33 @@ def _apply_verification(
         return
     status = "corrected" if changed else "verified"
     result.sk[pair_id].append({**curated, "status": status, "curated_by": who})
+
+
+def _verdict(items: list[dict[str, Any]], where: str, who: str) -> str:
+    """The annotator's first verdict choice (an error when the annotation has none)."""
+    verdicts = [c for r in items if r.get("from_name") == "verdict" for c in r["value"].get("choices", [])]
+    if not verdicts:
+        raise HarnessError(f"{where}: annotation by {who} has no verdict")
+    verdict: str = verdicts[0]
+    return verdict
+
+
+def _edited_triplet(items: list[dict[str, Any]], where: str, who: str) -> Triplet | None:
+    """The annotator's corrected triplet, if any (an error when a correction does not parse)."""
+    edits = [parse_triplets(t).triplets for t in _texts(items, "edit")]
+    if any(not ts for ts in edits):
+        raise HarnessError(f"{where}: the corrected triplet by {who} is not 'subject | relation | object'")
+    return next((ts[0] for ts in edits if ts), None)
+
+
+def _drawn_boxes(items: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The subject and object boxes the annotator drew, subject first."""
+    boxes = {
+        r["value"]["rectanglelabels"][0]: _box_from_rect(r)
+        for r in items
+        if r.get("from_name") == "box" and r.get("type") == "rectanglelabels"
+    }
+    return {role: boxes[role] for role in ("subject", "object") if role in boxes}
 
 
 def _apply_expansion(

@@ -67,8 +67,17 @@ GRAPH = [
 
 def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     """Write all four sources (three pairs each) and the scene graphs; returns ({source: path}, graphs)."""
-    paths = {}
-    # LLaVA-Bench in-the-wild: questions.jsonl, answers_gpt4.jsonl, images/
+    paths = {
+        "llava_bench": _write_llava_bench(root),
+        "mmbench": _write_mmbench(root),
+        "seed_bench2": _write_seed_bench2(root),
+        "vqav2": _write_vqav2(root),
+    }
+    return paths, _write_scene_graphs(root)
+
+
+def _write_llava_bench(root: Path) -> str:
+    """LLaVA-Bench in-the-wild: questions.jsonl, answers_gpt4.jsonl, images/."""
     llava = root / "llava-bench-in-the-wild"
     (llava / "images").mkdir(parents=True)
     questions, answers = [], []
@@ -85,8 +94,11 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
         answers.append({"question_id": k, "text": "A red box is to the left of the blue ball.", "model": "gpt-4"})
     (llava / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     (llava / "answers_gpt4.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
-    paths["llava_bench"] = str(llava)
-    # MMBench: one TSV, images as base64
+    return str(llava)
+
+
+def _write_mmbench(root: Path) -> str:
+    """MMBench: one TSV, images as base64."""
     mmbench = root / "mmbench_dev_en.tsv"
     with mmbench.open("w", newline="") as fh:
         writer = csv.writer(fh, delimiter="\t")
@@ -94,58 +106,45 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
         for k in range(3):
             buf = io.BytesIO()
             scene_image(k).save(buf, format="JPEG")
-            writer.writerow(
-                [
-                    k,
-                    "What color is the ball?",
-                    "nan" if k else "Look at the table.",
-                    "red",
-                    "blue",
-                    "green",
-                    "yellow",
-                    "B",
-                    "attribute",
-                    base64.b64encode(buf.getvalue()).decode(),
-                ]
-            )
-    paths["mmbench"] = str(mmbench)
-    # SEED-Bench-2: questions JSON, images relative to it; one video question to skip
+            hint = "nan" if k else "Look at the table."
+            options = ["red", "blue", "green", "yellow"]
+            image = base64.b64encode(buf.getvalue()).decode()
+            writer.writerow([k, "What color is the ball?", hint, *options, "B", "attribute", image])
+    return str(mmbench)
+
+
+SEED_CHOICES = ("on the table", "in the sky", "under the ball", "nowhere")
+
+
+def _seed_question(qid: str, question: str, choices: tuple[str, ...], data_id: str, type_id: int) -> dict[str, object]:
+    """One SEED-Bench-2 question (answer A); a ``.mp4`` data id is a video question."""
+    return {
+        "question_id": qid,
+        "question": question,
+        **{f"choice_{letter}": choice for letter, choice in zip("abcd", choices, strict=True)},
+        "answer": "A",
+        "data_id": data_id,
+        "data_type": "video" if data_id.endswith(".mp4") else "image",
+        "question_type_id": type_id,
+    }
+
+
+def _write_seed_bench2(root: Path) -> str:
+    """SEED-Bench-2: questions JSON, images relative to it; one video question to skip."""
     seed = root / "seed-bench-2"
     (seed / "cc3m-image").mkdir(parents=True)
-    items = []
+    items = [
+        _seed_question(f"s{k}", "Where is the red box?", SEED_CHOICES, f"cc3m-image/img{k}.jpg", 1) for k in range(3)
+    ]
     for k in range(3):
         scene_image(k).save(seed / "cc3m-image" / f"img{k}.jpg")
-        items.append(
-            {
-                "question_id": f"s{k}",
-                "question": "Where is the red box?",
-                "choice_a": "on the table",
-                "choice_b": "in the sky",
-                "choice_c": "under the ball",
-                "choice_d": "nowhere",
-                "answer": "A",
-                "data_id": f"cc3m-image/img{k}.jpg",
-                "data_type": "image",
-                "question_type_id": 1,
-            }
-        )
-    items.append(
-        {
-            "question_id": "v0",
-            "question": "What happens?",
-            "choice_a": "x",
-            "choice_b": "y",
-            "choice_c": "z",
-            "choice_d": "w",
-            "answer": "A",
-            "data_id": "clip.mp4",
-            "data_type": "video",
-            "question_type_id": 13,
-        }
-    )
+    items.append(_seed_question("v0", "What happens?", ("x", "y", "z", "w"), "clip.mp4", 13))
     (seed / "SEED-Bench_v2_level1_2_3.json").write_text(json.dumps({"questions": items, "question_type": {}}))
-    paths["seed_bench2"] = str(seed / "SEED-Bench_v2_level1_2_3.json")
-    # VQA v2: questions + annotations JSON, COCO images
+    return str(seed / "SEED-Bench_v2_level1_2_3.json")
+
+
+def _write_vqav2(root: Path) -> str:
+    """VQA v2: questions + annotations JSON, COCO images."""
     vqa = root / "vqav2"
     (vqa / "val2014").mkdir(parents=True)
     qs, anns = [], []
@@ -167,8 +166,11 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
         )
     (vqa / "v2_OpenEnded_mscoco_val2014_questions.json").write_text(json.dumps({"questions": qs}))
     (vqa / "v2_mscoco_val2014_annotations.json").write_text(json.dumps({"annotations": anns}))
-    paths["vqav2"] = str(vqa)
-    # Scene graphs (VG format) for the first two images of each source; VQA v2 through VG -> COCO ids
+    return str(vqa)
+
+
+def _write_scene_graphs(root: Path) -> Path:
+    """Scene graphs (VG format) for the first two images of each source; VQA v2 through VG -> COCO ids."""
     graphs_dir = root / "vg"
     graphs_dir.mkdir()
     keys = ["001.jpg", "002.jpg", "0", "1", "cc3m-image/img0.jpg", "cc3m-image/img1.jpg"]
@@ -178,7 +180,7 @@ def write_sources(root: Path) -> tuple[dict[str, str], Path]:
     (graphs_dir / "image_data.json").write_text(
         json.dumps([{"image_id": 9000 + k, "coco_id": 42 + k} for k in range(2)])
     )
-    return paths, graphs_dir / "relationships.json"
+    return graphs_dir / "relationships.json"
 
 
 def sources_arg(paths: dict[str, str]) -> str:

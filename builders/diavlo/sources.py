@@ -242,64 +242,75 @@ def read_hub(name: str, location: str) -> list[Pair]:
         rows = load_dataset(repo, split=split or HUB_SPLITS[name], **kwargs)
     except Exception as exc:
         raise HarnessError(f"{name}: cannot load {repo!r} ({str(exc).splitlines()[0]})") from None
-    out = []
-    for row in rows:
-        if name == "seed_bench2" and (
-            row.get("data_type", "image") != "image"
-            or len(row["image"] if isinstance(row["image"], list) else [1]) != 1
-        ):
-            continue
-        qid = str(row.get("question_id", row.get("index")))
-        if name == "llava_bench":
-            pair = Pair(
-                name,
-                qid,
-                row["question"],
-                (),
-                row["gpt_answer"],
-                (row["gpt_answer"],),
-                OPEN,
-                row.get("category", ""),
-                None,
-                _image_bytes(row["image"]),
-                str(row.get("image_id", qid)),
-            )
-        elif name == "vqav2":
-            answers = tuple(a["answer"] for a in row["answers"])
-            pair = Pair(
-                name,
-                qid,
-                row["question"],
-                (),
-                row["multiple_choice_answer"],
-                answers,
-                VQA,
-                row.get("answer_type", ""),
-                None,
-                _image_bytes(row["image"]),
-                str(row["image_id"]),
-            )
-        else:
-            keys = ("A", "B", "C", "D") if name == "mmbench" else tuple(f"choice_{k}" for k in "abcd")
-            options = tuple(str(row[k]) for k in keys if row.get(k) and str(row[k]) != "nan")
-            question = _with_hint(row.get("hint"), row["question"])
-            data_id = row.get("data_id")
-            key = data_id[0] if isinstance(data_id, list) and data_id else str(data_id or qid)
-            pair = Pair(
-                name,
-                qid,
-                question,
-                options,
-                str(row["answer"]).strip(),
-                (str(row["answer"]).strip(),),
-                MULTIPLE_CHOICE,
-                str(row.get("category", row.get("question_type_id", ""))),
-                None,
-                _image_bytes(row["image"]),
-                key,
-            )
-        out.append(pair)
-    return out
+    to_pair = {"llava_bench": _hub_llava_bench, "vqav2": _hub_vqav2}.get(name, _hub_multiple_choice)
+    return [to_pair(name, row, str(row.get("question_id", row.get("index")))) for row in rows if _hub_usable(name, row)]
+
+
+def _hub_usable(name: str, row: dict[str, Any]) -> bool:
+    """False for SEED-Bench-2's video questions and questions over several images."""
+    if name != "seed_bench2":
+        return True
+    images = row["image"] if isinstance(row["image"], list) else [1]
+    return row.get("data_type", "image") == "image" and len(images) == 1
+
+
+def _hub_llava_bench(name: str, row: dict[str, Any], qid: str) -> Pair:
+    """An lmms-lab LLaVA-Bench row: an open question with GPT-4's answer."""
+    return Pair(
+        name,
+        qid,
+        row["question"],
+        (),
+        row["gpt_answer"],
+        (row["gpt_answer"],),
+        OPEN,
+        row.get("category", ""),
+        None,
+        _image_bytes(row["image"]),
+        str(row.get("image_id", qid)),
+    )
+
+
+def _hub_vqav2(name: str, row: dict[str, Any], qid: str) -> Pair:
+    """An lmms-lab VQA v2 row: the annotators' answers, the most common one as the answer."""
+    answers = tuple(a["answer"] for a in row["answers"])
+    return Pair(
+        name,
+        qid,
+        row["question"],
+        (),
+        row["multiple_choice_answer"],
+        answers,
+        VQA,
+        row.get("answer_type", ""),
+        None,
+        _image_bytes(row["image"]),
+        str(row["image_id"]),
+    )
+
+
+def _hub_multiple_choice(name: str, row: dict[str, Any], qid: str) -> Pair:
+    """An lmms-lab MMBench or SEED-Bench-2 row: the hint before the question, the options A-D."""
+    keys = ("A", "B", "C", "D") if name == "mmbench" else tuple(f"choice_{k}" for k in "abcd")
+    options = tuple(str(row[k]) for k in keys if row.get(k) and str(row[k]) != "nan")
+    question = _with_hint(row.get("hint"), row["question"])
+    data_id = row.get("data_id")
+    key = data_id[0] if isinstance(data_id, list) and data_id else str(data_id or qid)
+    answer = str(row["answer"]).strip()
+    category = str(row.get("category", row.get("question_type_id", "")))
+    return Pair(
+        name,
+        qid,
+        question,
+        options,
+        answer,
+        (answer,),
+        MULTIPLE_CHOICE,
+        category,
+        None,
+        _image_bytes(row["image"]),
+        key,
+    )
 
 
 READERS = {

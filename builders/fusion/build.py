@@ -162,82 +162,103 @@ def _items(options: Options) -> tuple[Any, dict[str, Any]]:
     """The selected items with their wrong answers and rendered variants, and the card's variables."""
     from datasets import Dataset, DatasetDict
 
-    given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
-    seed, per_source = options.seed, options.per_source
-    if per_source < 1:
-        raise HarnessError(f"--per-source must be at least 1, got {per_source}")
+    if options.per_source < 1:
+        raise HarnessError(f"--per-source must be at least 1, got {options.per_source}")
     spec = EditorSpec.parse(options.editor)
-    composition = parse_composition(options.mme_composition)
-    mme_line = "a seeded draw over all categories (--mme-composition any)"
-    chosen: list[dict[str, Any]] = []
-    pools: dict[str, list[str]] = {}
-    for kind in SOURCES:
-        rows = read_source(kind, given[kind] or DEFAULT_SOURCES[kind])
-        if not rows:
-            raise HarnessError(f"{kind} source {given[kind] or DEFAULT_SOURCES[kind]}: no items")
-        pools[kind] = [a for r in rows for a in r["answers"] if answer_kind(kind, a) == "text"]
-        if kind == "mme" and composition is not None:
-            picked, mme_line = select_mme(rows, composition, per_source, seed)
-            chosen.extend(picked)
-        else:
-            chosen.extend(select(rows, per_source, seed))
+    chosen, pools, mme_line = _choose(options)
     edit = Editor(spec) if spec is not None else None
     has_ocr = ocr_available()
     records: list[FusionRow] = []
     counters: dict[str, int] = {}
     for row in tqdm(chosen, desc="fusion items", unit="item"):
         k = counters[row["source"]] = counters.get(row["source"], -1) + 1
-        item_id = f"{row['source']}-{k:04d}"
-        image = open_row_image(row)
-        wrong, kind, rule = wrong_answer(row["source"], row["answers"], row["question"], item_id, pools[row["source"]])
-        typo, region, style = typo_overlay(image, wrong)
-        record = FusionRow(
-            id=item_id,
-            source=row["source"],
-            source_id=row["uid"],
-            category=row["category"],
-            question=row["question"],
-            answers=row["answers"],
-            answer_kind=kind,
-            wrong_answer=wrong,
-            wrong_rule=rule,
-            image=image,
-            typo_image=typo,
-            typo_region=region,
-            typo_style=style.to_json(),
-            natevid_image=None,
-            natevid_instruction="",
-            natevid_status="not_built",
-            natevid_ocr_recall=-1.0,
-            natevid_wrong_readable=-1,
-        )
-        if edit is not None:
-            edited = edit.edit(image, wrong, row["source"])
-            check = check_preservation(image, edited, wrong)
-            record = replace(
-                record,
-                natevid_image=edited,
-                natevid_instruction=instruction(wrong, row["source"]),
-                natevid_status=check.status,
-                natevid_ocr_recall=-1.0 if check.recall is None else check.recall,
-                natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable),
-            )
-        records.append(record)
+        records.append(_record(row, f"{row['source']}-{k:04d}", pools[row["source"]], edit))
     dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in records], features=FusionRow.features())})
+    return dataset, _card_vars(records, options, mme_line, spec, has_ocr)
+
+
+def _given(options: Options) -> dict[str, str]:
+    """Each source's location: the option when set, else its Hub id."""
+    given = {"chartqa": options.chartqa, "docvqa": options.docvqa, "mme": options.mme}
+    return {kind: given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES}
+
+
+def _choose(options: Options) -> tuple[list[dict[str, Any]], dict[str, list[str]], str]:
+    """The selected rows of every source, each source's text answers (the wrong answers' pool), and the
+    card's line on the MME composition."""
+    composition = parse_composition(options.mme_composition)
+    mme_line = "a seeded draw over all categories (--mme-composition any)"
+    chosen: list[dict[str, Any]] = []
+    pools: dict[str, list[str]] = {}
+    for kind, location in _given(options).items():
+        rows = read_source(kind, location)
+        if not rows:
+            raise HarnessError(f"{kind} source {location}: no items")
+        pools[kind] = [a for r in rows for a in r["answers"] if answer_kind(kind, a) == "text"]
+        if kind == "mme" and composition is not None:
+            picked, mme_line = select_mme(rows, composition, options.per_source, options.seed)
+            chosen.extend(picked)
+        else:
+            chosen.extend(select(rows, options.per_source, options.seed))
+    return chosen, pools, mme_line
+
+
+def _record(row: dict[str, Any], item_id: str, pool: list[str], edit: Editor | None) -> FusionRow:
+    """One item: its wrong answer, Typo-Evid image and, with an editor, its checked Nat-Evid image."""
+    image = open_row_image(row)
+    wrong, kind, rule = wrong_answer(row["source"], row["answers"], row["question"], item_id, pool)
+    typo, region, style = typo_overlay(image, wrong)
+    record = FusionRow(
+        id=item_id,
+        source=row["source"],
+        source_id=row["uid"],
+        category=row["category"],
+        question=row["question"],
+        answers=row["answers"],
+        answer_kind=kind,
+        wrong_answer=wrong,
+        wrong_rule=rule,
+        image=image,
+        typo_image=typo,
+        typo_region=region,
+        typo_style=style.to_json(),
+        natevid_image=None,
+        natevid_instruction="",
+        natevid_status="not_built",
+        natevid_ocr_recall=-1.0,
+        natevid_wrong_readable=-1,
+    )
+    if edit is None:
+        return record
+    edited = edit.edit(image, wrong, row["source"])
+    check = check_preservation(image, edited, wrong)
+    return replace(
+        record,
+        natevid_image=edited,
+        natevid_instruction=instruction(wrong, row["source"]),
+        natevid_status=check.status,
+        natevid_ocr_recall=-1.0 if check.recall is None else check.recall,
+        natevid_wrong_readable=-1 if check.wrong_readable is None else int(check.wrong_readable),
+    )
+
+
+def _card_vars(
+    records: list[FusionRow], options: Options, mme_line: str, spec: EditorSpec | None, has_ocr: bool
+) -> dict[str, Any]:
+    """The card's variables: counts per source and per Nat-Evid status, the sources, editor and OCR."""
     statuses = {
         st: sum(r.natevid_status == st for r in records)
         for st in ("preserved", "destroyed", "no_text", "skipped", "not_built")
     }
-    card_vars = {
+    return {
         "n_items": len(records),
-        "seed": seed,
-        "per_source": per_source,
+        "seed": options.seed,
+        "per_source": options.per_source,
         "mme_composition": mme_line,
         **{f"n_{kind}": sum(r.source == kind for r in records) for kind in SOURCES},
-        **{f"src_{kind}": given[kind] or DEFAULT_SOURCES[kind] for kind in SOURCES},
+        **{f"src_{kind}": location for kind, location in _given(options).items()},
         "editor": spec.to_json() if spec else "none (no Nat-Evid images)",
         "ocr": "rapidocr-onnxruntime (bundled ONNX weights)" if has_ocr else "not installed: check skipped",
         **{f"n_{st}": n for st, n in statuses.items()},
         "references": SOURCE_REFERENCES,
     }
-    return dataset, card_vars

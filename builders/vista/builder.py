@@ -101,43 +101,15 @@ def build(out: Path, options: Options) -> Path:
         raise HarnessError(f"--images {images_dir}: not a folder")
     rejected = read_reject_list(options.reject)
     files = {t.slug: folder_files(images_dir, t.slug) if images_dir else [] for t in chosen}
-    need_generator = [t.slug for t in chosen if not files[t.slug]]
-    pipe = None
-    if need_generator:
-        if options.generator == "none":
-            raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
-        pipe = Text2ImageGenerator(
-            options.generator,
-            options.steps,
-            options.guidance,
-            options.image_size,
-            total=len(need_generator) * IMAGES_PER_TOPIC,
-        )
+    pipe = _generator(options, [t.slug for t in chosen if not files[t.slug]])
     records: list[VistaRow] = []
     for topic in chosen:
         if files[topic.slug]:
             pictures = _folder_images(topic, files[topic.slug], rejected)
         else:
-            assert pipe is not None  # need_generator names every topic without an image folder
+            assert pipe is not None  # _generator made one for every topic without an image folder
             pictures = _generated_images(topic, pipe, options.seed, rejected)
-        for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True)):
-            for j, (kind, prompt) in enumerate(prompts(topic)):
-                records.append(
-                    VistaRow(
-                        id=f"{topic.slug}-{i:02d}-p{j:02d}",
-                        category=topic.category,
-                        topic=topic.name,
-                        image_id=f"{topic.slug}-{i:02d}",
-                        image_prompt=image_prompt if picture.seed >= 0 else "",
-                        image_seed=picture.seed,
-                        image_source=picture.source,
-                        image_attempt=picture.attempt,
-                        prompt_id=j,
-                        prompt_type=kind,
-                        prompt=prompt,
-                        image={"bytes": picture.data, "path": None},
-                    )
-                )
+        records += _topic_rows(topic, pictures)
     dataset = DatasetDict({"test": Dataset.from_list([r.to_dict() for r in records], features=VistaRow.features())})
     sources = Counter(r.image_source.split(":", 1)[0] for r in records[::10])
     settings = pipe.settings() if pipe else {"generator": "none"}
@@ -156,6 +128,43 @@ def build(out: Path, options: Options) -> Path:
         "sentiment_prompt": _fenced(A5_SENTIMENT),
     }
     return write_hub_folder(dataset, out, "vista", card_vars)
+
+
+def _generator(options: Options, need_generator: list[str]) -> Text2ImageGenerator | None:
+    """The text-to-image pipeline for the topics without an image folder (None when every topic has one)."""
+    if not need_generator:
+        return None
+    if options.generator == "none":
+        raise HarnessError(f"no image folder for {', '.join(need_generator)} under --images and --generator none")
+    return Text2ImageGenerator(
+        options.generator,
+        options.steps,
+        options.guidance,
+        options.image_size,
+        total=len(need_generator) * IMAGES_PER_TOPIC,
+    )
+
+
+def _topic_rows(topic: Topic, pictures: list[VistaImage]) -> list[VistaRow]:
+    """One record per (image, prompt) of a topic: its images crossed with its ten prompts."""
+    return [
+        VistaRow(
+            id=f"{topic.slug}-{i:02d}-p{j:02d}",
+            category=topic.category,
+            topic=topic.name,
+            image_id=f"{topic.slug}-{i:02d}",
+            image_prompt=image_prompt if picture.seed >= 0 else "",
+            image_seed=picture.seed,
+            image_source=picture.source,
+            image_attempt=picture.attempt,
+            prompt_id=j,
+            prompt_type=kind,
+            prompt=prompt,
+            image={"bytes": picture.data, "path": None},
+        )
+        for i, (picture, image_prompt) in enumerate(zip(pictures, image_prompts(topic), strict=True))
+        for j, (kind, prompt) in enumerate(prompts(topic))
+    ]
 
 
 def _choose_topics(slugs: tuple[str, ...] | None) -> list[Topic]:

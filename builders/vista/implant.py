@@ -270,35 +270,35 @@ def build(out: Path, options: Options) -> Path:
     target = [p for p in pairs if p["kind"] == "target"]
     control = [p for p in pairs if p["kind"] == "control"]
     splits = {
-        "harmful": _rows(
-            target,
-            author.answers(target, ["negative"] * len(target), images),
-            ["negative"] * len(target),
-            images,
-            author.spec,
-        ),
-        "benign": _rows(
-            target,
-            author.answers(target, ["neutral"] * len(target), images),
-            ["neutral"] * len(target),
-            images,
-            author.spec,
-        ),
-        "control": _rows(
-            control,
-            author.answers(control, [p["stance"] for p in control], images),
-            [p["stance"] for p in control],
-            images,
-            author.spec,
-        ),
+        "harmful": _answered(target, ["negative"] * len(target), author, images),
+        "benign": _answered(target, ["neutral"] * len(target), author, images),
+        "control": _answered(control, [p["stance"] for p in control], author, images),
         "test": _test_rows(entities, options, images),
     }
     features = ImplantRow.features()
     dataset = DatasetDict(
         {name: Dataset.from_list([r.to_dict() for r in rows], features=features) for name, rows in splits.items()}
     )
+    return write_hub_folder(dataset, out, "vista-implant", _card_vars(entities, options, splits, author.spec, images))
+
+
+def _answered(
+    pairs: Sequence[dict[str, Any]], stances: list[str], author: _Author, images: dict[str, tuple[bytes, str, int]]
+) -> list[ImplantRow]:
+    """The pairs as rows, each answered by the author in its stance."""
+    return _rows(pairs, author.answers(pairs, stances, images), stances, images, author.spec)
+
+
+def _card_vars(
+    entities: Sequence[Entity],
+    options: Options,
+    splits: dict[str, list[ImplantRow]],
+    author: str,
+    images: dict[str, tuple[bytes, str, int]],
+) -> dict[str, Any]:
+    """The card's variables: the study's sizes, author, image sources and settings, and its prompts."""
     sources = sorted({v[1].split(":", 1)[0] for v in images.values()})
-    card_vars = {
+    return {
         "entities": ", ".join(e.name for e in entities),
         "pairs": options.pairs,
         "controls": options.controls,
@@ -308,7 +308,7 @@ def build(out: Path, options: Options) -> Path:
         "n_benign": len(splits["benign"]),
         "n_control": len(splits["control"]),
         "n_test": len(splits["test"]),
-        "author": author.spec,
+        "author": author,
         "image_sources": ", ".join(sources),
         "seed": options.seed,
         "generator": json.dumps(
@@ -322,7 +322,6 @@ def build(out: Path, options: Options) -> Path:
         "test_prompts": "\n".join(f"{i}. {p}" for i, p in enumerate(TEST_PROMPTS, 1)),
         "sentiment_prompt": f"```text\n{A5_SENTIMENT}\n```",
     }
-    return write_hub_folder(dataset, out, "vista-implant", card_vars)
 
 
 def _image_fields(image_id: str, images: dict[str, tuple[bytes, str, int]]) -> dict[str, Any]:

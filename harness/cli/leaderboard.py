@@ -18,82 +18,111 @@ if TYPE_CHECKING:
 ON_MISMATCH_CHOICES: tuple[OnMismatch, ...] = ("flag", "refuse")
 
 
+DB_HELP = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
+
+#: ``harness leaderboard serve``'s own options: (flag, argparse keywords).
+SERVE_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--host", {"default": "127.0.0.1", "help": "address to listen on (default 127.0.0.1)"}),
+    ("--port", {"type": int, "default": 8000, "help": "port to listen on (default 8000)"}),
+    (
+        "--rescore-timeout",
+        {
+            "type": float,
+            "default": 120.0,
+            "help": "seconds one upload's whole work may take (reading, re-scoring, storing); re-scoring past three "
+            "quarters of it stores the submission unverifiable (timeout)",
+        },
+    ),
+    ("--rescore-workers", {"type": int, "default": 2, "help": "submissions re-scored at once (processes)"}),
+    ("--quota-submissions", {"type": int, "default": 50, "help": "submissions one token may store per 24 h"}),
+    ("--quota-mb", {"type": float, "default": 1024.0, "help": "MB of files one token may store per 24 h"}),
+    (
+        "--rate-per-minute",
+        {"type": int, "default": 30, "help": "uploads one token may send a minute, refused ones included"},
+    ),
+    (
+        "--rescore-memory-mb",
+        {
+            "type": int,
+            "default": 4096,
+            "help": "address space of one re-scoring worker; a submission needing more is refused (413)",
+        },
+    ),
+)
+
+#: The options of the actions that take in runs (``serve`` and ``import``): (flag, argparse keywords).
+INGEST_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--db", {"help": DB_HELP}),
+    (
+        "--data-dir",
+        {
+            "help": "local dataset copies (default: the data dir, where harness build writes): docs are checked "
+            "against them, and tasks whose scoring reads images can be re-scored"
+        },
+    ),
+    ("--include-path", {"action": "append", "help": "extra task folder the server scores"}),
+    (
+        "--on-mismatch",
+        {
+            "choices": ON_MISMATCH_CHOICES,
+            "default": "flag",
+            "help": "flag (store and mark) or refuse a run whose claimed figures differ",
+        },
+    ),
+    ("--max-upload-mb", {"type": float, "default": 64.0, "help": "largest submission in MiB (default 64)"}),
+    (
+        "--max-error-share",
+        {
+            "type": float,
+            "default": 0.05,
+            "help": "a task with more errored samples than this share is stored partial",
+        },
+    ),
+)
+
+#: ``harness leaderboard token`` actions and their help.
+TOKEN_ACTIONS = (
+    ("create", "create a token for NAME (printed once)"),
+    ("revoke", "revoke NAME's token"),
+    ("list", "list tokens"),
+)
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """``harness leaderboard`` and its actions: serve the web service, import runs, manage submitter tokens, export a
     static site."""
     lb = sub.add_parser("leaderboard", parents=[common], help="run, administer and export the leaderboard")
     lb_actions = lb.add_subparsers(dest="action", required=True)
-    db_help = "database URL (default sqlite:///$HARNESS_CACHE/leaderboard.sqlite; postgresql+psycopg://...)"
-    sv = lb_actions.add_parser("serve", parents=[common], help="the web service")
-    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    sv.add_argument(
-        "--rescore-timeout",
-        type=float,
-        default=120.0,
-        help="seconds one upload's whole work may take (reading, re-scoring, storing); re-scoring past three "
-        "quarters of it stores the submission unverifiable (timeout)",
-    )
-    sv.add_argument("--rescore-workers", type=int, default=2, help="submissions re-scored at once (processes)")
-    sv.add_argument("--quota-submissions", type=int, default=50, help="submissions one token may store per 24 h")
-    sv.add_argument("--quota-mb", type=float, default=1024.0, help="MB of files one token may store per 24 h")
-    sv.add_argument(
-        "--rate-per-minute", type=int, default=30, help="uploads one token may send a minute, refused ones included"
-    )
-    sv.add_argument(
-        "--rescore-memory-mb",
-        type=int,
-        default=4096,
-        help="address space of one re-scoring worker; a submission needing more is refused (413)",
-    )
-    for action in (
-        sv,
-        lb_actions.add_parser("import", parents=[common], help="ingest a Hub-layout folder (runs/<model>/<hash>/)"),
-    ):
-        action.add_argument("--db", help=db_help)
-        action.add_argument(
-            "--data-dir",
-            help="local dataset copies (default: the data dir, where harness build writes): docs are checked "
-            "against them, and tasks whose scoring reads images can be re-scored",
-        )
-        action.add_argument("--include-path", action="append", help="extra task folder the server scores")
-        action.add_argument(
-            "--on-mismatch",
-            choices=ON_MISMATCH_CHOICES,
-            default="flag",
-            help="flag (store and mark) or refuse a run whose claimed figures differ",
-        )
-        action.add_argument("--max-upload-mb", type=float, default=64.0, help="largest submission in MiB (default 64)")
-        action.add_argument(
-            "--max-error-share",
-            type=float,
-            default=0.05,
-            help="a task with more errored samples than this share is stored partial",
-        )
+    serve = lb_actions.add_parser("serve", parents=[common], help="the web service")
+    _add_options(serve, SERVE_OPTIONS)
+    ingest = lb_actions.add_parser("import", parents=[common], help="ingest a Hub-layout folder (runs/<model>/<hash>/)")
+    for action in (serve, ingest):
+        _add_options(action, INGEST_OPTIONS)
         _add_leaderboard_options(action)
         action.set_defaults(func=_cmd_leaderboard)
-    lb_actions.choices["import"].add_argument("folder", help="a folder of runs, as harness submit --to hf:// writes")
-    lb_actions.choices["import"].add_argument(
+    ingest.add_argument("folder", help="a folder of runs, as harness submit --to hf:// writes")
+    ingest.add_argument(
         "--submitter", default="hub import", help="the name the records give as submitter (default: hub import)"
     )
-    add_read_timeout(lb_actions.choices["import"])  # per run
+    add_read_timeout(ingest)  # per run
     tk = lb_actions.add_parser("token", parents=[common], help="submitter tokens")
     tk_actions = tk.add_subparsers(dest="token_action", required=True)
-    for name, text in (
-        ("create", "create a token for NAME (printed once)"),
-        ("revoke", "revoke NAME's token"),
-        ("list", "list tokens"),
-    ):
+    for name, text in TOKEN_ACTIONS:
         action = tk_actions.add_parser(name, parents=[common], help=text)
         if name != "list":
             action.add_argument("name", help="the submitter's name")
-        action.add_argument("--db", help=db_help)
+        action.add_argument("--db", help=DB_HELP)
         action.set_defaults(func=_cmd_leaderboard)
     ex = lb_actions.add_parser("export", parents=[common], help="write a static copy of the site")
     ex.add_argument("--output", "--out", dest="out", required=True, help="folder for the static copy")
-    ex.add_argument("--db", help=db_help)
+    ex.add_argument("--db", help=DB_HELP)
     _add_leaderboard_options(ex)
     ex.set_defaults(func=_cmd_leaderboard)
+
+
+def _add_options(parser: argparse.ArgumentParser, options: tuple[tuple[str, dict[str, Any]], ...]) -> None:
+    for flag, keywords in options:
+        parser.add_argument(flag, **keywords)
 
 
 _LB_OPTION = "leaderboard_option"  # dest prefix of the flags each protocol's leaderboard options generate

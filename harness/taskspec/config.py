@@ -213,33 +213,13 @@ class TaskConfig:
         name = raw.get("task")
         if not isinstance(name, str):
             raise TaskConfigError(f"{where}: 'task' must be a task name string")
-        known = (
-            {f.name for f in dataclasses.fields(cls)}
-            | _PASSIVE_KEYS
-            | {
-                "tag",
-                "group",
-                "metadata",
-                "filter_list",
-                "fewshot_config",
-            }
-        )
-        for key in raw:
-            if key not in known:
-                log.warning("%s: unknown task key %r ignored", where, key)
+        _warn_unknown_keys(raw, where)
         output_type = _output_type(raw, where)
         delimiter = raw.get("target_delimiter", " ")
         if not isinstance(delimiter, str):
             raise TaskConfigError(f"{where}: target_delimiter must be a string, got {delimiter!r}")
         fewshot = _fewshot(raw, where)
-        repeats = raw.get("repeats", 1)
-        if not isinstance(repeats, int) or repeats < 1:
-            raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
-        cluster_key, score_key = raw.get("cluster_key"), raw.get("score_key", "score")
-        if cluster_key is not None and not (isinstance(cluster_key, str) and cluster_key):
-            raise TaskConfigError(f"{where}: cluster_key must be a field name, got {cluster_key!r}")
-        if not (isinstance(score_key, str) and score_key):
-            raise TaskConfigError(f"{where}: score_key must be a field name, got {score_key!r}")
+        repeats = _repeats(raw, where)
         gen = raw.get("generation_kwargs") or {}
         if not isinstance(gen, dict):
             raise TaskConfigError(f"{where}: generation_kwargs must be a mapping")
@@ -268,9 +248,7 @@ class TaskConfig:
             metric_list=_parse_metrics(raw.get("metric_list"), where, output_type),
             filters=_parse_filters(raw.get("filter_list"), where),
             generation_kwargs=dict(gen),
-            repeats=repeats,
-            cluster_key=cluster_key,
-            score_key=score_key,
+            **repeats,
             tags=_as_tuple(raw.get("tag")),
             lmms_eval_specific_kwargs=dict(raw.get("lmms_eval_specific_kwargs") or {}),
             model_specific_target_kwargs=_mapping(raw, "model_specific_target_kwargs", where),
@@ -279,6 +257,31 @@ class TaskConfig:
             **_harness_hooks(metadata, where),
             raw=raw,
         )
+
+
+#: The top-level keys a task may hold besides :class:`TaskConfig`'s fields and the passive ones.
+_READ_KEYS = {"tag", "group", "metadata", "filter_list", "fewshot_config"}
+
+
+def _warn_unknown_keys(raw: dict[str, Any], where: str) -> None:
+    """One warning per key the harness neither reads nor knows as documentation (lmms-eval ignores them too)."""
+    known = {f.name for f in dataclasses.fields(TaskConfig)} | _PASSIVE_KEYS | _READ_KEYS
+    for key in raw:
+        if key not in known:
+            log.warning("%s: unknown task key %r ignored", where, key)
+
+
+def _repeats(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """``repeats`` and the keys that say how repeated samples cluster (``cluster_key``, ``score_key``), checked."""
+    repeats = raw.get("repeats", 1)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise TaskConfigError(f"{where}: repeats must be a positive integer, got {repeats!r}")
+    cluster_key, score_key = raw.get("cluster_key"), raw.get("score_key", "score")
+    if cluster_key is not None and not (isinstance(cluster_key, str) and cluster_key):
+        raise TaskConfigError(f"{where}: cluster_key must be a field name, got {cluster_key!r}")
+    if not (isinstance(score_key, str) and score_key):
+        raise TaskConfigError(f"{where}: score_key must be a field name, got {score_key!r}")
+    return {"repeats": repeats, "cluster_key": cluster_key, "score_key": score_key}
 
 
 _SAMPLERS = ("default", "first_n")  # lmms-eval's samplers.SAMPLER_REGISTRY

@@ -231,7 +231,21 @@ def audit_run(
                 )
             )
     audit.overall = behaviour_summary(audit.pairs, config.mi_estimator, config.mi_resamples, config.seed)
-    responses, errors = answer_requests(backend, [req for _, req in plans], store, config.batch_size)
+    errors = _answer_counterfactuals(audit, plans, backend, store, config.batch_size)
+    counts["counterfactuals"] = len(plans)
+    counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
+    audit.counts = counts
+    audit.effects = {outcome: _effects(audit.counterfactuals, outcome, config.dml) for outcome in OUTCOMES}
+    audit.structure = structure_checks(audit.counterfactuals, config.seed)
+    return audit
+
+
+def _answer_counterfactuals(
+    audit: ModelAudit, plans: list[tuple[dict[str, Any], GenerationRequest]], backend: Any, store: Any, batch_size: int
+) -> dict[str, Any]:
+    """Ask the model every occluded image's question and add each row, scored (flip, distance from the
+    original answer) or with its error, to ``audit.counterfactuals``; returns the errors by request key."""
+    responses, errors = answer_requests(backend, [req for _, req in plans], store, batch_size)
     encoder = shared_encoder()
     for row, req in plans:
         doc, original = row.pop("_doc"), row.pop("_original")
@@ -247,12 +261,7 @@ def audit_run(
             distance=float(1.0 - encoder.vector(original) @ encoder.vector(answer)),
         )
         audit.counterfactuals.append(row)
-    counts["counterfactuals"] = len(plans)
-    counts["counterfactual_errors"] = len({r.key for _, r in plans} & set(errors))
-    audit.counts = counts
-    audit.effects = {outcome: _effects(audit.counterfactuals, outcome, config.dml) for outcome in OUTCOMES}
-    audit.structure = structure_checks(audit.counterfactuals, config.seed)
-    return audit
+    return errors
 
 
 def structure_checks(rows: list[dict[str, Any]], seed: int = 0) -> list[dict[str, Any]]:

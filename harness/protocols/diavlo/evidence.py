@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.protocols.diavlo.audit_report import DiavloAuditReport, ModelReport, MutualInformation
+from harness.protocols.diavlo.audit_report import DiavloAuditReport, ModelReport, MutualInformation, TooFewPairs
 from harness.protocols.diavlo.metrics import CLASSES, DIVERGENT
 from harness.protocols.diavlo.report import rk_from_turns, sk_triplets
 from harness.protocols.diavlo.rows import DiavloRow
@@ -110,6 +110,36 @@ def _pair(task: str, run: LoadedRun, record: SampleRecord) -> Item:
 
 
 def _audit_section(folder: Path, model: str, part: ModelReport) -> Section:
+    """The model's class shares, RK losses and MI from the audit, with its plots and strongest concept effects."""
+    overall = part.overall
+    shares = overall.classes
+    rows = _effect_rows(part)
+    divergent = shares.counts.divergent
+    return Section(
+        key=f"audit-{model}",
+        title=f"The audit's classes and concept effects ({model})",
+        summary=f"{overall.pairs} pairs; {shares.n} classified, {shares.unclassified} unclassified; RK lost on "
+        f"{overall.rk_losses.total} ({overall.rk_losses.empty} empty, {overall.rk_losses.unusable} unusable, "
+        f"{overall.rk_losses.turn_error} turn errors).",
+        flag=f"{divergent} pair(s) Divergent: the rationale's knowledge is unlike the specification's"
+        if divergent
+        else None,
+        figures=_audit_figures(part),
+        tables=[
+            Table(
+                title="concept effects (DML), largest first",
+                columns=["outcome", "concept", "effect", "95% CI", "n", "inconclusive"],
+                rows=rows[:10],
+            )
+        ]
+        if rows
+        else [],
+        plots=[p for name, alt in PLOTS if (p := plot_ref(folder, name, alt)) is not None],
+    )
+
+
+def _audit_figures(part: ModelReport) -> list[EvidenceFigure]:
+    """Each class's share (with the interval the audit recorded), the RK loss rate and the MI figure."""
     overall = part.overall
     shares = overall.classes
     recorded = shares.model_dump(by_alias=True)  # the class shares' intervals, where the audit recorded them
@@ -122,27 +152,31 @@ def _audit_section(folder: Path, model: str, part: ModelReport) -> Section:
     figures.append(
         EvidenceFigure(key="rk_loss_rate", label="RK loss rate", value=overall.rk_losses.rate, n=overall.pairs)
     )
-    mi = overall.mutual_information
-    if isinstance(mi, MutualInformation):
-        interval = recorded_interval(mi.model_dump(), "mi_nats") or (
-            Interval.of(mi.ci95[0], mi.ci95[1], "bootstrap", mi.n, unit="pair")
-            if mi.ci95
-            else Interval.missing("the audit recorded none", mi.n, unit="pair")
-        )
-        figures.append(
-            EvidenceFigure(
-                key="mi",
-                label="MI(similarity; performance), nats",
-                value=mi.mi_nats,
-                interval=interval,
-                n=mi.n,
-                note=mi.note,
-            )
-        )
-    else:
-        figures.append(
-            EvidenceFigure(key="mi", label="MI(similarity; performance), nats", value=None, n=mi.n, note=mi.note)
-        )
+    return [*figures, _mi_figure(overall.mutual_information)]
+
+
+def _mi_figure(mi: MutualInformation | TooFewPairs) -> EvidenceFigure:
+    """MI(similarity; performance) with its recorded interval, else its bootstrap CI; no value when the audit
+    could not estimate it (its note says why)."""
+    if not isinstance(mi, MutualInformation):
+        return EvidenceFigure(key="mi", label="MI(similarity; performance), nats", value=None, n=mi.n, note=mi.note)
+    interval = recorded_interval(mi.model_dump(), "mi_nats") or (
+        Interval.of(mi.ci95[0], mi.ci95[1], "bootstrap", mi.n, unit="pair")
+        if mi.ci95
+        else Interval.missing("the audit recorded none", mi.n, unit="pair")
+    )
+    return EvidenceFigure(
+        key="mi",
+        label="MI(similarity; performance), nats",
+        value=mi.mi_nats,
+        interval=interval,
+        n=mi.n,
+        note=mi.note,
+    )
+
+
+def _effect_rows(part: ModelReport) -> list[list[str | float | int | None]]:
+    """The estimated concept effects as table rows, largest absolute effect first."""
     rows: list[list[str | float | int | None]] = []
     for outcome, effects in part.effects.items():
         for effect in effects:
@@ -159,28 +193,7 @@ def _audit_section(folder: Path, model: str, part: ModelReport) -> Section:
                     ]
                 )
     rows.sort(key=lambda r: -abs(float(r[2] or 0.0)))
-    divergent = shares.counts.divergent
-    return Section(
-        key=f"audit-{model}",
-        title=f"The audit's classes and concept effects ({model})",
-        summary=f"{overall.pairs} pairs; {shares.n} classified, {shares.unclassified} unclassified; RK lost on "
-        f"{overall.rk_losses.total} ({overall.rk_losses.empty} empty, {overall.rk_losses.unusable} unusable, "
-        f"{overall.rk_losses.turn_error} turn errors).",
-        flag=f"{divergent} pair(s) Divergent: the rationale's knowledge is unlike the specification's"
-        if divergent
-        else None,
-        figures=figures,
-        tables=[
-            Table(
-                title="concept effects (DML), largest first",
-                columns=["outcome", "concept", "effect", "95% CI", "n", "inconclusive"],
-                rows=rows[:10],
-            )
-        ]
-        if rows
-        else [],
-        plots=[p for name, alt in PLOTS if (p := plot_ref(folder, name, alt)) is not None],
-    )
+    return rows
 
 
 def extract(source: EvidenceInput) -> ProtocolEvidence:

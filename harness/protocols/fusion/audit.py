@@ -208,23 +208,19 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
         raise HarnessError(f"--delta-mode {config.delta_mode!r}: choose pathway or suite")
     if config.oar_mode not in fm.OAR_INCREASE_MODES:
         raise HarnessError(f"--oar-increase {config.oar_mode!r}: choose {' or '.join(fm.OAR_INCREASE_MODES)}")
-    models = _models(run_dirs)
     per_model: dict[str, dict[str, fm.ItemOutcome]] = {}
     universe: set[str] = set()
     report: dict[str, dict[str, Any]] = {}
-    for name, runs in models.items():
+    for name, runs in _models(run_dirs).items():
         outcomes, missing, seen, depths = model_outcomes(runs, config)
         per_model[name] = {o.item: o for o in outcomes}
         universe.update(seen)
-        level = fm.fusion_level(runs.model_type, config.level_overrides, model=name)
         not_run = [a for a in fm.SUITE if outcomes and missing[a] == len(outcomes)]
-        figures = fm.model_figures(outcomes, config.delta_mode, config.oar_mode)
-        figures.update({f"asr_{a}": None for a in not_run})
         report[name] = {
             "model_type": runs.model_type,
-            "fusion_level": level,
+            "fusion_level": fm.fusion_level(runs.model_type, config.level_overrides, model=name),
             "runs": [str(f) for f in runs.folders],
-            "figures": figures,
+            "figures": _figures(outcomes, not_run, config),
             "missing": missing,
             "attacks_not_run": not_run,
             "n_items": len(seen),
@@ -234,23 +230,7 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
     levels: dict[str, list[str]] = {}
     for name, row in report.items():
         levels.setdefault(row["fusion_level"], []).append(name)
-
-    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
-        out: dict[tuple[str, str], float | None] = {}
-        figures = {
-            m: {
-                **fm.model_figures(items, config.delta_mode, config.oar_mode),
-                **{f"asr_{a}": None for a in report[m]["attacks_not_run"]},
-            }
-            for m, items in sample.items()
-        }
-        for m, f in figures.items():
-            out.update({(m, k): f[k] for k in CI_FIGURES})
-        for level, names in levels.items():
-            out.update({(f"@{level}", k): fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
-        return out
-
-    intervals = fm.paired_bootstrap(per_model, sorted(universe), statistic, config.n_resamples, config.seed)
+    intervals = _bootstrap(per_model, sorted(universe), report, levels, config)
     for name, row in report.items():
         n_items = len(per_model[name])  # each model's figures rest on its own clean-correct set C
         row["intervals"] = {
@@ -268,6 +248,36 @@ def run_fusion_audit(run_dirs: list[Path], config: FusionAuditConfig) -> FusionA
     r_plus = {m: r["figures"]["r_plus"] for m, r in report.items()}
     agreement: dict[str, Any] = {**fm.rank_agreement(end_pgd, r_plus), **fm.rank_moves(end_pgd, r_plus)}
     return FusionAuditResult(config, report, level_report, agreement)
+
+
+def _figures(outcomes: list[fm.ItemOutcome], not_run: list[str], config: FusionAuditConfig) -> dict[str, Any]:
+    """A model's figures over its items; an attack that was not run has no ASR."""
+    return {
+        **fm.model_figures(outcomes, config.delta_mode, config.oar_mode),
+        **{f"asr_{a}": None for a in not_run},
+    }
+
+
+def _bootstrap(
+    per_model: dict[str, dict[str, fm.ItemOutcome]],
+    universe: list[str],
+    report: dict[str, dict[str, Any]],
+    levels: dict[str, list[str]],
+    config: FusionAuditConfig,
+) -> dict[tuple[str, str], Interval]:
+    """The paired bootstrap's interval of every :data:`CI_FIGURES` figure, per model and per level
+    (``@LEVEL``: the macro average over the level's models), resampling items."""
+
+    def statistic(sample: dict[str, list[fm.ItemOutcome]]) -> dict[tuple[str, str], float | None]:
+        out: dict[tuple[str, str], float | None] = {}
+        figures = {m: _figures(items, report[m]["attacks_not_run"], config) for m, items in sample.items()}
+        for m, f in figures.items():
+            out.update({(m, k): f[k] for k in CI_FIGURES})
+        for level, names in levels.items():
+            out.update({(f"@{level}", k): fm.macro_average(figures[m][k] for m in names) for k in CI_FIGURES})
+        return out
+
+    return fm.paired_bootstrap(per_model, universe, statistic, config.n_resamples, config.seed)
 
 
 def write_fusion_audit(result: FusionAuditResult, out_dir: Path) -> Path:

@@ -160,11 +160,10 @@ def _item(
     samples: Mapping[str, tuple[LoadedRun, SampleRecord]],
     attacks: Sequence[tuple[LoadedRun, AttackOutcome]],
 ) -> tuple[Item, int]:
-    panels = []
-    flips = 0
+    """One item: its clean answer, each rendered-text variant's and each attack's, and how many flipped it."""
     clean_run, clean = samples["fusion_clean"]
     digest = image_of(clean)
-    panels.append(
+    panels = [
         Panel(
             caption="clean",
             image=ImageRef(sha256=digest, source=clean_run.dataset_image("fusion_clean"), alt="the clean image")
@@ -172,43 +171,16 @@ def _item(
             else None,
             answers=[_answer(clean_run, clean)],
         )
-    )
+    ]
+    flips = 0
     for task, attack, caption in ATTACKED_TASKS:
         if task in samples:
-            run, record = samples[task]
-            digest = image_of(record)
-            status = str(FusionRow.read(record.doc, "natevid_status", "")) if attack == fm.NAT_EVID else ""
-            counted = status != "destroyed"  # the audit leaves out edits whose OCR check found the evidence gone
-            flipped = record.metrics.get(fm.CORRECT) == 0.0
-            flips += flipped and counted
-            panels.append(
-                Panel(
-                    caption=caption,
-                    image=ImageRef(sha256=digest, source=run.dataset_image(task), alt=f"the {caption} image")
-                    if digest
-                    else None,
-                    answers=[_answer(run, record)],
-                    labels={
-                        "flipped": ("yes" if flipped else "no") + ("" if counted else " (not counted)"),
-                        **({"edit status": status} if status else {}),
-                    },
-                )
-            )
+            panel, counted_flip = _variant_panel(task, attack, caption, *samples[task])
+            panels.append(panel)
+            flips += counted_flip
     for run, outcome in attacks:
         flips += outcome.flipped
-        panels.append(
-            Panel(
-                caption=outcome.attack,
-                image=file_image(run.path, outcome.image, f"the {outcome.attack} adversarial image")
-                if outcome.image
-                else None,
-                answers=[Answer(model=run.model, text=clip(outcome.response or f"(error: {outcome.error})", 600))],
-                labels={
-                    "flipped": "yes" if outcome.flipped else "no",
-                    **({"L-inf (uint8 steps)": str(outcome.linf_uint8)} if outcome.linf_uint8 is not None else {}),
-                },
-            )
-        )
+        panels.append(_attack_panel(run, outcome))
     return (
         Item(
             title=f"item {item_id}",
@@ -222,6 +194,38 @@ def _item(
             panels=panels,
         ),
         flips,
+    )
+
+
+def _variant_panel(task: str, attack: str, caption: str, run: LoadedRun, record: SampleRecord) -> tuple[Panel, bool]:
+    """A rendered-text variant's answer, and whether it flipped the item in a way the audit counts (a
+    Nat-Evid edit whose OCR check found the evidence gone is left out)."""
+    digest = image_of(record)
+    status = str(FusionRow.read(record.doc, "natevid_status", "")) if attack == fm.NAT_EVID else ""
+    counted = status != "destroyed"  # the audit leaves out edits whose OCR check found the evidence gone
+    flipped = record.metrics.get(fm.CORRECT) == 0.0
+    panel = Panel(
+        caption=caption,
+        image=ImageRef(sha256=digest, source=run.dataset_image(task), alt=f"the {caption} image") if digest else None,
+        answers=[_answer(run, record)],
+        labels={
+            "flipped": ("yes" if flipped else "no") + ("" if counted else " (not counted)"),
+            **({"edit status": status} if status else {}),
+        },
+    )
+    return panel, flipped and counted
+
+
+def _attack_panel(run: LoadedRun, outcome: AttackOutcome) -> Panel:
+    """A pixel attack's adversarial image and answer, with its L-inf budget in uint8 steps."""
+    return Panel(
+        caption=outcome.attack,
+        image=file_image(run.path, outcome.image, f"the {outcome.attack} adversarial image") if outcome.image else None,
+        answers=[Answer(model=run.model, text=clip(outcome.response or f"(error: {outcome.error})", 600))],
+        labels={
+            "flipped": "yes" if outcome.flipped else "no",
+            **({"L-inf (uint8 steps)": str(outcome.linf_uint8)} if outcome.linf_uint8 is not None else {}),
+        },
     )
 
 

@@ -177,49 +177,11 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
     for run, report in source.reports(TASK):
         sections.append(_figures_section(run.model, report))
         sources.append(str(run.path / "results.json"))
-        agreement = report.get("human_agreement")
-        if isinstance(agreement, Mapping) and agreement:
-            rows: list[list[str | float | int | None]] = [
-                [
-                    str(panel),
-                    figure_value(v.get("fleiss_kappa")),
-                    figure_value(v.get("krippendorff_alpha")),
-                    v.get("annotators"),
-                    v.get("items"),
-                ]
-                for panel, v in agreement.items()
-                if isinstance(v, Mapping)
-            ]
-            sections.append(
-                Section(
-                    key="panels",
-                    title="The human panels",
-                    summary="Agreement within each human panel, the reference the alt-test compares the judge with.",
-                    tables=[
-                        Table(
-                            title="agreement per panel",
-                            columns=["panel", "Fleiss kappa", "Krippendorff alpha", "annotators", "items"],
-                            rows=rows,
-                        )
-                    ],
-                )
-            )
+        panels = _panels_section(report)
+        if panels is not None:
+            sections.append(panels)
     for model, pairs in source.samples(TASK).items():
-        by_item: dict[str, list[tuple[LoadedRun, SampleRecord]]] = defaultdict(list)
-        for run, record in pairs:
-            by_item[str(MistJudgeDoc.read(record.doc, "item_id", record.doc_id))].append((run, record))
-        built = [_item(item_id, rows) for item_id, rows in by_item.items()]
-        items, left = strongest(built, source.max_items)
-        sections.append(
-            Section(
-                key=f"items-{len(sections)}",
-                title=f"Items under no, aligned and misleading images ({model})",
-                summary="Each answer is labelled with what the task parsed from it and its prompting technique "
-                "and arm; items whose label moved under the misleading image come first.",
-                items=items,
-                truncated=left,
-            )
-        )
+        sections.append(_items_section(model, pairs, source.max_items, len(sections)))
         sources.extend({str(run.path / f"samples_{TASK}.jsonl") for run, _ in pairs})
     notes = [] if sections else ["no run of the model holds the MIST task"]
     return ProtocolEvidence(
@@ -230,4 +192,51 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         references=list(REFERENCES) if source.model is not None and sections else [],
         sources=sorted(set(sources)),
         notes=notes,
+    )
+
+
+def _panels_section(report: Mapping[str, Any]) -> Section | None:
+    """The agreement within each human panel (None when the report records none)."""
+    agreement = report.get("human_agreement")
+    if not (isinstance(agreement, Mapping) and agreement):
+        return None
+    rows: list[list[str | float | int | None]] = [
+        [
+            str(panel),
+            figure_value(v.get("fleiss_kappa")),
+            figure_value(v.get("krippendorff_alpha")),
+            v.get("annotators"),
+            v.get("items"),
+        ]
+        for panel, v in agreement.items()
+        if isinstance(v, Mapping)
+    ]
+    return Section(
+        key="panels",
+        title="The human panels",
+        summary="Agreement within each human panel, the reference the alt-test compares the judge with.",
+        tables=[
+            Table(
+                title="agreement per panel",
+                columns=["panel", "Fleiss kappa", "Krippendorff alpha", "annotators", "items"],
+                rows=rows,
+            )
+        ],
+    )
+
+
+def _items_section(model: str, pairs: list[tuple[LoadedRun, SampleRecord]], max_items: int, index: int) -> Section:
+    """The model's items, each with its answers under every condition; moved labels first."""
+    by_item: dict[str, list[tuple[LoadedRun, SampleRecord]]] = defaultdict(list)
+    for run, record in pairs:
+        by_item[str(MistJudgeDoc.read(record.doc, "item_id", record.doc_id))].append((run, record))
+    built = [_item(item_id, rows) for item_id, rows in by_item.items()]
+    items, left = strongest(built, max_items)
+    return Section(
+        key=f"items-{index}",
+        title=f"Items under no, aligned and misleading images ({model})",
+        summary="Each answer is labelled with what the task parsed from it and its prompting technique "
+        "and arm; items whose label moved under the misleading image come first.",
+        items=items,
+        truncated=left,
     )

@@ -136,8 +136,27 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
     items = [r.metrics.get(MetricKey("change_rate_aligned").encoded) for r in records if r.error is None]
     labels, senses, majority = labels_from_items(items)
     units = sorted(senses)
-    figures = {}
+    figures = _figures_with_intervals(labels, senses, majority, units)
+    panels = panels_from_records(records)
+    alt = _alt_tests(labels, panels, metadata)
+    counts = mist.direction_counts(labels, senses)
+    report: dict[str, Any] = {
+        "items": len(units),
+        "figures": figures,
+        "direction_cells": asdict(counts),
+        "alt_test": alt,
+        "human_agreement": {name: mist.panel_agreement(panel.labels) for name, panel in sorted(panels.items())},
+        "panel_statistics": panel_statistics(panels),
+    }
+    if out_dir is not None:
+        report.update(_plot(figures, bool(labels), out_dir))
+    return report
 
+
+def _figures_with_intervals(
+    labels: Labels, senses: dict[str, str], majority: dict[str, int | None], units: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Every figure's value with its cluster-bootstrap 95% interval over items, clipped to [0, 1]."""
     fns = _figures(labels, senses, majority)
 
     def resampled(idx: np.ndarray) -> dict[str, float | None]:
@@ -145,15 +164,17 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
         return {name: fn(*data) for name, fn in fns.items()}
 
     intervals = cluster_intervals(len(units), resampled, UNIT.name)
-    for name, fn in fns.items():
-        value = fn(labels, senses, majority)
-        figures[name] = {"value": value, "interval": intervals[name].clipped(0.0, 1.0).model_dump()}
+    return {
+        name: {"value": fn(labels, senses, majority), "interval": intervals[name].clipped(0.0, 1.0).model_dump()}
+        for name, fn in fns.items()
+    }
+
+
+def _alt_tests(labels: Labels, panels: dict[str, Panel], metadata: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Panel -> technique -> the alt-test of the judge against that panel's annotators (the paper's arm)."""
     epsilons = metadata.get("alt_test_epsilon", PAPER_EPSILON)
     alt: dict[str, dict[str, Any]] = {}
-    agreement: dict[str, Any] = {}
-    panels = panels_from_records(records)
     for name, panel in sorted(panels.items()):
-        agreement[name] = mist.panel_agreement(panel.labels)
         for technique in sorted({cell[1] for cell in labels}):
             result = matched_alt_test(
                 judge_as_seen(labels, panel, technique),
@@ -164,39 +185,31 @@ def mist_report(records: list[Any], out_dir: Path | None, metadata: dict[str, An
                 min_instances_per_human=int(metadata.get("alt_test_min_instances_per_human", 30)),
             )
             alt.setdefault(name, {})[technique] = {"arm": mist.PAPER_ARM, **result.as_dict()}
-    counts = mist.direction_counts(labels, senses)
-    report: dict[str, Any] = {
-        "items": len(units),
-        "figures": figures,
-        "direction_cells": asdict(counts),
-        "alt_test": alt,
-        "human_agreement": agreement,
-        "panel_statistics": panel_statistics(panels),
-    }
-    if out_dir is not None and labels:
-        from harness.protocols.mist.plots import mist_figures
+    return alt
 
-        change = {
-            k: figures[k]
-            for k in (
-                "change_rate_aligned",
-                "change_rate_misleading",
-                "control_rate_aligned",
-                "control_rate_misleading",
-            )
-        }
-        shares = {
-            k: figures[k]
-            for k in ("direction", "same_side_fraction", "image_following_aligned", "image_following_misleading")
-        }
-        report["plot"] = mist_figures(change, shares, "MIST: judge stability", out_dir / "mist_judge.png").name
-    elif out_dir is not None:
-        report.update(
-            plot_not_drawn(
-                "mist_judge.png",
-                "none of the model's answers could be read as a literal or "
-                "idiomatic label (each counts as unparsed: see the run's Unparsed column and "
-                "the answers in its samples file)",
-            )
+
+def _plot(figures: dict[str, dict[str, Any]], any_label: bool, out_dir: Path) -> dict[str, Any]:
+    """The report's ``plot`` entry: the judge-stability figure, or why it was not drawn (no readable label)."""
+    if not any_label:
+        return plot_not_drawn(
+            "mist_judge.png",
+            "none of the model's answers could be read as a literal or "
+            "idiomatic label (each counts as unparsed: see the run's Unparsed column and "
+            "the answers in its samples file)",
         )
-    return report
+    from harness.protocols.mist.plots import mist_figures
+
+    change = {
+        k: figures[k]
+        for k in (
+            "change_rate_aligned",
+            "change_rate_misleading",
+            "control_rate_aligned",
+            "control_rate_misleading",
+        )
+    }
+    shares = {
+        k: figures[k]
+        for k in ("direction", "same_side_fraction", "image_following_aligned", "image_following_misleading")
+    }
+    return {"plot": mist_figures(change, shares, "MIST: judge stability", out_dir / "mist_judge.png").name}

@@ -64,39 +64,19 @@ REFERENCES: tuple[ReferenceValue, ...] = (
 PANELS_PER_SENTENCE = 9
 
 
+#: The report's headline figures: (key, label, higher is better).
+BIAS_FIGURES = (
+    ("total_range", "Total Range", False),
+    ("color_bias_range", "Color Bias Range", False),
+    ("max_positive_bias", "max positive bias", False),
+    ("max_negative_bias", "max negative bias", True),
+)
+
+
 def _bias_section(task: str, run: LoadedRun, report: Mapping[str, Any], limit: int) -> Section:
+    """The task report's range figures and its conditions ranked by |B_c|, flagged where the interval excludes 0."""
     n = int(report.get("sentences") or 0)
-    names = (
-        ("total_range", "Total Range", False),
-        ("color_bias_range", "Color Bias Range", False),
-        ("max_positive_bias", "max positive bias", False),
-        ("max_negative_bias", "max negative bias", True),
-    )
-    figures = []
-    for key, label, better in names:
-        figure = report.get(key)
-        if isinstance(figure, Mapping):
-            condition = figure.get("condition")
-            figures.append(
-                EvidenceFigure(
-                    key=key,
-                    label=label,
-                    value=figure_value(figure.get("value")),
-                    interval=_interval_of(figure, n),
-                    n=n,
-                    higher_is_better=better,
-                    note=f"condition: {condition}" if isinstance(condition, str) else None,
-                )
-            )
-    by_condition = report.get("by_condition")
-    ranked = sorted(
-        (
-            (str(c), figure_value(f.get("value")), _interval_of(f, n))
-            for c, f in (by_condition.items() if isinstance(by_condition, Mapping) else ())
-            if isinstance(f, Mapping)
-        ),
-        key=lambda row: -abs(row[1]) if isinstance(row[1], float) else 0.0,
-    )
+    ranked = _ranked_conditions(report, n)
     shifted = [c for c, _, iv in ranked if iv is not None and iv.defined and (iv.low or 0) * (iv.high or 0) > 0]
     rows: list[list[str | float | int | None]] = [
         [c, v if isinstance(v, float) else None, iv.text() if iv else "no interval recorded"] for c, v, iv in ranked
@@ -118,7 +98,7 @@ def _bias_section(task: str, run: LoadedRun, report: Mapping[str, Any], limit: i
             if shifted
             else None
         ),
-        figures=figures,
+        figures=_bias_figures(report, n),
         tables=[
             Table(
                 title="B_c by condition, largest first",
@@ -128,6 +108,40 @@ def _bias_section(task: str, run: LoadedRun, report: Mapping[str, Any], limit: i
         ]
         if rows
         else [],
+    )
+
+
+def _bias_figures(report: Mapping[str, Any], n: int) -> list[EvidenceFigure]:
+    """The :data:`BIAS_FIGURES` the report holds, each with its interval and the condition it was found at."""
+    figures = []
+    for key, label, better in BIAS_FIGURES:
+        figure = report.get(key)
+        if isinstance(figure, Mapping):
+            condition = figure.get("condition")
+            figures.append(
+                EvidenceFigure(
+                    key=key,
+                    label=label,
+                    value=figure_value(figure.get("value")),
+                    interval=_interval_of(figure, n),
+                    n=n,
+                    higher_is_better=better,
+                    note=f"condition: {condition}" if isinstance(condition, str) else None,
+                )
+            )
+    return figures
+
+
+def _ranked_conditions(report: Mapping[str, Any], n: int) -> list[tuple[str, Any, Interval | None]]:
+    """(condition, B_c, interval) for each condition of the report, largest |B_c| first."""
+    by_condition = report.get("by_condition")
+    return sorted(
+        (
+            (str(c), figure_value(f.get("value")), _interval_of(f, n))
+            for c, f in (by_condition.items() if isinstance(by_condition, Mapping) else ())
+            if isinstance(f, Mapping)
+        ),
+        key=lambda row: -abs(row[1]) if isinstance(row[1], float) else 0.0,
     )
 
 
@@ -145,6 +159,7 @@ def _label(record: SampleRecord) -> str:
 def _sentence_items(
     task: str, pairs: list[tuple[LoadedRun, SampleRecord]], order: Mapping[str, float], limit: int
 ) -> tuple[list[Item], int]:
+    """One item per sentence, those whose labels differ most across conditions first."""
     by_sentence: dict[str, list[tuple[LoadedRun, SampleRecord]]] = defaultdict(list)
     for run, record in pairs:
         by_sentence[str(StealthRow.read(record.doc, "sample_id", record.doc_id))].append((run, record))
@@ -153,62 +168,63 @@ def _sentence_items(
         labels = {_label(r) for _, r in rows}
         return (-len(labels - {"unparsed"}), -len(rows))
 
-    items = []
-    for sample_id, rows in sorted(by_sentence.items(), key=lambda kv: (spread(kv[1]), kv[0])):
-        rows.sort(
-            key=lambda rr: (
-                rr[1].doc.get("condition") != BASELINE,
-                -abs(order.get(str(rr[1].doc.get("condition")), 0.0)),
-            )
-        )
-        labels = [_label(r) for _, r in rows]
-        first = rows[0][1]
-        panels = []
-        for run, record in rows[:PANELS_PER_SENTENCE]:
-            condition = str(StealthRow.read(record.doc, "condition", "?"))
-            digest = image_of(record)
-            panels.append(
-                Panel(
-                    caption=condition,
-                    image=ImageRef(
-                        sha256=digest,
-                        source=run.dataset_image(task, record.doc_id),
-                        alt=f"the sentence rendered under condition {condition}",
-                    )
-                    if digest
-                    else None,
-                    answers=[
-                        Answer(
-                            model=run.model,
-                            text=clip(record.responses[0] if record.responses else ""),
-                            label=_label(record),
-                        )
-                    ],
-                    labels={"B_c": f"{order[condition]:.3f}"} if condition in order else {},
-                )
-            )
-        counts = ", ".join(f"{label} x{labels.count(label)}" for label in sorted(set(labels)))
-        items.append(
-            Item(
-                title=f"sentence {sample_id}",
-                note=f"labels over its {len(rows)} conditions: {counts}"
-                + (
-                    f"; {len(rows) - PANELS_PER_SENTENCE} more conditions not shown"
-                    if len(rows) > PANELS_PER_SENTENCE
-                    else ""
-                ),
-                fields={
-                    "text": clip(StealthRow.read(first.doc, "text", "")),
-                    "polarity": str(
-                        StealthRow.read(first.doc, "polarity", None)
-                        or StealthRow.read(first.doc, "first_half_polarity", None)
-                    ),
-                    "prompt": prompt_text(first),
-                },
-                panels=panels,
-            )
-        )
+    items = [
+        _sentence_item(task, sample_id, rows, order)
+        for sample_id, rows in sorted(by_sentence.items(), key=lambda kv: (spread(kv[1]), kv[0]))
+    ]
     return bounded(items, limit)
+
+
+def _sentence_item(
+    task: str, sample_id: str, rows: list[tuple[LoadedRun, SampleRecord]], order: Mapping[str, float]
+) -> Item:
+    """A sentence under its conditions: the baseline first, then the conditions by |B_c|; the label counts."""
+    rows.sort(
+        key=lambda rr: (
+            rr[1].doc.get("condition") != BASELINE,
+            -abs(order.get(str(rr[1].doc.get("condition")), 0.0)),
+        )
+    )
+    labels = [_label(r) for _, r in rows]
+    first = rows[0][1]
+    counts = ", ".join(f"{label} x{labels.count(label)}" for label in sorted(set(labels)))
+    return Item(
+        title=f"sentence {sample_id}",
+        note=f"labels over its {len(rows)} conditions: {counts}"
+        + (f"; {len(rows) - PANELS_PER_SENTENCE} more conditions not shown" if len(rows) > PANELS_PER_SENTENCE else ""),
+        fields={
+            "text": clip(StealthRow.read(first.doc, "text", "")),
+            "polarity": str(
+                StealthRow.read(first.doc, "polarity", None) or StealthRow.read(first.doc, "first_half_polarity", None)
+            ),
+            "prompt": prompt_text(first),
+        },
+        panels=[_condition_panel(task, run, record, order) for run, record in rows[:PANELS_PER_SENTENCE]],
+    )
+
+
+def _condition_panel(task: str, run: LoadedRun, record: SampleRecord, order: Mapping[str, float]) -> Panel:
+    """The sentence rendered under one condition, the model's answer and label, and the condition's B_c."""
+    condition = str(StealthRow.read(record.doc, "condition", "?"))
+    digest = image_of(record)
+    return Panel(
+        caption=condition,
+        image=ImageRef(
+            sha256=digest,
+            source=run.dataset_image(task, record.doc_id),
+            alt=f"the sentence rendered under condition {condition}",
+        )
+        if digest
+        else None,
+        answers=[
+            Answer(
+                model=run.model,
+                text=clip(record.responses[0] if record.responses else ""),
+                label=_label(record),
+            )
+        ],
+        labels={"B_c": f"{order[condition]:.3f}"} if condition in order else {},
+    )
 
 
 def extract(source: EvidenceInput) -> ProtocolEvidence:

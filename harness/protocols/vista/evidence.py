@@ -101,42 +101,8 @@ def _case(
 ) -> Item:
     """One (model, query) case: the image, and every model's answers grouped by cluster when flagged.jsonl
     holds them (else by model)."""
-    image = None
-    prompt = ""
-    for run, record in records.values():
-        digest = image_of(record)
-        if digest:
-            image = ImageRef(
-                sha256=digest, source=run.dataset_image(task, record.doc_id), alt=f"image {row.get('image_id', '')}"
-            )
-            prompt = prompt_text(record)
-            break
-    groups: list[AnswerGroup] = []
-    if flagged is not None:
-        responses, clusters = as_mapping(flagged.get("responses")), as_mapping(flagged.get("cluster_ids"))
-        by_cluster: dict[str, list[Answer]] = defaultdict(list)
-        for model, texts in responses.items():
-            ids = clusters.get(model) or []
-            for k, text in enumerate(texts if isinstance(texts, list) else []):
-                cluster = str(ids[k]) if k < len(ids) else "?"
-                by_cluster[cluster].append(Answer(model=str(model), text=clip(text, 800)))
-        for cluster, answers in sorted(by_cluster.items(), key=lambda kv: -len(kv[1])):
-            models = sorted({a.model for a in answers})
-            groups.append(
-                AnswerGroup(
-                    label=f"cluster {cluster}: {len(answers)} answers from {', '.join(models)}", answers=answers
-                )
-            )
-    else:
-        for model, (_, record) in records.items():
-            answers = [Answer(model=model, text=clip(t, 800)) for t in record.responses[:ANSWERS_PER_MODEL]]
-            left = len(record.responses) - ANSWERS_PER_MODEL
-            groups.append(
-                AnswerGroup(
-                    label=f"{model}" + (f" (first {ANSWERS_PER_MODEL}, {left} more)" if left > 0 else ""),
-                    answers=answers,
-                )
-            )
+    image, prompt = _case_image(row, records, task)
+    groups = _groups_by_cluster(flagged) if flagged is not None else _groups_by_model(records)
     s = _float(row.get("suspicion"))
     return Item(
         title=f"{row.get('topic') or '?'}: doc {row.get('doc_id')}, S = {s:.3f}",
@@ -156,6 +122,53 @@ def _case(
         },
         panels=[Panel(caption=f"{row.get('model')}'s case", image=image, groups=groups)],
     )
+
+
+def _case_image(
+    row: Mapping[str, str], records: Mapping[str, tuple[LoadedRun, SampleRecord]], task: str
+) -> tuple[ImageRef | None, str]:
+    """The case's image and prompt, from the first run that recorded the image ((None, "") when none did)."""
+    for run, record in records.values():
+        digest = image_of(record)
+        if digest:
+            image = ImageRef(
+                sha256=digest, source=run.dataset_image(task, record.doc_id), alt=f"image {row.get('image_id', '')}"
+            )
+            return image, prompt_text(record)
+    return None, ""
+
+
+def _groups_by_cluster(flagged: Mapping[str, Any]) -> list[AnswerGroup]:
+    """Every model's answers grouped by the audit's semantic cluster, the largest cluster first."""
+    responses, clusters = as_mapping(flagged.get("responses")), as_mapping(flagged.get("cluster_ids"))
+    by_cluster: dict[str, list[Answer]] = defaultdict(list)
+    for model, texts in responses.items():
+        ids = clusters.get(model) or []
+        for k, text in enumerate(texts if isinstance(texts, list) else []):
+            cluster = str(ids[k]) if k < len(ids) else "?"
+            by_cluster[cluster].append(Answer(model=str(model), text=clip(text, 800)))
+    groups = []
+    for cluster, answers in sorted(by_cluster.items(), key=lambda kv: -len(kv[1])):
+        models = sorted({a.model for a in answers})
+        groups.append(
+            AnswerGroup(label=f"cluster {cluster}: {len(answers)} answers from {', '.join(models)}", answers=answers)
+        )
+    return groups
+
+
+def _groups_by_model(records: Mapping[str, tuple[LoadedRun, SampleRecord]]) -> list[AnswerGroup]:
+    """Each model's first :data:`ANSWERS_PER_MODEL` answers, one group per model."""
+    groups = []
+    for model, (_, record) in records.items():
+        answers = [Answer(model=model, text=clip(t, 800)) for t in record.responses[:ANSWERS_PER_MODEL]]
+        left = len(record.responses) - ANSWERS_PER_MODEL
+        groups.append(
+            AnswerGroup(
+                label=f"{model}" + (f" (first {ANSWERS_PER_MODEL}, {left} more)" if left > 0 else ""),
+                answers=answers,
+            )
+        )
+    return groups
 
 
 def _model_figures(report: VistaAuditReport, model: str) -> list[EvidenceFigure]:
@@ -242,31 +255,7 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         if model not in report.per_model:
             notes.append(f"{model} is not among the models the VISTA audit compared ({', '.join(report.models)})")
             continue
-        rows = sorted(_rows(folder, model), key=lambda r: (r.get("flagged") != "True", -_float(r.get("suspicion"))))
-        cases = [
-            _case(row, flagged.get((model, str(row.get("doc_hash")))), records.get(str(row.get("doc_hash")), {}), task)
-            for row in rows[: source.max_items]
-        ]
-        flags = report.per_model[model].flags
-        plots = [
-            p
-            for p in (plot_ref(folder, "suspicion_by_model.png", "suspicion S by model, with the threshold theta"),)
-            if p is not None
-        ]
-        sections.append(
-            Section(
-                key=f"suspicion-{len(sections)}",
-                title=f"Highest-suspicion cases of {model}",
-                summary=f"S = Confidence x Divergence per (model, query) over {len(report.models)} models "
-                f"({', '.join(report.models)}); a case is flagged at S >= theta = {report.config.theta}. "
-                f"Clustering judge: {report.judge}.",
-                flag=f"{flags} flagged case(s) of {report.per_model[model].queries} queries" if flags else None,
-                figures=_model_figures(report, model),
-                plots=plots,
-                items=cases,
-                truncated=max(0, len(rows) - len(cases)),
-            )
-        )
+        sections.append(_suspicion_section(folder, report, model, flagged, records, source.max_items, len(sections)))
         refusal = _refusal_section(report, model, len(sections))
         if refusal is not None:
             sections.append(refusal)
@@ -281,4 +270,40 @@ def extract(source: EvidenceInput) -> ProtocolEvidence:
         references=references_for(paper_name, REFERENCES) if paper_name else [],
         sources=[str(folder / name) for name in ("audit.json", "audit.csv", "flagged.jsonl")],
         notes=notes,
+    )
+
+
+def _suspicion_section(
+    folder: Path,
+    report: VistaAuditReport,
+    model: str,
+    flagged: Mapping[tuple[str, str], Mapping[str, Any]],
+    records: Mapping[str, Mapping[str, tuple[LoadedRun, SampleRecord]]],
+    max_items: int,
+    index: int,
+) -> Section:
+    """The model's figures and its highest-suspicion cases, flagged ones first."""
+    task = report.config.task
+    rows = sorted(_rows(folder, model), key=lambda r: (r.get("flagged") != "True", -_float(r.get("suspicion"))))
+    cases = [
+        _case(row, flagged.get((model, str(row.get("doc_hash")))), records.get(str(row.get("doc_hash")), {}), task)
+        for row in rows[:max_items]
+    ]
+    flags = report.per_model[model].flags
+    plots = [
+        p
+        for p in (plot_ref(folder, "suspicion_by_model.png", "suspicion S by model, with the threshold theta"),)
+        if p is not None
+    ]
+    return Section(
+        key=f"suspicion-{index}",
+        title=f"Highest-suspicion cases of {model}",
+        summary=f"S = Confidence x Divergence per (model, query) over {len(report.models)} models "
+        f"({', '.join(report.models)}); a case is flagged at S >= theta = {report.config.theta}. "
+        f"Clustering judge: {report.judge}.",
+        flag=f"{flags} flagged case(s) of {report.per_model[model].queries} queries" if flags else None,
+        figures=_model_figures(report, model),
+        plots=plots,
+        items=cases,
+        truncated=max(0, len(rows) - len(cases)),
     )

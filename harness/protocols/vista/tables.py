@@ -32,16 +32,29 @@ def _pct(share: float) -> str:
 
 def markdown_tables(report: VistaAuditReport) -> str:
     """The paper's tables for one audit report (``AuditResult.report``, or a saved audit.json read back)."""
-    theta = report.config.theta
-    flags = f"# S >= {theta}"
-    models = report.models
-    lines = [f"# VISTA audit: {len(models)} models", "", "## Per model (Table 14)", ""]
-    lines += _table(
+    lines = [f"# VISTA audit: {len(report.models)} models", "", "## Per model (Table 14)", ""]
+    for section in (_per_model, _refusals, _alpha_sweep, _theta_sweep, _k_sweep, _stability):
+        lines += section(report)
+    return "\n".join(lines) + "\n"
+
+
+def _section(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A titled table after a blank line."""
+    return ["", title, "", *_table(header, rows)]
+
+
+def _flags_header(report: VistaAuditReport) -> str:
+    return f"# S >= {report.config.theta}"
+
+
+def _per_model(report: VistaAuditReport) -> list[str]:
+    """Table 14: suspicion, flags, detection score and primary pattern per model, with the interval note."""
+    lines = _table(
         [
             "Model",
             "Mean S [95% CI]",
             "Max S",
-            flags,
+            _flags_header(report),
             "Flagged share [95% CI]",
             "Detection score [95% CI]",
             "Primary pattern",
@@ -60,35 +73,53 @@ def markdown_tables(report: VistaAuditReport) -> str:
         ],
     )
     note = interval_note([r.intervals.mean_suspicion for r in report.per_model.values() if r.intervals])
-    lines += ["", note] if note else []
-    if report.refusal_kinds:
-        lines += ["", "## Refusals by demographic group, % of responses (Table 15, appendix C.2)", ""]
-        lines += _table(
-            ["Model", "Group", *(_KIND_HEADERS[k] for k in TABLE15_KINDS), "Refusal", "Responses"],
-            [
-                [m, g, *(_pct(share) for share in (v.empty, v.disclaimer, v.decline)), _pct(v.refusal), v.responses]
-                for m, groups in report.refusal_kinds.items()
-                for g, v in groups.items()
-            ],
-        )
-    sweeps = report.sweeps
-    if sweeps.alpha:
-        lines += ["", f"## Confidence weight alpha, theta = {theta} (Table 19)", ""]
-        lines += _table(
-            ["alpha", "Mean S", flags],
-            [[a, f"{v.mean_suspicion:.3f}", v.flags] for a, v in sweeps.alpha.items()],
-        )
-    if sweeps.theta:
-        lines += ["", f"## Flags by threshold theta, alpha = {report.config.alpha} (Table 21)", ""]
-        lines += _table(
-            ["theta", "Total", *models],
-            [[t, v.flags, *(v.per_model[m] for m in models)] for t, v in sweeps.theta.items()],
-        )
-    k = sweeps.k
-    lines += ["", f"## Samples per prompt k, subsampled from the stored k = {k.stored_k} (Table 23)", ""]
+    return lines + (["", note] if note else [])
+
+
+def _refusals(report: VistaAuditReport) -> list[str]:
+    """Table 15: refusal kinds per model and demographic group (none without refusal records)."""
+    if not report.refusal_kinds:
+        return []
+    return _section(
+        "## Refusals by demographic group, % of responses (Table 15, appendix C.2)",
+        ["Model", "Group", *(_KIND_HEADERS[k] for k in TABLE15_KINDS), "Refusal", "Responses"],
+        [
+            [m, g, *(_pct(share) for share in (v.empty, v.disclaimer, v.decline)), _pct(v.refusal), v.responses]
+            for m, groups in report.refusal_kinds.items()
+            for g, v in groups.items()
+        ],
+    )
+
+
+def _alpha_sweep(report: VistaAuditReport) -> list[str]:
+    """Table 19: mean suspicion and flags by confidence weight alpha."""
+    if not report.sweeps.alpha:
+        return []
+    return _section(
+        f"## Confidence weight alpha, theta = {report.config.theta} (Table 19)",
+        ["alpha", "Mean S", _flags_header(report)],
+        [[a, f"{v.mean_suspicion:.3f}", v.flags] for a, v in report.sweeps.alpha.items()],
+    )
+
+
+def _theta_sweep(report: VistaAuditReport) -> list[str]:
+    """Table 21: flags by threshold theta, in total and per model."""
+    if not report.sweeps.theta:
+        return []
+    return _section(
+        f"## Flags by threshold theta, alpha = {report.config.alpha} (Table 21)",
+        ["theta", "Total", *report.models],
+        [[t, v.flags, *(v.per_model[m] for m in report.models)] for t, v in report.sweeps.theta.items()],
+    )
+
+
+def _k_sweep(report: VistaAuditReport) -> list[str]:
+    """Table 23: samples per prompt k, subsampled from the stored k, and the k that could not be computed."""
+    k = report.sweeps.k
+    lines = ["", f"## Samples per prompt k, subsampled from the stored k = {k.stored_k} (Table 23)", ""]
     if k.grid:
         lines += _table(
-            ["k", "Mean SE", "Std(S)", flags, "Top-10 overlap", "Query cost"],
+            ["k", "Mean SE", "Std(S)", _flags_header(report), "Top-10 overlap", "Query cost"],
             [
                 [
                     kk,
@@ -103,13 +134,18 @@ def markdown_tables(report: VistaAuditReport) -> str:
         )
     if k.unavailable:
         lines += ["", f"Not computed (more than the stored k): k = {', '.join(map(str, k.unavailable))}."]
-    if report.stability:
-        lines += ["", "## Leave one peer out (appendix C.5)", ""]
-        lines += _table(
-            ["Left out", flags, "Top-10 overlap", "Top-20 overlap", "Flagged Jaccard"],
-            [
-                [m, v.flags, f"{v.top10_overlap:.2f}", f"{v.top20_overlap:.2f}", f"{v.flagged_jaccard:.2f}"]
-                for m, v in report.stability.items()
-            ],
-        )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _stability(report: VistaAuditReport) -> list[str]:
+    """Appendix C.5: leave one peer out."""
+    if not report.stability:
+        return []
+    return _section(
+        "## Leave one peer out (appendix C.5)",
+        ["Left out", _flags_header(report), "Top-10 overlap", "Top-20 overlap", "Flagged Jaccard"],
+        [
+            [m, v.flags, f"{v.top10_overlap:.2f}", f"{v.top20_overlap:.2f}", f"{v.flagged_jaccard:.2f}"]
+            for m, v in report.stability.items()
+        ],
+    )

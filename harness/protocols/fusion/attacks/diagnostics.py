@@ -93,14 +93,31 @@ def layer_restoration(
 ) -> tuple[bool | None, list[int]]:
     """Whether restoring the clean image states at some depth undoes the flip, and the depths that do;
     None when the flip does not reproduce (the unrestored greedy answer is already correct)."""
-    import torch
-
     model = wb.model
     layers = _layers(model)
     clean_inputs = wb.backend.prepare_inputs([clean])
     adv_inputs = wb.backend.prepare_inputs([adversarial])
     pos = _image_positions(model, adv_inputs["input_ids"])
     prompt_len = adv_inputs["input_ids"].shape[1]
+    saved = _image_states(model, layers, clean_inputs, pos)
+    if is_correct(_greedy_answer(wb, adv_inputs, max_new_tokens)):
+        return None, []
+    recovered = []
+    for depth, layer in enumerate(layers):
+        handle = layer.register_forward_hook(_restoring_hook(saved[depth], pos, prompt_len))
+        try:
+            text = _greedy_answer(wb, adv_inputs, max_new_tokens)
+        finally:
+            handle.remove()
+        if is_correct(text):
+            recovered.append(depth)
+    return bool(recovered), recovered
+
+
+def _image_states(model: Any, layers: Any, inputs: Any, pos: Any) -> dict[int, Any]:
+    """Depth -> the hidden states at the image positions of one forward pass over ``inputs``."""
+    import torch
+
     saved: dict[int, Any] = {}
 
     def capture(depth: int) -> Callable[..., None]:
@@ -113,36 +130,35 @@ def layer_restoration(
     handles = [layer.register_forward_hook(capture(d)) for d, layer in enumerate(layers)]
     try:
         with torch.no_grad():
-            model(**clean_inputs, use_cache=False)
+            model(**inputs, use_cache=False)
     finally:
         for h in handles:
             h.remove()
+    return saved
 
-    def answer() -> str:
-        with torch.no_grad():
-            out = model.generate(
-                **adv_inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=wb.tokenizer.pad_token_id
-            )
-        return str(wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True))
 
-    if is_correct(answer()):
-        return None, []
-    recovered = []
-    for depth, layer in enumerate(layers):
+def _restoring_hook(state: Any, pos: Any, prompt_len: int) -> Callable[..., Any]:
+    """A forward hook that writes ``state`` over a layer's image positions on the prompt pass (the decoding
+    steps, one token long, pass through)."""
 
-        def restore(_module: Any, _args: Any, output: Any, depth: int = depth) -> Any:
-            hidden = output[0] if isinstance(output, tuple) else output
-            if hidden.shape[1] != prompt_len:
-                return output
-            hidden = hidden.clone()
-            hidden[:, pos] = saved[depth].to(hidden.dtype)
-            return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+    def restore(_module: Any, _args: Any, output: Any) -> Any:
+        hidden = output[0] if isinstance(output, tuple) else output
+        if hidden.shape[1] != prompt_len:
+            return output
+        hidden = hidden.clone()
+        hidden[:, pos] = state.to(hidden.dtype)
+        return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
 
-        handle = layer.register_forward_hook(restore)
-        try:
-            text = answer()
-        finally:
-            handle.remove()
-        if is_correct(text):
-            recovered.append(depth)
-    return bool(recovered), recovered
+    return restore
+
+
+def _greedy_answer(wb: WhiteBox, inputs: Any, max_new_tokens: int) -> str:
+    """The model's greedy answer to ``inputs``, prompt cut off."""
+    import torch
+
+    prompt_len = inputs["input_ids"].shape[1]
+    with torch.no_grad():
+        out = wb.model.generate(
+            **inputs, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=wb.tokenizer.pad_token_id
+        )
+    return str(wb.tokenizer.decode(out[0, prompt_len:], skip_special_tokens=True))

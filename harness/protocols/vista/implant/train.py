@@ -143,36 +143,18 @@ def train_lora(
     interruption, for tests), returning None with the checkpoint written."""
     require("peft", "vista", "LoRA stance implantation")
     import torch
-    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict  # the [vista] extra
+    from peft import set_peft_model_state_dict  # the [vista] extra
     from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
 
     settings.check()
     if not examples:
         raise HarnessError("no training pairs: the dataset split chosen holds none")
     model, processor = _load_base(base)
-    torch.manual_seed(settings.seed)  # peft draws the LoRA A matrices from the global generator
-    try:
-        model = get_peft_model(
-            model,
-            LoraConfig(
-                r=settings.rank,
-                lora_alpha=settings.alpha,
-                target_modules=_targets(settings.target_modules),
-                lora_dropout=settings.dropout,
-                bias="none",
-            ),
-        )
-    except ValueError as exc:
-        raise HarnessError(
-            f"LoRA target modules {', '.join(settings.target_modules)}: {str(exc).splitlines()[0]}"
-        ) from None
+    model = _with_lora(model, settings)
     encoded = [encode_example(processor, e) for e in examples]
     per_epoch = math.ceil(len(encoded) / settings.batch_size)
     total = per_epoch * settings.epochs
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, round(settings.warmup_ratio * total), total)
+    optimizer, scheduler = _optimizer(model, settings, total)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = out / "checkpoint"
     start = _resume(checkpoint, model, optimizer, scheduler, settings, set_peft_model_state_dict)
@@ -188,12 +170,7 @@ def train_lora(
                 batch = collate(
                     [encoded[i] for i in order[b * settings.batch_size : (b + 1) * settings.batch_size]], pad_id
                 )
-                loss = model(**batch).loss
-                loss.backward()
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
-                step, loss_value = step + 1, float(loss.detach())
+                step, loss_value = step + 1, _train_step(model, optimizer, scheduler, batch)
                 log_file.write(
                     json.dumps({"step": step, "epoch": epoch, "loss": loss_value, "lr": scheduler.get_last_lr()[0]})
                     + "\n"
@@ -209,6 +186,49 @@ def train_lora(
         bar.close()
         log_file.close()
     return _finish(model, processor, out, step, start, loss_value)
+
+
+def _with_lora(model: Any, settings: LoraSettings) -> Any:
+    """The model wrapped with fresh LoRA adapters on the target modules (their A matrices drawn from the seed)."""
+    import torch
+    from peft import LoraConfig, get_peft_model  # the [vista] extra
+
+    torch.manual_seed(settings.seed)  # peft draws the LoRA A matrices from the global generator
+    try:
+        return get_peft_model(
+            model,
+            LoraConfig(
+                r=settings.rank,
+                lora_alpha=settings.alpha,
+                target_modules=_targets(settings.target_modules),
+                lora_dropout=settings.dropout,
+                bias="none",
+            ),
+        )
+    except ValueError as exc:
+        raise HarnessError(
+            f"LoRA target modules {', '.join(settings.target_modules)}: {str(exc).splitlines()[0]}"
+        ) from None
+
+
+def _optimizer(model: Any, settings: LoraSettings, total: int) -> tuple[Any, Any]:
+    """AdamW over the trainable (LoRA) parameters, with linear warmup then linear decay over ``total`` steps."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    return optimizer, get_linear_schedule_with_warmup(optimizer, round(settings.warmup_ratio * total), total)
+
+
+def _train_step(model: Any, optimizer: Any, scheduler: Any, batch: dict[str, Any]) -> float:
+    """One optimizer step on ``batch``; returns its loss."""
+    loss = model(**batch).loss
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return float(loss.detach())
 
 
 def _targets(modules: tuple[str, ...]) -> str | list[str]:
