@@ -16,20 +16,14 @@ from typing import Any, Literal, get_args
 
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, Source, SubmissionError, bundle_paths, parse_bundle
+from harness.leaderboard.checks import FLAGGED, MISMATCH, MODIFIED, Verification, checks_json
+from harness.leaderboard.comparison import MAX_ERROR_SHARE
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import board_protocols, resolve_options
 from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.quota import Quota
 from harness.leaderboard.records import find_submission, store_submission
-from harness.leaderboard.rescoring import (
-    FLAGGED,
-    MAX_ERROR_SHARE,
-    MISMATCH,
-    MODIFIED,
-    Verification,
-    timed_out,
-    verify,
-)
+from harness.leaderboard.rescoring import Rescoring
 from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks
 from harness.taskspec.registry import TaskRegistry
 
@@ -306,7 +300,6 @@ def _store(
     reservation: int | None,
 ) -> Outcome:
     """Apply the mismatch policy and store the record (releasing the upload's quota reservation)."""
-    checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status in (FLAGGED, MODIFIED) and settings.on_mismatch == "refuse":
         detail = "; ".join(
             f"{t}: {c.message}" for t, c in verification.checks.items() if c.status in (MISMATCH, MODIFIED)
@@ -318,6 +311,7 @@ def _store(
         )
         raise SubmissionError(f"{what} ({detail})", 409)
     record_id, duplicate = store_submission(db, bundle, verification, submitter, reservation)
+    checks = checks_json(verification.checks)
     return Outcome(record_id, verification.status, duplicate, checks, tuple(bundle.samples))
 
 
@@ -332,17 +326,21 @@ def submit_files(
 ) -> Outcome:
     """Validate, re-score and store one submission, here (the server calls this in a ``RescoringPool``
     worker, with ``rescore_by``: past that ``time.monotonic()`` instant re-scoring stops and the
-    submission is stored ``unverifiable (timeout)``); idempotent on its content hash."""
+    submission is stored ``unverifiable (timeout)``); idempotent on its content hash.
+
+    One line: the files are parsed and hashed once into a :class:`Bundle`, planned against the server's
+    tasks, re-scored (or, past the budget, taken as claimed from the same plan) and stored from the bundle."""
     bundle = parse_bundle(files, settings.limits)
     existing = _stored(db, bundle)
     if existing is not None:
         return existing
     registry = registry or TaskRegistry.discover(list(settings.include_paths), shadowing="error")
+    rescoring = Rescoring.plan(bundle, registry)
     try:
         with _rescoring_until(rescore_by):
-            verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
+            verification = rescoring.verify(settings.data_dir, max_error_share=settings.max_error_share)
     except _PastBudget:
-        verification = timed_out(bundle, registry, settings.rescore_timeout_s * RESCORE_SHARE)
+        verification = rescoring.timed_out(settings.rescore_timeout_s * RESCORE_SHARE)
     return _store(db, bundle, verification, submitter, settings, reservation)
 
 
