@@ -85,11 +85,7 @@ class Bundle:
     samples: dict[str, list[SampleRecord]]
     files: dict[str, BundleFile] = field(repr=False)
     content_hash: str
-
-    @property
-    def model(self) -> str:
-        """The submitted model's name: the run's ``--model``, else the provenance's, else ``unknown``."""
-        return str(self.run.config.model or self.run.provenance.model.model or "unknown")
+    model: str  # the submitted model's name: the run's --model, else the provenance's, else "unknown"
 
     @property
     def plots(self) -> dict[str, bytes]:
@@ -350,4 +346,5 @@ def _parse_bundle(files: Mapping[str, Source], limits: Limits) -> Bundle:
         samples={t: samples[t] for t in run.configs},
         files=dict(sorted(received.items())),
         content_hash=digest.hexdigest(),
+        model=str(run.config.model or run.provenance.model.model or "unknown"),
     )
