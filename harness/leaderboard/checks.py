@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from harness.results.metric_key import MetricKey
@@ -103,9 +104,9 @@ class Verification:
     plots: dict[str, bytes] = field(repr=False, default_factory=dict)
     headlines: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # protocol -> figure -> estimate
 
-    @property
+    @cached_property
     def status(self) -> str:
         """``modified`` when any task's requests are not the server's, ``flagged`` when any task mismatches,
-        else the worst task state (unverifiable, partial, rescored, verified)."""
+        else the worst task state (unverifiable, partial, rescored, verified); decided once."""
         state = worst({c.status for c in self.checks.values()})
         return FLAGGED if state == MISMATCH else state
