@@ -149,14 +149,19 @@ def _unscorable_check(heading: Heading, requests: RequestCheck) -> TaskCheck:
 
 
 def _rescored_check(
-    heading: Heading, run: RunResults, out: ScoredTask, opened: _Opened, plots: Path, tolerance: float, share: float
+    heading: Heading,
+    run: RunResults,
+    scoring: TaskScoring,
+    out: ScoredTask,
+    opened: _Opened,
+    plots: Path,
+    tolerance: float,
+    share: float,
 ) -> tuple[dict[str, Any] | None, TaskCheck]:
     """A re-scored task's report (its plots drawn in ``plots``) and its check against the claims."""
-    task = heading.task
-    assert opened.scoring is not None
-    records = opened.scoring.records
+    task, records = heading.task, scoring.records
     try:
-        report = opened.scoring.runtime.report(out.records, plots)
+        report = scoring.runtime.report(out.records, plots)
         docs = dataset_docs(opened.task.docs, records) if opened.task is not None else None
     except Exception as exc:  # the submitted samples broke the task's code
         raise SubmissionError(f"task {task}: the samples cannot be scored ({type(exc).__name__}: {exc})") from None
@@ -293,15 +298,15 @@ class Rescoring:
         out = _Rescored({}, {}, {}, {}, {})
         with tempfile.TemporaryDirectory(prefix="leaderboard-report-") as tmp:
             for task in self.configs:
-                heading = self.heading(task)
-                if task not in scored:
+                heading, scoring = self.heading(task), opened[task].scoring
+                if scoring is None:
                     out.results[task], out.counts[task] = run.results[task], run.counts[task]
                     out.checks[task] = _unscorable_check(heading, opened[task].requests)
                     continue
                 done = scored[task]
                 out.results[task], out.counts[task] = done.results, done.counts
                 report, out.checks[task] = _rescored_check(
-                    heading, run, done, opened[task], Path(tmp), tolerance, share
+                    heading, run, scoring, done, opened[task], Path(tmp), tolerance, share
                 )
                 if report is not None:
                     out.reports[task] = report
