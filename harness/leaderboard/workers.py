@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -31,26 +32,37 @@ def _cap_memory(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _in_child(
-    sender: Connection,
-    job: str,
-    files: dict[str, Path],
-    submitter: str,
-    reservation: int | None,
-    settings: Settings,
-    db_url: str,
-    rescore_by: float,
-) -> None:
-    """A worker process's job: read the received files, then (``submit``) re-score and store them (as
-    unverifiable once re-scoring runs past ``rescore_by``, a ``time.monotonic()`` instant), or (``lookup``)
-    only find an identical stored submission; sends back the outcome (None: no such submission) or the
-    refusal."""
+@dataclass(frozen=True)
+class _Job:
+    """What one worker is asked to do with one upload's received files."""
+
+    kind: str  # LOOKUP or SUBMIT
+    files: dict[str, Path]
+    settings: Settings
+    db_url: str
+    submitter: str = ""
+    reservation: int | None = None
+
+    def run(self, db: Database, rescore_by: float) -> Outcome | None:
+        """Read the files, then (``submit``) re-score and store them (as unverifiable once re-scoring runs
+        past ``rescore_by``, a ``time.monotonic()`` instant), or (``lookup``) only find an identical stored
+        submission (None: there is none)."""
+        if self.kind == SUBMIT:
+            return submit_files(
+                db, self.files, self.submitter, self.settings, reservation=self.reservation, rescore_by=rescore_by
+            )
+        return stored_outcome(db, parse_bundle(self.files, self.settings.limits))
+
+
+def _in_child(sender: Connection, job: _Job, rescore_by: float) -> None:
+    """A worker process: runs ``job`` under the memory cap and sends back its outcome or the refusal."""
+    settings = job.settings
     reserve = bytearray(16 * 2**20)  # freed before answering, so a worker at its cap can still say so
     try:
         _cap_memory(settings.rescore_memory_mb)
-        db = Database(db_url, migrate=False)
+        db = Database(job.db_url, migrate=False)
         try:
-            sender.send(("ok", _child_job(db, job, files, submitter, reservation, settings, rescore_by)))
+            sender.send(("ok", job.run(db, rescore_by)))
         finally:
             db.close()
     except BaseException as exc:  # reported to the parent as a refusal of this submission
@@ -83,20 +95,6 @@ def _near_cap(megabytes: int) -> bool:
     return peak * 1024 >= (megabytes - 64) * 2**20
 
 
-def _child_job(
-    db: Database,
-    job: str,
-    files: dict[str, Path],
-    submitter: str,
-    reservation: int | None,
-    settings: Settings,
-    rescore_by: float,
-) -> Outcome | None:
-    if job == SUBMIT:
-        return submit_files(db, files, submitter, settings, reservation=reservation, rescore_by=rescore_by)
-    return stored_outcome(db, parse_bundle(files, settings.limits))
-
-
 class RescoringPool:
     """Reads, re-scores and stores submissions in worker processes, at most ``workers`` at once, each
     under a memory cap and killed once it runs past ``timeout_s``: task code runs on submitted text, so
@@ -111,22 +109,13 @@ class RescoringPool:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(["harness.leaderboard.rescoring", "matplotlib.pyplot"])
 
-    def _run(
-        self,
-        job: str,
-        files: dict[str, Path],
-        submitter: str,
-        reservation: int | None,
-        settings: Settings,
-        db_url: str,
-    ) -> tuple[bool, Any]:
+    def _run(self, job: _Job) -> tuple[bool, Any]:
         """(answered, answer): the child's answer, or (False, None) once it ran past the budget."""
         with self._slots:
             receiver, sender = self._context.Pipe(duplex=False)
             started = time.monotonic()
             rescore_by = started + self.timeout_s * RESCORE_SHARE
-            args = (sender, job, files, submitter, reservation, settings, db_url, rescore_by)
-            child = self._context.Process(target=_in_child, daemon=True, args=args)
+            child = self._context.Process(target=_in_child, daemon=True, args=(sender, job, rescore_by))
             child.start()
             sender.close()
             try:
@@ -137,7 +126,7 @@ class RescoringPool:
                 raise SubmissionError(
                     f"re-scoring stopped without an answer: the submission needs more memory to "
                     f"read and re-score than this server gives one worker (--rescore-memory-mb "
-                    f"{settings.rescore_memory_mb}), or its worker was killed",
+                    f"{job.settings.rescore_memory_mb}), or its worker was killed",
                     413,
                 ) from None
             finally:
@@ -154,7 +143,7 @@ class RescoringPool:
         """Re-score and store a received submission; past its share of the budget it is stored as
         ``unverifiable (timeout)``, never as verified; a worker still busy at the end of the budget (its
         reading or its storing, stalled) is stopped and the upload refused (503)."""
-        answered, outcome = self._run(SUBMIT, files, submitter, reservation, settings, db_url)
+        answered, outcome = self._run(_Job(SUBMIT, files, settings, db_url, submitter, reservation))
         if not answered:
             raise SubmissionError(
                 f"the submission could not be read and stored within this server's {self.timeout_s:g} s budget "
@@ -166,5 +155,5 @@ class RescoringPool:
 
     def lookup(self, files: dict[str, Path], settings: Settings, db_url: str) -> Outcome | None:
         """The stored submission identical to the received one (a resend), or None; the same budget."""
-        answered, outcome = self._run(LOOKUP, files, "", None, settings, db_url)
+        answered, outcome = self._run(_Job(LOOKUP, files, settings, db_url))
         return outcome if answered else None
