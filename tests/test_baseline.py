@@ -125,8 +125,12 @@ def test_a_baseline_that_is_not_there_fails_before_any_model_loads(tmp_path: Pat
 
 def test_the_leaderboard_compares_the_claim_without_the_baseline_fields() -> None:
     """A submission carries no baseline, so re-scoring cannot make its paired_* keys: they are no mismatch."""
-    from harness.leaderboard.rescoring import _compare
+    from harness.leaderboard.checks import Mismatch
+    from harness.leaderboard.comparison import compare
+    from harness.results.metric_key import MetricKey
 
     claimed = {"acc,none": 0.5, "paired_baseline": "run", "paired_pvalue": 0.2, "paired_ci_lower": -3.0}
-    assert _compare(claimed, {"acc,none": 0.5}, 1e-9) == []
-    assert _compare(claimed, {"acc,none": 0.4}, 1e-9) == [{"metric": "acc,none", "claimed": 0.5, "recomputed": 0.4}]
+    assert compare(claimed, {"acc,none": 0.5}, 1e-9) == []
+    differing = compare(claimed, {"acc,none": 0.4}, 1e-9)
+    assert differing == [Mismatch(MetricKey("acc"), 0.5, 0.4)]
+    assert differing[0].as_json() == {"metric": "acc,none", "claimed": 0.5, "recomputed": 0.4}

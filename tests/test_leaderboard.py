@@ -151,7 +151,7 @@ def test_tampered_samples_and_docs_are_caught(runs: list[Path], tmp_path: Path, 
     files["samples_shapes_color.jsonl"] = "".join(json.dumps(r) + "\n" for r in lines).encode()
     check = verify(parse_bundle(files), registry, None).checks["shapes_color"]
     assert check.status == "mismatch" and check.samples_differing == 2
-    assert any(m["metric"] == "counts" and m["recomputed"]["errors"] == 1 for m in check.mismatches)
+    assert any(m.metric == "counts" and m.recomputed["errors"] == 1 for m in check.mismatches)
 
 
 def test_unknown_tasks_and_versions_are_refused(runs: list[Path], tmp_path: Path) -> None:

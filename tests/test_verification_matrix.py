@@ -28,11 +28,12 @@ from harness.engine.requests import prompt_key
 from harness.engine.settings import RunFlags
 from harness.hashing import derive_seed
 from harness.leaderboard.bundle import parse_bundle, read_run_files
+from harness.leaderboard.checks import MISMATCH, MODIFIED
 from harness.leaderboard.db import Database
 from harness.leaderboard.pages import render_index, render_model
 from harness.leaderboard.protocol_parts import board_parts
 from harness.leaderboard.records import list_submissions
-from harness.leaderboard.rescoring import MISMATCH, MODIFIED, verify
+from harness.leaderboard.rescoring import verify
 from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.models import base

@@ -1,7 +1,9 @@
 """What a submission carries (results.json, the samples files, the run's plots) and its validation.
 
 The same checks serve the server (uploaded bytes) and the client (a run folder read before upload),
-so a submitter sees a refusal before sending anything the server would refuse.
+so a submitter sees a refusal before sending anything the server would refuse. Each file is read once
+here; the :class:`Bundle` keeps its bytes and digest, and every later step (re-scoring, the record) reads
+the bundle, never the files again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -57,20 +59,38 @@ class Limits:
 Source = bytes | Path  # a submitted file: its bytes (a client, a test) or where it was received (the server)
 
 
+FileKind = Literal["results", "samples", "plot"]
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    """One submitted file as received: its kind, its bytes and their sha256 (taken once, as it is read)."""
+
+    name: str
+    kind: FileKind
+    data: bytes = field(repr=False)
+    sha256: str
+
+    @classmethod
+    def read(cls, name: str, kind: FileKind, data: bytes) -> BundleFile:
+        """The file ``name`` of ``kind`` holding ``data``, its digest taken."""
+        return cls(name, kind, data, hashlib.sha256(data).hexdigest())
+
+
 @dataclass(frozen=True)
 class Bundle:
-    """A validated submission."""
+    """A validated submission: the run, its samples, and its files as received (by name)."""
 
     run: RunResults
     samples: dict[str, list[SampleRecord]]
-    plots: dict[str, bytes]
-    files: dict[str, Source] = field(repr=False)
+    files: dict[str, BundleFile] = field(repr=False)
     content_hash: str
+    model: str  # the submitted model's name: the run's --model, else the provenance's, else "unknown"
 
     @property
-    def model(self) -> str:
-        """The submitted model's name: the run's ``--model``, else the provenance's, else ``unknown``."""
-        return str(self.run.config.model or self.run.provenance.model.model or "unknown")
+    def plots(self) -> dict[str, bytes]:
+        """The run's own plots, by name."""
+        return {name: f.data for name, f in self.files.items() if f.kind == "plot"}
 
 
 def is_bundle_file(name: str) -> bool:
@@ -141,35 +161,24 @@ def _check_png(name: str, data: bytes, limits: Limits) -> None:
         raise SubmissionError(f"{name}: not a readable PNG image ({exc})") from None
 
 
-def _raw_lines(name: str, source: Source, max_line: int) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of a JSONL file split on newline bytes only, one line in memory at a time; a line over
-    ``max_line`` bytes is refused as soon as it is seen."""
-
-    def too_long(lineno: int) -> SubmissionError:
-        return SubmissionError(f"{name} line {lineno}: over this server's {max_line}-byte limit for one line", 413)
-
-    if isinstance(source, bytes):
-        start, lineno = 0, 0
-        while start < len(source):
-            end = source.find(b"\n", start)
-            end = len(source) if end < 0 else end
-            lineno += 1
-            if end - start > max_line:
-                raise too_long(lineno)
-            yield lineno, source[start:end]
-            start = end + 1
-        return
-    with source.open("rb") as handle:
-        for lineno, line in enumerate(iter(lambda: handle.readline(max_line + 1), b""), 1):
-            if len(line) > max_line and not (len(line) == max_line + 1 and line.endswith(b"\n")):
-                raise too_long(lineno)
-            yield lineno, line.rstrip(b"\n")
+def _raw_lines(name: str, data: bytes, max_line: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of a JSONL file split on newline bytes only; a line over ``max_line`` bytes is
+    refused as soon as it is seen, before the rest is parsed."""
+    start, lineno = 0, 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        lineno += 1
+        if end - start > max_line:
+            raise SubmissionError(f"{name} line {lineno}: over this server's {max_line}-byte limit for one line", 413)
+        yield lineno, data[start:end]
+        start = end + 1
 
 
-def _json_rows(name: str, source: Source, max_line: int) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_rows(name: str, data: bytes, max_line: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of each non-blank line: UTF-8, nested at most ``MAX_JSON_DEPTH`` deep, JSON,
     an object."""
-    for lineno, raw in within_read_budget(_raw_lines(name, source, max_line), name):
+    for lineno, raw in within_read_budget(_raw_lines(name, data, max_line), name):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -278,13 +287,13 @@ class _Counter:
 
 
 def _parse_samples(
-    task: str, name: str, source: Source, limits: Limits, counter: _Counter, digest: Any
+    task: str, name: str, data: bytes, limits: Limits, counter: _Counter, digest: Any
 ) -> list[SampleRecord]:
-    """A samples file's records, read line by line (each row's canonical JSON fed to ``digest``, then
+    """A samples file's records, parsed line by line (each row's canonical JSON fed to ``digest``, then
     dropped): all of ``task``, each doc_id once, at least one."""
     records: list[SampleRecord] = []
     ids: set[int] = set()
-    for lineno, row in _json_rows(name, source, limits.max_line_bytes):
+    for lineno, row in _json_rows(name, data, limits.max_line_bytes):
         counter.add(name, lineno)
         try:
             record = SampleRecord.model_validate(row)
@@ -307,8 +316,9 @@ def _canonical(value: Any) -> bytes:
 
 
 def parse_bundle(files: Mapping[str, Source], limits: Limits | None = None) -> Bundle:
-    """Validate the files of a submission (names, sizes, schema, one samples file per task), streaming the
-    samples files; the content hash is the one :func:`content_hash` gives, computed as the rows are read."""
+    """Validate the files of a submission (names, sizes, schema, one samples file per task), each read once
+    (its bytes and digest kept in the bundle) and its samples parsed line by line; the content hash is the one
+    :func:`content_hash` gives, computed as the rows are parsed."""
     limits = limits or Limits()
     with read_budget(limits.read_timeout_s):
         return _parse_bundle(files, limits)
@@ -316,22 +326,25 @@ def parse_bundle(files: Mapping[str, Source], limits: Limits | None = None) -> B
 
 def _parse_bundle(files: Mapping[str, Source], limits: Limits) -> Bundle:
     _check_files(files, limits)
-    raw, run = _parse_results(read_bytes(files[RESULTS]))
+    results = BundleFile.read(RESULTS, "results", read_bytes(files[RESULTS]))
+    raw, run = _parse_results(results.data)
     digest = hashlib.sha256(b'{"results":' + _canonical(raw) + b',"samples":{')
+    received = {RESULTS: results}
     samples: dict[str, list[SampleRecord]] = {}
     counter = _Counter(limits.max_samples)
     for i, (task, name) in enumerate(sorted(_sample_files(files, run).items())):
+        received[name] = BundleFile.read(name, "samples", read_bytes(files[name]))
         digest.update((b"," if i else b"") + _canonical(task) + b":[")
-        samples[task] = _parse_samples(task, name, files[name], limits, counter, digest)
+        samples[task] = _parse_samples(task, name, received[name].data, limits, counter, digest)
         digest.update(b"]")
     digest.update(b"}}")
-    plots = {n: read_bytes(d) for n, d in files.items() if _PLOT.fullmatch(n)}
-    for name, data in plots.items():
-        _check_png(name, data, limits)
+    for name in sorted(n for n in files if _PLOT.fullmatch(n)):
+        received[name] = BundleFile.read(name, "plot", read_bytes(files[name]))
+        _check_png(name, received[name].data, limits)
     return Bundle(
         run=run,
         samples={t: samples[t] for t in run.configs},
-        plots=plots,
-        files=dict(files),
+        files=dict(sorted(received.items())),
         content_hash=digest.hexdigest(),
+        model=str(run.config.model or run.provenance.model.model or "unknown"),
     )

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from harness.engine.compare import CompareReport, compare_samples
+from harness.leaderboard.checks import PARTIAL, RESCORED, VERIFIED
 from harness.leaderboard.db import Database, Submission
 from harness.leaderboard.public import redact
 from harness.leaderboard.records import get_file
-from harness.leaderboard.rescoring import PARTIAL, RESCORED, VERIFIED
 from harness.metrics.paired import RankInterval, Units, rank_intervals
 from harness.results.jsonl import jsonl_lines
 from harness.results.metric_key import MetricKey, label_of

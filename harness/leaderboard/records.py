@@ -16,13 +16,13 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
-from harness.leaderboard.bundle import RESULTS, Bundle, Source, read_bytes
+from harness.leaderboard.bundle import RESULTS, Bundle, BundleFile
 from harness.leaderboard.charts import metrics_with_ci
+from harness.leaderboard.checks import Verification, checks_json, worst
 from harness.leaderboard.db import Database, Reservation, Score, StoredFile, Submission
 from harness.leaderboard.public import public_results, redact, shown_name
-from harness.leaderboard.rescoring import Verification, worst
 from harness.results.metric_key import figures, label_of
-from harness.results.schema import ModelInfo
+from harness.results.schema import ModelInfo, RunResults
 
 CHART = "leaderboard_metrics.png"
 MAX_ID = 2**63 - 1  # the widest integer key of SQLite and PostgreSQL
@@ -73,58 +73,63 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _score_rows(
-    verification: Verification, claimed: dict[str, dict[str, Any]], group_members: dict[str, list[str]]
-) -> list[Score]:
-    """One row per metric of each task, then of each group (its status the worst of its members')."""
-    units: list[tuple[str, dict[str, Any], str, str, str, int, dict[str, bool]]] = [
-        (
-            task,
-            values,
-            check.protocol,
-            check.version,
-            check.status,
-            verification.counts[task].scored,
-            verification.higher_is_better.get(task, {}),
-        )
-        for task, values in verification.results.items()
-        for check in [verification.checks[task]]
+@dataclass(frozen=True)
+class _Scored:
+    """A task or group whose figures become score rows, with what each row states besides its figure."""
+
+    name: str
+    values: dict[str, Any]
+    protocol: str
+    version: str
+    status: str
+    n: int
+    higher: dict[str, bool]
+
+    def rows(self, claimed: dict[str, Any]) -> list[Score]:
+        """One row per figure (each by its ``MetricKey``, written as ``"metric,filter"`` in the row)."""
+        return [
+            Score(
+                task=self.name,
+                protocol=self.protocol,
+                version=self.version,
+                metric=key.encoded,
+                value=_number(value),
+                stderr=_number(self.values.get(key.stderr.encoded)),
+                claimed=_number(claimed.get(key.encoded)),
+                higher_is_better=self.higher.get(key.metric),
+                n=self.n,
+                status=self.status,
+            )
+            for key, value in figures(self.values)
+        ]
+
+
+def _scored_units(verification: Verification, group_members: dict[str, list[str]]) -> list[_Scored]:
+    """Each task, then each group with a checked member (its status the worst of its members' and its own)."""
+    checks, counts, higher = verification.checks, verification.counts, verification.higher_is_better
+    units = [
+        _Scored(t, values, checks[t].protocol, checks[t].version, checks[t].status, counts[t].scored, higher.get(t, {}))
+        for t, values in verification.results.items()
     ]
     for group, values in verification.groups.items():
-        members = [m for m in group_members.get(group, []) if m in verification.checks]
+        members = [m for m in group_members.get(group, []) if m in checks]
         if members:
-            first = verification.checks[members[0]]
-            states = {verification.checks[m].status for m in [*members, group] if m in verification.checks}
+            states = {checks[m].status for m in [*members, group] if m in checks}
+            n = sum(counts[m].scored for m in members)
             units.append(
-                (
-                    group,
-                    values,
-                    first.protocol,
-                    "group",
-                    worst(states),
-                    sum(verification.counts[m].scored for m in members),
-                    verification.higher_is_better.get(members[0], {}),
+                _Scored(
+                    group, values, checks[members[0]].protocol, "group", worst(states), n, higher.get(members[0], {})
                 )
             )
-    rows: list[Score] = []
-    for task, values, protocol, version, status, n, higher in units:
-        for figure, value in figures(values):
-            key = figure.encoded
-            rows.append(
-                Score(
-                    task=task,
-                    protocol=protocol,
-                    version=version,
-                    metric=key,
-                    value=_number(value),
-                    stderr=_number(values.get(figure.stderr.encoded)),
-                    claimed=_number(claimed.get(task, {}).get(key)),
-                    higher_is_better=higher.get(figure.metric),
-                    n=n,
-                    status=status,
-                )
-            )
-    return rows
+    return units
+
+
+def _score_rows(verification: Verification, run: RunResults) -> list[Score]:
+    """One row per metric of each task, then of each group, beside the figure the run claims for it."""
+    claimed = {**run.results, **run.groups}
+    return [
+        row for unit in _scored_units(verification, run.group_subtasks) for row in unit.rows(claimed.get(unit.name, {}))
+    ]
 
 
 def _chart(model: str, scores: list[Score]) -> bytes | None:
@@ -138,9 +143,28 @@ def _chart(model: str, scores: list[Score]) -> bytes | None:
     return metrics_with_ci(rows, f"{redact(model)}: re-scored metrics") if rows else None
 
 
-def _file(name: str, kind: str, source: Source) -> StoredFile:
-    data = read_bytes(source)
+def _made(name: str, kind: str, data: bytes) -> StoredFile:
+    """A file the server made (a report plot, the chart), stored with its digest."""
     return StoredFile(name=name, kind=kind, sha256=hashlib.sha256(data).hexdigest(), size=len(data), content=data)
+
+
+def _received(file: BundleFile) -> StoredFile:
+    """A submitted file, stored as it was received (its digest taken when it was read)."""
+    return StoredFile(name=file.name, kind=file.kind, sha256=file.sha256, size=len(file.data), content=file.data)
+
+
+def _stored_files(bundle: Bundle, verification: Verification, scores: list[Score]) -> list[StoredFile]:
+    """results.json and the samples as received, the server's report plots, the run's own plots (those the
+    server's do not replace) and the chart of the re-scored figures."""
+    files = [_received(f) for f in bundle.files.values() if f.kind != "plot"]
+    files += [_made(name, "report", data) for name, data in verification.plots.items()]
+    files += [
+        _received(f)
+        for f in bundle.files.values()
+        if f.kind == "plot" and f.name not in verification.plots and f.name != CHART
+    ]
+    chart = _chart(bundle.model, scores)
+    return files if chart is None else [*files, _made(CHART, "chart", chart)]
 
 
 def find_submission(db: Database, content_hash: str) -> Submission | None:
@@ -149,29 +173,13 @@ def find_submission(db: Database, content_hash: str) -> Submission | None:
         return session.scalar(select(Submission).where(Submission.content_hash == content_hash))
 
 
-def store_submission(
-    db: Database, bundle: Bundle, verification: Verification, submitter: str, reservation: int | None = None
-) -> tuple[int, bool]:
-    """Insert the record (scores, files, the server's plots), releasing the upload's quota ``reservation``
-    in the same transaction; returns (id, whether it existed already)."""
+def _record(bundle: Bundle, verification: Verification, submitter: str) -> Submission:
+    """The record of a verified submission: its model's traits, the claim, the server's figures and checks,
+    its score rows and its files."""
     run = bundle.run
     traits = model_traits(bundle.model, run.provenance.model)
-    scores = _score_rows(verification, {**run.results, **run.groups}, run.group_subtasks)
-    files = [
-        _file(name, "results" if name == RESULTS else "samples", data)
-        for name, data in sorted(bundle.files.items())
-        if name.endswith((".json", ".jsonl"))
-    ]
-    files += [_file(name, "report", data) for name, data in verification.plots.items()]
-    files += [
-        _file(name, "plot", data)
-        for name, data in sorted(bundle.plots.items())
-        if name not in verification.plots and name != CHART
-    ]
-    chart = _chart(bundle.model, scores)
-    if chart is not None:
-        files.append(_file(CHART, "chart", chart))
-    record = Submission(
+    scores = _score_rows(verification, run)
+    return Submission(
         content_hash=bundle.content_hash,
         model=bundle.model[:500],
         model_id=traits.model_id and str(traits.model_id)[:500],
@@ -193,10 +201,18 @@ def store_submission(
             "headlines": verification.headlines,
             "counts": {t: c.model_dump() for t, c in verification.counts.items()},
         },
-        checks={t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()},
+        checks=checks_json(verification.checks),
         scores=scores,
-        files=files,
+        files=_stored_files(bundle, verification, scores),
     )
+
+
+def store_submission(
+    db: Database, bundle: Bundle, verification: Verification, submitter: str, reservation: int | None = None
+) -> tuple[int, bool]:
+    """Insert the record (scores, files, the server's plots), releasing the upload's quota ``reservation``
+    in the same transaction; returns (id, whether it existed already)."""
+    record = _record(bundle, verification, submitter)
     with db.session() as session:
         session.add(record)
         try:

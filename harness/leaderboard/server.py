@@ -48,9 +48,10 @@ from harness.leaderboard.records import (
     submission_summary,
 )
 from harness.leaderboard.report_link import submission_report
-from harness.leaderboard.service import Outcome, RescoringPool, Settings, due_jobs
+from harness.leaderboard.service import Outcome, Settings, due_jobs
 from harness.leaderboard.tables import protocol_tables, table_csv, table_json
 from harness.leaderboard.tokens import submitter_of
+from harness.leaderboard.workers import RescoringPool
 from harness.protocols.leaderboard_hooks import Job, Options
 from harness.report.html import PAGE_POLICY
 from harness.taskspec.registry import TaskRegistry

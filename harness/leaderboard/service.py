@@ -1,35 +1,27 @@
-"""The submission pipeline shared by the web service and ``harness leaderboard import``:
-validate, re-score, apply the mismatch policy, store."""
+"""The submission pipeline shared by the web service (in its workers, ``leaderboard/workers``) and
+``harness leaderboard import``: validate, re-score, apply the mismatch policy, store."""
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from harness.errors import HarnessError
 from harness.leaderboard.bundle import Bundle, Limits, Source, SubmissionError, bundle_paths, parse_bundle
+from harness.leaderboard.checks import FLAGGED, MISMATCH, MODIFIED, Verification, checks_json
+from harness.leaderboard.comparison import MAX_ERROR_SHARE
 from harness.leaderboard.db import Database
 from harness.leaderboard.hooks import board_protocols, resolve_options
 from harness.leaderboard.pool_store import DatabasePoolStore
 from harness.leaderboard.quota import Quota
 from harness.leaderboard.records import find_submission, store_submission
-from harness.leaderboard.rescoring import (
-    FLAGGED,
-    MAX_ERROR_SHARE,
-    MISMATCH,
-    MODIFIED,
-    Verification,
-    timed_out,
-    verify,
-)
+from harness.leaderboard.rescoring import Rescoring
 from harness.protocols.leaderboard_hooks import Job, LeaderboardHooks
 from harness.taskspec.registry import TaskRegistry
 
@@ -105,7 +97,6 @@ class Outcome:
         }
 
 
-LOOKUP, SUBMIT = "lookup", "submit"  # what a re-scoring worker is asked to do
 #: The share of an upload's budget (``--rescore-timeout``) re-scoring may use; past it, the worker stores
 #: the submission it has already read as ``unverifiable (timeout)`` in the rest of the budget.
 RESCORE_SHARE = 0.75
@@ -139,162 +130,12 @@ def _rescoring_until(deadline: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _cap_memory(megabytes: int) -> None:
-    """Caps this process's address space, so a hostile submission ends its worker, not the server."""
-    import resource
-
-    limit = megabytes * 2**20
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-def _in_child(
-    sender: Connection,
-    job: str,
-    files: dict[str, Path],
-    submitter: str,
-    reservation: int | None,
-    settings: Settings,
-    db_url: str,
-    rescore_by: float,
-) -> None:
-    """A worker process's job: read the received files, then (``submit``) re-score and store them (as
-    unverifiable once re-scoring runs past ``rescore_by``, a ``time.monotonic()`` instant), or (``lookup``)
-    only find an identical stored submission; sends back the outcome (None: no such submission) or the
-    refusal."""
-    reserve = bytearray(16 * 2**20)  # freed before answering, so a worker at its cap can still say so
-    try:
-        _cap_memory(settings.rescore_memory_mb)
-        db = Database(db_url, migrate=False)
-        try:
-            sender.send(("ok", _child_job(db, job, files, submitter, reservation, settings, rescore_by)))
-        finally:
-            db.close()
-    except BaseException as exc:  # reported to the parent as a refusal of this submission
-        del reserve
-        if isinstance(exc, SubmissionError) and "MemoryError" not in str(exc):
-            sender.send(("refused", (str(exc), exc.status)))
-        elif isinstance(exc, MemoryError | SubmissionError) or _near_cap(settings.rescore_memory_mb):
-            sender.send(
-                (
-                    "refused",
-                    (
-                        f"the submission needs more memory to read and re-score than this server "
-                        f"gives one worker (--rescore-memory-mb {settings.rescore_memory_mb})",
-                        413,
-                    ),
-                )
-            )
-        else:
-            sender.send(("refused", (f"the samples cannot be scored ({type(exc).__name__}: {exc})", 422)))
-
-
-def _near_cap(megabytes: int) -> bool:
-    """Whether this process's address space came within 64 MB of its cap: a failure then is the cap's
-    (an allocation refused inside a library surfaces as that library's error, not as MemoryError)."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return False
-    peak = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:")), 0)
-    return peak * 1024 >= (megabytes - 64) * 2**20
-
-
-def _child_job(
-    db: Database,
-    job: str,
-    files: dict[str, Path],
-    submitter: str,
-    reservation: int | None,
-    settings: Settings,
-    rescore_by: float,
-) -> Outcome | None:
-    if job == SUBMIT:
-        return submit_files(db, files, submitter, settings, reservation=reservation, rescore_by=rescore_by)
-    return _stored(db, parse_bundle(files, settings.limits))
-
-
-def _stored(db: Database, bundle: Bundle) -> Outcome | None:
+def stored_outcome(db: Database, bundle: Bundle) -> Outcome | None:
     """The answer for a submission stored already (a resend: a duplicate), or None."""
     existing = find_submission(db, bundle.content_hash)
     if existing is None:
         return None
     return Outcome(existing.id, existing.status, True, existing.checks, tuple(bundle.samples))
-
-
-class RescoringPool:
-    """Reads, re-scores and stores submissions in worker processes, at most ``workers`` at once, each
-    under a memory cap and killed once it runs past ``timeout_s``: task code runs on submitted text, so
-    one submission must not stall or exhaust the others, and the server process never holds a bundle's
-    samples (it passes the received files' paths and gets the small outcome back). ``timeout_s`` bounds
-    all the work of one upload, within the quota or past it: one worker reads it, re-scores it for
-    ``RESCORE_SHARE`` of the budget and stores it (as unverifiable past that share), or only looks it up."""
-
-    def __init__(self, workers: int, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        self._slots = threading.BoundedSemaphore(workers)
-        self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(["harness.leaderboard.rescoring", "matplotlib.pyplot"])
-
-    def _run(
-        self,
-        job: str,
-        files: dict[str, Path],
-        submitter: str,
-        reservation: int | None,
-        settings: Settings,
-        db_url: str,
-    ) -> tuple[bool, Any]:
-        """(answered, answer): the child's answer, or (False, None) once it ran past the budget."""
-        with self._slots:
-            receiver, sender = self._context.Pipe(duplex=False)
-            started = time.monotonic()
-            rescore_by = started + self.timeout_s * RESCORE_SHARE
-            args = (sender, job, files, submitter, reservation, settings, db_url, rescore_by)
-            child = self._context.Process(target=_in_child, daemon=True, args=args)
-            child.start()
-            sender.close()
-            try:
-                if not receiver.poll(max(0.0, started + self.timeout_s - time.monotonic())):
-                    return False, None
-                kind, payload = receiver.recv()
-            except EOFError:  # the child died without answering: at its memory cap it may not even manage that
-                raise SubmissionError(
-                    f"re-scoring stopped without an answer: the submission needs more memory to "
-                    f"read and re-score than this server gives one worker (--rescore-memory-mb "
-                    f"{settings.rescore_memory_mb}), or its worker was killed",
-                    413,
-                ) from None
-            finally:
-                child.kill()
-                child.join()
-                receiver.close()
-        if kind == "refused":
-            raise SubmissionError(*payload)
-        return True, payload
-
-    def submit(
-        self, files: dict[str, Path], submitter: str, reservation: int | None, settings: Settings, db_url: str
-    ) -> Outcome:
-        """Re-score and store a received submission; past its share of the budget it is stored as
-        ``unverifiable (timeout)``, never as verified; a worker still busy at the end of the budget (its
-        reading or its storing, stalled) is stopped and the upload refused (503)."""
-        answered, outcome = self._run(SUBMIT, files, submitter, reservation, settings, db_url)
-        if not answered:
-            raise SubmissionError(
-                f"the submission could not be read and stored within this server's {self.timeout_s:g} s budget "
-                "(--rescore-timeout)",
-                503,
-            )
-        assert isinstance(outcome, Outcome)
-        return outcome
-
-    def lookup(self, files: dict[str, Path], settings: Settings, db_url: str) -> Outcome | None:
-        """The stored submission identical to the received one (a resend), or None; the same budget."""
-        answered, outcome = self._run(LOOKUP, files, "", None, settings, db_url)
-        return outcome if answered else None
 
 
 def _store(
@@ -306,7 +147,6 @@ def _store(
     reservation: int | None,
 ) -> Outcome:
     """Apply the mismatch policy and store the record (releasing the upload's quota reservation)."""
-    checks = {t: {**c.__dict__, "mismatches": list(c.mismatches)} for t, c in verification.checks.items()}
     if verification.status in (FLAGGED, MODIFIED) and settings.on_mismatch == "refuse":
         detail = "; ".join(
             f"{t}: {c.message}" for t, c in verification.checks.items() if c.status in (MISMATCH, MODIFIED)
@@ -318,6 +158,7 @@ def _store(
         )
         raise SubmissionError(f"{what} ({detail})", 409)
     record_id, duplicate = store_submission(db, bundle, verification, submitter, reservation)
+    checks = checks_json(verification.checks)
     return Outcome(record_id, verification.status, duplicate, checks, tuple(bundle.samples))
 
 
@@ -332,17 +173,21 @@ def submit_files(
 ) -> Outcome:
     """Validate, re-score and store one submission, here (the server calls this in a ``RescoringPool``
     worker, with ``rescore_by``: past that ``time.monotonic()`` instant re-scoring stops and the
-    submission is stored ``unverifiable (timeout)``); idempotent on its content hash."""
+    submission is stored ``unverifiable (timeout)``); idempotent on its content hash.
+
+    One line: the files are parsed and hashed once into a :class:`Bundle`, planned against the server's
+    tasks, re-scored (or, past the budget, taken as claimed from the same plan) and stored from the bundle."""
     bundle = parse_bundle(files, settings.limits)
-    existing = _stored(db, bundle)
+    existing = stored_outcome(db, bundle)
     if existing is not None:
         return existing
     registry = registry or TaskRegistry.discover(list(settings.include_paths), shadowing="error")
+    rescoring = Rescoring.plan(bundle, registry)
     try:
         with _rescoring_until(rescore_by):
-            verification = verify(bundle, registry, settings.data_dir, max_error_share=settings.max_error_share)
+            verification = rescoring.verify(settings.data_dir, max_error_share=settings.max_error_share)
     except _PastBudget:
-        verification = timed_out(bundle, registry, settings.rescore_timeout_s * RESCORE_SHARE)
+        verification = rescoring.timed_out(settings.rescore_timeout_s * RESCORE_SHARE)
     return _store(db, bundle, verification, submitter, settings, reservation)
 
 

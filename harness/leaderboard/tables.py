@@ -15,12 +15,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.engine.settings import RunFlags
+from harness.leaderboard.checks import worst
 from harness.leaderboard.db import Submission
 from harness.leaderboard.hooks import board_protocols
 from harness.leaderboard.protocol_parts import BoardParts
 from harness.leaderboard.public import redact, shown_name
 from harness.leaderboard.records import Z95
-from harness.leaderboard.rescoring import worst
 from harness.protocols.leaderboard_hooks import Estimate, Figure
 from harness.results.metric_key import label_of
 from harness.results.schema import RunConfig
