@@ -40,9 +40,9 @@ from harness.models.base import Backend, GenerationParams, GenerationRequest
 from harness.models.hf import LMMS_FAMILY
 from harness.taskspec.registry import TaskRegistry
 from tests.conftest import write
-from tests.test_loglikelihood import SHAPES_MC
-from tests.test_multi_round import TASK as ROUNDS_TASK
-from tests.test_multi_round import UTILS as ROUNDS_UTILS
+from tests.engine.test_loglikelihood import SHAPES_MC
+from tests.engine.test_multi_round import TASK as ROUNDS_TASK
+from tests.engine.test_multi_round import UTILS as ROUNDS_UTILS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -83,7 +83,7 @@ class ProtocolPlaces:
     """Where a protocol's files are, as POSIX paths relative to the repository root (a folder or one file).
 
     Declared so that ``harness protocols`` can list them and a test can hold them to the files on disk, both
-    ways (tests/test_protocol_places.py, which also states which files count as a protocol's). A
+    ways (tests/protocols/test_protocol_places.py, which also states which files count as a protocol's). A
     third-party protocol may leave every place empty.
     """
 

@@ -24,7 +24,7 @@ import pytest
 from harness.cli import main
 from harness.models.tiny import tiny_model_path
 from tests.conftest import ROOT, write
-from tests.test_loglikelihood import SHAPES_MC, arc_task
+from tests.engine.test_loglikelihood import SHAPES_MC, arc_task
 
 VLLM_PYTHON = os.environ.get("VLLM_PYTHON")
 pytestmark = [
@@ -68,7 +68,7 @@ ENGINE_ARGS = "dtype=float32,max_model_len=512,enforce_eager=true"
 
 def text_tasks(folder: Path) -> Path:
     """Four text tasks: greedy questions, a greedy one with an over-long prompt, the same questions sampled
-    four times, and ARC-style multiple_choice (tests/test_loglikelihood.py)."""
+    four times, and ARC-style multiple_choice (tests/engine/test_loglikelihood.py)."""
     import datasets
 
     tasks = arc_task(folder)
@@ -86,7 +86,7 @@ def text_tasks(folder: Path) -> Path:
 
 
 def image_tasks(folder: Path) -> Path:
-    """The bundled shapes_color task's images as multiple_choice (tests/test_loglikelihood.py)."""
+    """The bundled shapes_color task's images as multiple_choice (tests/engine/test_loglikelihood.py)."""
     write(folder / "shapes_mc.yaml", SHAPES_MC)
     write(folder / "utils.py", (ROOT / "tasks" / "shapes" / "utils.py").read_text())
     return folder

@@ -3,7 +3,7 @@ arguments), the sharding of data-parallel ranks, and (in the vLLM environment, `
 own classes turn a harness request into exactly the sampling parameters, token ids and pixels the hf
 backend uses, for the tiny models of every head size.
 
-The real engine (vLLM's CPU build) runs in tests/test_vllm_engine.py; benchmarks/gpu_check.sh on a GPU.
+The real engine (vLLM's CPU build) runs in tests/models/test_vllm_engine.py; benchmarks/gpu_check.sh on a GPU.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_the_gpu_build_without_a_gpu_says_so_in_one_line() -> None:
 
 
 def test_harness_eval_without_vllm_is_one_line(capsys: pytest.CaptureFixture, data_dir: Path) -> None:
-    from tests.test_cli import one_line_error
+    from tests.cli.test_cli import one_line_error
 
     err = one_line_error(
         capsys,

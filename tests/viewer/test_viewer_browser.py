@@ -15,13 +15,13 @@ import pytest
 
 from harness.viewer.app import Viewer, create_app
 from harness.viewer.catalog import discover
+from tests.leaderboard.test_leaderboard_browser import ARGS, CHROMIUM
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,
     running_server,
 )
-from tests.test_leaderboard_browser import ARGS, CHROMIUM
-from tests.test_viewer import XSS, edit_samples
+from tests.viewer.test_viewer import XSS, edit_samples
 
 
 def keep(shots: Path) -> None:

@@ -19,7 +19,7 @@ from harness.results.schema import SampleRecord, parse_run
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.yaml_loader import load_yaml_config
 from tests.conftest import write
-from tests.test_results_schema import V1_RESULTS
+from tests.results.test_results_schema import V1_RESULTS
 
 UTILS = """\
 def process(doc, results):

@@ -221,7 +221,7 @@ def test_a_model_that_cannot_load_on_the_workers_is_one_line(tmp_path: Path) -> 
 
 
 def test_multiple_choice_scores_on_two_workers_equal_the_single_process_run(tmp_path: Path) -> None:
-    from tests.test_loglikelihood import arc_task
+    from tests.engine.test_loglikelihood import arc_task
 
     tasks = arc_task(tmp_path)
     model = f"hf:{tiny_model_path('qwen3')}"

@@ -20,6 +20,7 @@ from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Quota, Settings
 from harness.leaderboard.tokens import create_token
 from harness.results.schema import read_run
+from tests.conftest import ROOT
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,
@@ -276,8 +277,7 @@ def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixt
     )  # flags generated from the protocol's hooks
     assert _leaderboard_settings(args).protocol_options == {"vista": {"task": "shapes_color", "theta": 0.3}}
     port = free_port()
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     server = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "leaderboard", "serve", "--db", db_url, "--port", str(port)],
         env=env,

@@ -167,7 +167,7 @@ def test_a_submission_over_its_budget_is_refused_at_the_budget_and_others_flow(
     runs: list[Path], tmp_path: Path
 ) -> None:
     """A budget too short even to read the upload: refused when it ends (re-scoring past its share is stored
-    unverifiable: tests/test_leaderboard_trust.py)."""
+    unverifiable: tests/leaderboard/test_leaderboard_trust.py)."""
     db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
     token = create_token(db, "alice")
     with running_server(create_app(Settings(rescore_timeout_s=0.001), db)) as url:

@@ -22,13 +22,13 @@ from harness.leaderboard.records import list_submissions
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Settings, submit_files
 from harness.leaderboard.tokens import create_token, submitter_of
+from tests.leaderboard.test_leaderboard_migrations import check_pool_table_rename
 from tests.leaderboard_fixtures import (  # noqa: F401 (board_*: the data_dir and runs fixtures)
     board_data_dir,
     board_runs,
     free_port,
     running_server,
 )
-from tests.test_leaderboard_migrations import check_pool_table_rename
 
 
 def _pg_bin() -> Path | None:

@@ -12,7 +12,7 @@ from harness.engine.runner import EvalOptions, evaluate, score_run
 from harness.models import create_backend
 from harness.models.base import Backend
 from harness.results import read_run, read_samples
-from tests.conftest import write
+from tests.conftest import ROOT, write
 
 
 @cache
@@ -97,7 +97,7 @@ def sampled_tasks(tmp_path: Path) -> Path:
     folder = tmp_path / "tasks"
     write(folder / "sampled.yaml", SAMPLED_TASK)
     write(folder / "twin.yaml", SAME_PROMPT_TASK)
-    bundled = Path(__file__).resolve().parent.parent / "tasks" / "shapes" / "utils.py"
+    bundled = ROOT / "tasks" / "shapes" / "utils.py"
     write(folder / "utils.py", bundled.read_text())
     return folder
 
@@ -161,7 +161,7 @@ def test_corrupt_image_becomes_a_per_sample_error_and_the_run_goes_on(tmp_path: 
         folder / "b.yaml",
         greedy_task.replace("shapes_sampled", "broken_images").replace("vlm-audit/shapes", "test/broken"),
     )
-    write(folder / "utils.py", (Path(__file__).resolve().parent.parent / "tasks/shapes/utils.py").read_text())
+    write(folder / "utils.py", (ROOT / "tasks/shapes/utils.py").read_text())
     run, samples, _ = evaluate(
         qwen(), "tiny:qwen2_vl", opts(tmp_path, tmp_path / "data", tasks=["broken_images"], include_paths=[str(folder)])
     )

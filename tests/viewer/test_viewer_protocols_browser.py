@@ -10,8 +10,8 @@ import pytest
 
 from harness.viewer.app import Viewer
 from harness.viewer.catalog import discover
-from tests.test_leaderboard_browser import CHROMIUM
-from tests.test_viewer_browser import chromium_page, keep
+from tests.leaderboard.test_leaderboard_browser import CHROMIUM
+from tests.viewer.test_viewer_browser import chromium_page, keep
 
 PROTOCOLS = ("vista", "stealth", "mist", "diavlo", "fusion")
 

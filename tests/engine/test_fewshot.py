@@ -12,7 +12,7 @@ from harness.errors import TaskConfigError
 from harness.taskspec.config import TaskConfig
 from harness.taskspec.registry import TaskRegistry
 from tests.conftest import write
-from tests.test_loglikelihood import arc_task
+from tests.engine.test_loglikelihood import arc_task
 
 SKY = "Question: What color is the sky?\nAnswer:"
 SHAPE = "Question: Which one is a shape?\nAnswer:"

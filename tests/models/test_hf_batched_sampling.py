@@ -8,7 +8,7 @@ from PIL import Image
 from harness.models import GenerationParams, GenerationRequest
 from harness.models.base import finished_text
 from harness.models.hf import HFBackend
-from tests.test_hf_backend import NOISE, RED, ask, backend
+from tests.models.test_hf_backend import NOISE, RED, ask, backend
 
 SAMPLED = GenerationParams(max_new_tokens=8, temperature=0.9, top_p=0.95)
 GREEN = Image.new("RGB", (42, 63), (20, 200, 40))

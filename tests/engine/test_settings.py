@@ -60,7 +60,7 @@ def test_the_order_task_then_family_default_then_lmms_model_then_gen_kwargs_then
 
 
 def test_a_setting_no_backend_honours_fails_in_one_line(tmp_path: Path) -> None:
-    """(A multi-round task asked for repeats fails here too: tests/test_multi_round.py.)"""
+    """(A multi-round task asked for repeats fails here too: tests/engine/test_multi_round.py.)"""
     with pytest.raises(UnsupportedRequestError, match="task t generation_kwargs: top_p=0"):
         resolve_settings(_config(tmp_path), None, RunFlags({"top_p": 0}))
 
