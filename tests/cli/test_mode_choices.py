@@ -1,5 +1,6 @@
 """Mode strings are Literal types: the command line offers exactly their values, and a value from outside
-the type (a stored option, an untyped caller) is refused with a one-line error."""
+the type (an untyped caller) is refused with a one-line error (a stored option: each protocol's own tests,
+as tests/protocols/vista/test_pool_settings.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from harness.protocols.fusion.cli import DELTA_MODE_CHOICES, OAR_INCREASE_CHOICE
 from harness.protocols.fusion.metrics import DeltaMode, OarIncreaseMode, deltas, oar_increase
 from harness.protocols.vista.cli import CLUSTERING_CHOICES, REFERENCE_CHOICES
 from harness.protocols.vista.metrics import Reference, suspicion_scores
-from harness.protocols.vista.pool import PoolSettings
 
 
 @pytest.mark.parametrize(
@@ -35,35 +35,6 @@ from harness.protocols.vista.pool import PoolSettings
 )
 def test_cli_choices_are_the_literal_values(choices: tuple[str, ...], mode: Any) -> None:
     assert choices == get_args(mode)
-
-
-def _pool_options(**changed: Any) -> dict[str, Any]:
-    return {
-        "task": "vista",
-        "judge": "embedding",
-        "alpha": 0.5,
-        "theta": 0.6,
-        "clustering": "components",
-        "reference": "all",
-        **changed,
-    }
-
-
-def test_pool_settings_read_the_modes_of_stored_options() -> None:
-    settings = PoolSettings.from_options(_pool_options(clustering="strict", reference="peers"))
-    assert (settings.clustering, settings.reference) == ("strict", "peers")
-
-
-@pytest.mark.parametrize(
-    ("changed", "message"),
-    [
-        ({"clustering": "loose"}, "clustering rule must be 'components' or 'strict', got 'loose'"),
-        ({"reference": "others"}, "reference must be 'all' or 'peers', got 'others'"),
-    ],
-)
-def test_pool_settings_refuse_an_unknown_mode(changed: dict[str, str], message: str) -> None:
-    with pytest.raises(HarnessError, match=message):
-        PoolSettings.from_options(_pool_options(**changed))
 
 
 def test_untyped_callers_get_a_one_line_error() -> None:

@@ -86,13 +86,6 @@ def test_run_include_paths_keeps_what_the_user_gave(tmp_path: Path, saved_run: d
     assert run_include_paths(run, run_dir, ["/a"], trust_run=True) == ["/a", "/b"]
 
 
-def test_diavlo_audit_takes_the_same_flags() -> None:
-    from harness.cli import build_parser
-
-    args = build_parser().parse_args(["audit", "diavlo", "run", "--include-path", "x", "--trust-run-include-paths"])
-    assert args.include_path == ["x"] and args.trust_run_include_paths
-
-
 def test_a_task_shadowing_a_bundled_one_warns_once_and_the_leaderboard_refuses_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,5 +1,6 @@
 """The leaderboard service on loopback: command-line submissions, pages, downloads, abuse, load, the
-Hub layout, the static export and the VISTA peer pool."""
+Hub layout and the static export (a protocol's after-submission job, VISTA's peer pool:
+tests/protocols/vista/test_leaderboard_pool.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import pytest
 from harness.cli import main
 from harness.leaderboard.bundle import Limits, read_run_files
 from harness.leaderboard.db import Database
-from harness.leaderboard.export import export_site
 from harness.leaderboard.server import create_app
 from harness.leaderboard.service import Quota, Settings
 from harness.leaderboard.tokens import create_token
@@ -197,60 +197,6 @@ def test_hub_layout_import_and_static_export(
     assert _site_pages_with_working_links(site) == 3
     assert json.loads((site / "api" / "submissions.json").read_text())[0]["model"] == "tiny:llava"
     assert (site / "tables" / "shapes.csv").read_text().count("tiny:") == 2
-
-
-def test_vista_pool_is_recomputed_in_the_background_over_all_models(runs: list[Path], tmp_path: Path) -> None:
-    """The pool is VISTA's after-submission job, declared through its leaderboard hooks; the generic server
-    runs it, serves its panel (JSON, CSV, image) and its line on each pooled model's page."""
-    db = Database(f"sqlite:///{tmp_path / 'board.sqlite'}")
-    token = create_token(db, "alice")
-    settings = Settings(protocol_options={"vista": {"task": "shapes_color", "judge": "embedding:0.9", "theta": 0.3}})
-
-    def settled(url: str) -> dict:
-        deadline = time.time() + 300  # the job loads the judge's embedder: slow on a loaded machine
-        while (state := httpx.get(f"{url}/api/protocols/vista").json())["pending"] and time.time() < deadline:
-            time.sleep(0.2)
-        assert not state["pending"], "the pool job did not finish in 300 s"
-        return state
-
-    with running_server(create_app(settings, db)) as url:
-        assert httpx.get(f"{url}/api/protocols/nothing").status_code == 404
-        assert httpx.get(f"{url}/panels/vista-pool.png").status_code == 404
-        assert _upload(url, read_run_files(runs[0]), token).status_code == 201
-        pool = settled(url)["panels"]["vista-pool"]
-        assert pool["status"] == "waiting" and "needs at least two" in pool["message"]
-        answer = _upload(url, read_run_files(runs[1]), token)
-        assert answer.status_code == 201, answer.text
-        second = answer.json()
-        pool = settled(url)["panels"]["vista-pool"]
-        assert pool["status"] == "ok", pool["message"]
-        assert [m["model"] for m in pool["members"]] == ["tiny:llava", "tiny:qwen2_vl"]
-        assert pool["judge"].startswith("embedding") and pool["config"]["theta"] == 0.3
-        for figures in pool["per_model"].values():
-            assert figures["queries"] == 3 and 0 <= figures["mean_suspicion"] <= figures["max_suspicion"] <= 1
-        assert pool["per_model"]["tiny:qwen2_vl"]["submission_id"] == second["id"]
-        index = httpx.get(f"{url}/").text
-        assert "VISTA peer pool (shapes_color)" in index and 'src="panels/vista-pool.png"' in index
-        assert httpx.get(f"{url}/panels/vista-pool.png").content.startswith(b"\x89PNG")
-        rows_text = httpx.get(f"{url}/tables/vista-pool.csv").text
-        rows = rows_text.splitlines()
-        assert rows[0].startswith("model,submission_id,queries,mean_suspicion") and len(rows) == 3
-        assert httpx.get(f"{url}/tables/vista-pool.json").json()["per_model"] == pool["per_model"]
-        mean = pool["per_model"]["tiny:qwen2_vl"]["mean_suspicion"]
-        assert f"mean S {mean:.3f}" in httpx.get(f"{url}/model/{second['id']}.html").text
-    from harness.leaderboard.protocol_parts import board_parts
-
-    figures = board_parts(db, settings).pooled["vista"][second["id"]]  # VISTA's headline figures from the pool
-    qwen = pool["per_model"]["tiny:qwen2_vl"]
-    assert figures["mean_s"].value == mean and figures["mean_s"].n == 3
-    assert figures["flag_share"].value == pytest.approx(qwen["flags"] / 3) and figures["flags"].value == qwen["flags"]
-    assert figures["detection"].value in ("positive", "negative") and figures["max_s"].value == qwen["max_suspicion"]
-    interval = figures["mean_s"].interval
-    assert interval is not None and interval.low is not None and interval.high is not None
-    assert interval.low <= mean <= interval.high and interval.label() == "95% CI, cluster_bootstrap over 3 queries"
-    site = export_site(db, tmp_path / "site", settings)
-    assert _site_pages_with_working_links(site) == 3
-    assert (site / "tables" / "vista-pool.csv").read_text() == rows_text
 
 
 def test_the_serve_and_token_commands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
