@@ -7,8 +7,8 @@ registered ones whose code place is that folder or lies in it) are:
   ``tests/protocols/<pkg>/``;
 - a loose builder module ``builders/<pkg>.py`` or ``builders/<pkg>_*.py`` (there should be none: a
   protocol's builder is a package);
-- ``cards/<n>.md`` and the benchmark scripts ``benchmarks/<n>_*.py``, for ``n`` the package's name or a
-  name or alias of one of its protocols.
+- ``cards/<n>.md``, ``docs/protocols/<n>.md`` and the benchmark scripts ``benchmarks/<n>_*.py``, for ``n`` the
+  package's name or a name or alias of one of its protocols.
 Each must equal one of the package's protocols' declared places or lie in a declared folder. A benchmark
 named otherwise (``triplet_parser.py``) is a protocol's only if it declares it.
 """
@@ -52,6 +52,7 @@ def _belongs(package: str, names: set[str]) -> set[str]:
     ]
     for name in names | {package}:
         found += [*(ROOT / "cards").glob(f"{name}.md"), *(ROOT / "benchmarks").glob(f"{name}_*.py")]
+        found += (ROOT / "docs" / "protocols").glob(f"{name}.md")
     return {p.relative_to(ROOT).as_posix() for p in found}
 
 
@@ -68,7 +69,9 @@ def test_every_declared_place_exists(protocol: str) -> None:
     found = base.get_protocol(protocol)
     assert found is not None
     places = found.places
-    assert places.code and places.builder and places.tasks and places.card, f"{protocol} declares no places"
+    assert places.code and places.builder and places.tasks and places.card and places.docs and places.tests, (
+        f"{protocol} declares no places"
+    )
     for kind, path in places.items():
         assert not path.startswith("/") and ".." not in Path(path).parts, f"{protocol} {kind} {path}: not relative"
         assert (ROOT / path).exists(), f"{protocol} declares {kind} {path}, which is missing"
@@ -98,6 +101,7 @@ def test_the_rule_finds_an_undeclared_file() -> None:
     belongs = _belongs("mist", {"mist"})
     assert {"builders/mist/builder.py", "builders/mist/demo.py", "cards/mist.md"} <= belongs
     assert "tasks/mist/mist.yaml" in belongs and "tests/protocols/mist/test_metrics.py" in belongs
+    assert "docs/protocols/mist.md" in belongs
     assert not _covered("builders/mist/demo.py", ["harness/protocols/mist", "builders/mistral"])
     assert _covered("builders/mist/demo.py", ["builders/mist"])
 
@@ -123,6 +127,7 @@ def test_harness_protocols_prints_each_protocol_and_its_places(capsys: pytest.Ca
         "  builder    builders/mist",
         "  tasks      tasks/mist",
         "  card       cards/mist.md",
+        "  docs       docs/protocols/mist.md",
         "  tests      tests/protocols/mist",
         "  unit       item: the docs sharing item_id (one sentence with its idiomatic phrase, under every "
         "prompting technique and input arm)",
