@@ -50,7 +50,7 @@ def _package_names() -> dict[str, set[str]]:
         code = protocol.places.code or ""
         for package in PACKAGES:
             if (code + "/").startswith(f"harness/protocols/{package}/"):
-                names[package] |= {word for name in protocol.names for word in _words(name)} - {"implant"}
+                names[package] |= {word for name in protocol.names for word in _words(name)}
     return names
 
 
