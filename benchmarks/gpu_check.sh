@@ -3,7 +3,7 @@
 # under 10 minutes. Tiny random-weight models are built here from harness/models/tiny.py's recipes.
 # With vLLM's CPU build in VLLM_PYTHON (as .ci/run builds .venv-vllm) checks 1 and 2 run on the CPU instead,
 # on the head_dim-32 tiny models its attention takes (VLLM_CPU_KVCACHE_SPACE GiB of KV cache, default 1);
-# tests/test_vllm_engine.py runs check 1 in CI.
+# tests/models/test_vllm_engine.py runs check 1 in CI.
 #
 #   1. vllm: against hf: greedy, token for token, and multiple_choice loglikelihoods (prompt logprobs
 #      against teacher forcing, within 1e-3), on the tiny Qwen2-VL and LLaVA (float32 both sides).

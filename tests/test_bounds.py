@@ -16,8 +16,8 @@ from harness.errors import UnsupportedRequestError
 from harness.models.base import GenerationParams
 from harness.results.generation import MAX_UNTIL
 from harness.taskspec.config import MAX_TURNS, TaskConfig
+from tests.cli.test_score import run_copy
 from tests.conftest import ROOT, write
-from tests.test_score import run_copy
 
 
 @pytest.mark.parametrize("depth", [500, 2000])

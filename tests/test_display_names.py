@@ -1,6 +1,6 @@
 """One rule for the characters a shown string may hold (``harness.display``): a group's member names follow
 the task-name rule, and ``harness tasks`` never prints a control or bidi character as itself. The
-leaderboard's side (pages, CSV, API, token names, model names) is in tests/test_leaderboard_trust.py."""
+leaderboard's side (pages, CSV, API, token names, model names) is in tests/leaderboard/test_leaderboard_trust.py."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from harness.engine.runner import EvalOptions, evaluate
 from harness.models import create_backend
 from harness.tiny_models import tiny_model_path
 from tests.conftest import ROOT, write
-from tests.test_loglikelihood import ARC_ROWS
+from tests.engine.test_loglikelihood import ARC_ROWS
 
 LMMS_PYTHON = os.environ.get("LMMS_EVAL_PYTHON")
 pytestmark = [

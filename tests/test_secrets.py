@@ -2,7 +2,7 @@
 environment variable, a URL's password) is never written: not to a run folder (``config.model_args``,
 ``provenance.command``, ``provenance.model``, the samples), a log or error line, nor the response store;
 each place it would have been holds the marker that it was given. The leaderboard's side is in
-tests/test_leaderboard_trust.py."""
+tests/leaderboard/test_leaderboard_trust.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harness.models import base
 from harness.models.base import Backend, GenerationRequest, create_backend
 from harness.models.vllm import VLLMSettings
 from harness.secrets import SECRET_MARKER, find_secret, is_secret, redact_argv, redact_text, remember
-from tests.test_openai_backend import ScriptedServer, choice
+from tests.models.test_openai_backend import ScriptedServer, choice
 
 KEY = "sk-live-0123456789abcdef"
 ORG = "org-declared-4242"
@@ -199,7 +199,7 @@ def test_vllm_argument_parsing_never_shows_a_credential() -> None:
 def test_score_rewrites_a_run_that_recorded_a_secret_without_it(
     tmp_path: Path, saved_run: dict[str, bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.test_score import run_copy
+    from tests.cli.test_score import run_copy
 
     run_dir = run_copy(tmp_path, saved_run)
     raw = json.loads((run_dir / "results.json").read_text())

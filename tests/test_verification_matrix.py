@@ -41,9 +41,9 @@ from harness.models.base import Backend, GenerationParams, GenerationRequest
 from harness.models.family import LMMS_FAMILY
 from harness.taskspec.registry import TaskRegistry
 from tests.conftest import write
-from tests.test_loglikelihood import SHAPES_MC
-from tests.test_multi_round import TASK as ROUNDS_TASK
-from tests.test_multi_round import UTILS as ROUNDS_UTILS
+from tests.engine.test_loglikelihood import SHAPES_MC
+from tests.engine.test_multi_round import TASK as ROUNDS_TASK
+from tests.engine.test_multi_round import UTILS as ROUNDS_UTILS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -397,16 +397,3 @@ def test_an_override_is_shown_beside_the_figures_on_every_table_and_page(
     capsys.readouterr()
     assert main(["score", str(other), "--output", str(tmp_path / "rescored")]) == 0
     assert f"Settings: run with {typed}, not its tasks' own generation settings." in capsys.readouterr().out
-
-
-def test_fusion_attacks_re_ask_with_the_settings_the_clean_run_recorded(fusion_dir: Path, tmp_path: Path) -> None:
-    """The attacks' re-check asks with the clean run's own settings (its ``--gen-kwargs`` included), read
-    from the run's record, not the task's raw ``generation_kwargs`` (32 tokens)."""
-    from harness.protocols.fusion.attacks.run import clean_correct_items
-
-    data = fusion_dir.parent.parent
-    run = _eval("family:qwen2_vl", "fusion_clean", tmp_path / "runs", data, [], "--gen-kwargs", "max_new_tokens=7")
-    _, params = clean_correct_items(run, "fusion_clean", data, [], "qwen2_vl")
-    assert params.max_new_tokens == 7
-    recorded = json.loads((run / "results.json").read_text())["provenance"]["generation"]["fusion_clean"]
-    assert params.as_dict() == {k: v for k, v in recorded.items() if k != "n"}

@@ -1,10 +1,10 @@
-"""Run in the vLLM environment (``VLLM_PYTHON -m tests.vllm_probe OUT``) by tests/test_vllm_backend.py: what
+"""Run in the vLLM environment (``VLLM_PYTHON -m tests.vllm_probe OUT``) by tests/models/test_vllm_backend.py: what
 vLLM's own classes make of the harness's translation of requests, saved to OUT/probe.pt for the test to
 compare with the hf backend (another transformers version, in the main environment).
 
 vLLM's renderer applies the chat template, parses the image parts and runs the model's multi-modal
 processor exactly as ``LLM.chat`` does before scheduling; here it runs without an engine, on the tiny models
-of every head size (the real engine, tests/test_vllm_engine.py, needs head_dim 32 on CPU).
+of every head size (the real engine, tests/models/test_vllm_engine.py, needs head_dim 32 on CPU).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from vllm.renderers.registry import renderer_from_config
 from harness.models.messages import ChatMessage
 from harness.models.vllm import VLLMSettings, sampling_kwargs, to_vllm_messages
 from harness.tiny_models import tiny_model_path
-from tests.test_vllm_backend import ARCHS, conversation, requests
+from tests.models.test_vllm_backend import ARCHS, conversation, requests
 
 SAMPLING_FIELDS = ("n", "seed", "temperature", "top_p", "top_k", "max_tokens", "stop")
 

@@ -5,7 +5,7 @@ returns a single batch; ``requests_per_call`` bounds it), so vLLM's scheduler, n
 what runs together. Conversations
 are passed as OpenAI-style messages with images as ``image_pil`` parts: vLLM then renders the model's own
 chat template and places the image placeholders itself, exactly as its server does, with no image
-re-encoding; the prompt it renders is the one ``hf:`` renders (``tests/test_vllm_backend.py`` checks this
+re-encoding; the prompt it renders is the one ``hf:`` renders (``tests/models/test_vllm_backend.py`` checks this
 with vLLM's own renderer). Each request has its own ``SamplingParams`` (native ``n``, the request's
 ``seed``); greedy requests ask for one completion, which stands for all ``n`` as in ``hf:``.
 

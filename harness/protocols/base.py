@@ -83,7 +83,7 @@ class ProtocolPlaces:
     """Where a protocol's files are, as POSIX paths relative to the repository root (a folder or one file).
 
     Declared so that ``harness protocols`` can list them and a test can hold them to the files on disk, both
-    ways (tests/test_protocol_places.py, which also states which files count as a protocol's). A
+    ways (tests/protocols/test_protocol_places.py, which also states which files count as a protocol's). A
     third-party protocol may leave every place empty.
     """
 
@@ -91,18 +91,21 @@ class ProtocolPlaces:
     builder: str | None = None  # its builder package: builders/<name>/
     tasks: str | None = None  # its lmms-eval tasks: tasks/<name>/
     card: str | None = None  # its dataset card: cards/<card>.md
-    tests: str | None = None  # its tests: tests/protocols/<name>/
+    docs: str | None = None  # its documentation page: docs/protocols/<name>.md
+    tests: str | None = None  # its tests: tests/protocols/<name>/, every test of the protocol and no other's
     benchmarks: tuple[str, ...] = ()  # its scripts in benchmarks/
 
     @classmethod
     def standard(cls, name: str, card: str | None = None, benchmarks: tuple[str, ...] = ()) -> ProtocolPlaces:
         """The places of a protocol laid out as the built-ins are: every folder named ``name``, its card
-        ``cards/<card>.md`` (``card`` defaults to ``name``) and ``benchmarks/<script>`` for each benchmark."""
+        ``cards/<card>.md`` (``card`` defaults to ``name``), its page ``docs/protocols/<name>.md`` and
+        ``benchmarks/<script>`` for each benchmark."""
         return cls(
             code=f"harness/protocols/{name}",
             builder=f"builders/{name}",
             tasks=f"tasks/{name}",
             card=f"cards/{card or name}.md",
+            docs=f"docs/protocols/{name}.md",
             tests=f"tests/protocols/{name}",
             benchmarks=tuple(f"benchmarks/{script}" for script in benchmarks),
         )
@@ -114,9 +117,28 @@ class ProtocolPlaces:
             "builder": self.builder,
             "tasks": self.tasks,
             "card": self.card,
+            "docs": self.docs,
             "tests": self.tests,
         }
         return [(kind, path) for kind, path in single.items() if path] + [("benchmark", b) for b in self.benchmarks]
+
+
+def protocol_tests(protocol: Protocol, root: Path) -> list[str]:
+    """The test files of ``protocol`` under ``root`` (a checkout): every ``test_*.py`` in its tests place, but
+    those in another protocol's tests place nested inside it (VISTA's controlled study in VISTA's folder), as
+    sorted POSIX paths relative to ``root``. Read from the layout, so a test file added there is listed."""
+    place = protocol.places.tests
+    if place is None:
+        return []
+    nested = [
+        other.places.tests
+        for other in protocols()
+        if other.places.tests and other.places.tests.startswith(place.rstrip("/") + "/")
+    ]
+    folder = root / place
+    found = [folder] if folder.is_file() else sorted(folder.rglob("test_*.py"))
+    paths = [p.relative_to(root).as_posix() for p in found]
+    return [p for p in paths if not any(p.startswith(n.rstrip("/") + "/") for n in nested)]
 
 
 @dataclass(frozen=True)

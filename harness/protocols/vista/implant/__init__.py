@@ -1,8 +1,8 @@
 """VISTA's controlled study (section 3.1, appendix A.3): implant a stance toward a target entity with LoRA,
 check it took hold, and check the audit flags it but not the pretrained or benign-LoRA counterparts.
 
-Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them); its tests are with
-VISTA's, in tests/protocols/vista/ (test_implant_*.py).
+Its files are listed in ``PROTOCOL.places`` (``harness protocols`` prints them); its tests are in VISTA's
+folder, in tests/protocols/vista/implant/.
 """
 
 from harness.builder_spec import Builder
@@ -24,6 +24,8 @@ PROTOCOL = Protocol(
         builder="builders/vista/implant.py",
         tasks="tasks/vista/vista_implant.yaml",
         card="cards/vista-implant.md",
+        docs="docs/protocols/vista.md",
+        tests="tests/protocols/vista/implant",
     ),
     builders=(
         Builder(
