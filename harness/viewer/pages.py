@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import urlencode
 
 import jinja2
@@ -22,7 +22,7 @@ from harness.results.metric_key import label_of
 from harness.results.schema import SampleRecord
 from harness.viewer.catalog import Audit, Catalog, Run
 from harness.viewer.evidence_pages import Evidence, evidence_protocols
-from harness.viewer.sample_index import SampleQuery, SampleRef, TaskSummary, prompt_text
+from harness.viewer.sample_index import MetricOp, SampleQuery, SampleRef, SortOrder, TaskSummary, prompt_text
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -165,8 +165,8 @@ def samples_page(run: Run, query: SampleQuery, summary: TaskSummary, samples: li
         samples=samples,
         total=total,
         pager=page_links(query, total),
-        ops=["any", "eq", "ne", "lt", "le", "gt", "ge", "missing"],
-        sorts=["doc", "-doc", "metric", "-metric", "error"],
+        ops=list(get_args(MetricOp)),  # the index's own choices, so the form offers what it can run
+        sorts=list(get_args(SortOrder)),
         full=False,
     )
 
